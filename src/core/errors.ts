@@ -1,0 +1,162 @@
+/**
+ * One error hierarchy for the whole runner. Every failure that reaches the CLI is a LakehouseError
+ * (or becomes an InternalError), and its `exitCode` is the contract in DESIGN.md §5.
+ */
+
+export const ExitCode = {
+  succeeded: 0,
+  usage: 64,
+  data: 65,
+  inputMissing: 66,
+  unavailable: 69,
+  internal: 70,
+  transient: 75,
+  permission: 77,
+  config: 78,
+  skipped: 99,
+  sigint: 130,
+  sigterm: 143,
+} as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+export type ErrorCategory =
+  | 'usage'
+  | 'config'
+  | 'data'
+  | 'input'
+  | 'unavailable'
+  | 'transient'
+  | 'permission'
+  | 'cancelled'
+  | 'spark'
+  | 'internal';
+
+/** One problem in a config, with the path of the offending key (`cdc.primary-key`, `source`). */
+export interface ConfigIssue {
+  path: string;
+  message: string;
+}
+
+export interface ErrorReport {
+  code: string;
+  category: ErrorCategory;
+  message: string;
+  path?: string;
+  retryable: boolean;
+  issues?: ConfigIssue[];
+  sparkErrorClass?: string;
+  sqlState?: string;
+}
+
+export abstract class LakehouseError extends Error {
+  abstract readonly exitCode: ExitCode;
+  abstract readonly category: ErrorCategory;
+  abstract readonly code: string;
+  readonly retryable: boolean = false;
+
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, options);
+    this.name = new.target.name;
+  }
+
+  report(): ErrorReport {
+    return { code: this.code, category: this.category, message: this.message, retryable: this.retryable };
+  }
+}
+
+/** Bad command line or unknown template (64). */
+export class UsageError extends LakehouseError {
+  readonly exitCode = ExitCode.usage;
+  readonly category = 'usage' as const;
+  readonly code = 'USAGE';
+}
+
+/** Config invalid: HOCON syntax, schema, schema-version, tenant policy (78). Carries every issue. */
+export class ConfigError extends LakehouseError {
+  readonly exitCode = ExitCode.config;
+  readonly category = 'config' as const;
+  readonly code = 'CONFIG_INVALID';
+  readonly issues: readonly ConfigIssue[];
+
+  constructor(issues: ConfigIssue[] | string, options?: { cause?: unknown; path?: string }) {
+    const list = typeof issues === 'string' ? [{ path: options?.path ?? '', message: issues }] : issues;
+    super(list.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; '), options);
+    this.issues = list;
+  }
+
+  override report(): ErrorReport {
+    const first = this.issues[0];
+    return { ...super.report(), ...(first?.path ? { path: first.path } : {}), issues: [...this.issues] };
+  }
+}
+
+/** A config file, include or source table that does not exist (66). */
+export class InputMissingError extends LakehouseError {
+  readonly exitCode = ExitCode.inputMissing;
+  readonly category = 'input' as const;
+  readonly code = 'INPUT_MISSING';
+}
+
+/** Quality gate, data contract or bad source data (65). */
+export class DataError extends LakehouseError {
+  readonly exitCode = ExitCode.data;
+  readonly category = 'data' as const;
+  readonly code: string;
+  constructor(message: string, options?: { cause?: unknown; code?: string }) {
+    super(message, options);
+    this.code = options?.code ?? 'DATA_INVALID';
+  }
+}
+
+/** Spark Connect (or a source) unreachable after backoff (69). */
+export class UnavailableError extends LakehouseError {
+  readonly exitCode = ExitCode.unavailable;
+  readonly category = 'unavailable' as const;
+  readonly code = 'SPARK_UNAVAILABLE';
+  override readonly retryable = true;
+}
+
+/** Timeout, commit conflict after retries, session lost (75). */
+export class TransientError extends LakehouseError {
+  readonly exitCode = ExitCode.transient;
+  readonly category = 'transient' as const;
+  readonly code: string;
+  override readonly retryable = true;
+  constructor(message: string, options?: { cause?: unknown; code?: string }) {
+    super(message, options);
+    this.code = options?.code ?? 'TRANSIENT';
+  }
+}
+
+/** Authentication or permission denied (77). */
+export class PermissionError extends LakehouseError {
+  readonly exitCode = ExitCode.permission;
+  readonly category = 'permission' as const;
+  readonly code = 'PERMISSION_DENIED';
+}
+
+/** Cancelled by a signal (130 for SIGINT, 143 for SIGTERM). */
+export class CancelledError extends LakehouseError {
+  readonly exitCode: ExitCode;
+  readonly category = 'cancelled' as const;
+  readonly code = 'CANCELLED';
+  override readonly retryable = true;
+  constructor(readonly signal: 'SIGINT' | 'SIGTERM', options?: { cause?: unknown }) {
+    super(`cancelled by ${signal}`, options);
+    this.exitCode = signal === 'SIGINT' ? ExitCode.sigint : ExitCode.sigterm;
+  }
+}
+
+/** A bug in the runner (70). */
+export class InternalError extends LakehouseError {
+  readonly exitCode = ExitCode.internal;
+  readonly category = 'internal' as const;
+  readonly code = 'INTERNAL';
+}
+
+/** Anything thrown at all, as a LakehouseError: unknown throwables are internal errors. */
+export function asLakehouseError(e: unknown): LakehouseError {
+  if (e instanceof LakehouseError) return e;
+  const message = e instanceof Error ? e.message : String(e);
+  return new InternalError(message, { cause: e });
+}

@@ -1,0 +1,79 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+import { ConfigError } from '../errors.js';
+import { Secret } from '../secrets.js';
+import { catalogName, name, storageUri } from './validate.js';
+
+/**
+ * The platform config (`--env`), owned by the platform team: where Spark is, which catalogs exist,
+ * named JDBC connections, and which storage roots each tenant may use. Secrets appear here only as
+ * references (`{ env = NAME }` or `{ file = /mounted/secret }`), resolved at the moment of use.
+ */
+
+export const secretRef = z.union([
+  z.object({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name') }).strict(),
+  z.object({ file: z.string().startsWith('/', 'a mounted file must be an absolute path') }).strict(),
+]);
+export type SecretRef = z.infer<typeof secretRef>;
+
+export const platformSchema = z
+  .object({
+    spark: z
+      .object({
+        remote: z.string().optional(),
+        token: secretRef.optional(),
+      })
+      .strict()
+      .default({}),
+    catalogs: z
+      .record(
+        catalogName(),
+        z
+          .object({
+            format: z.enum(['iceberg', 'delta']),
+            default: z.boolean().default(false),
+          })
+          .strict(),
+      )
+      .default({}),
+    tenants: z
+      .record(
+        name('a tenant id'),
+        z.object({ 'storage-roots': z.array(storageUri()).min(1) }).strict(),
+      )
+      .optional(),
+    jdbc: z
+      .object({
+        connections: z
+          .record(
+            name('a connection name'),
+            z.object({ url: z.string().startsWith('jdbc:'), user: z.string().optional(), password: secretRef.optional(), driver: z.string().optional() }).strict(),
+          )
+          .default({}),
+      })
+      .strict()
+      .default({ connections: {} }),
+    logging: z.object({ level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).optional() }).strict().default({}),
+  })
+  .strict();
+
+export type PlatformConfig = z.infer<typeof platformSchema>;
+
+/** Without `--env`: no tenant policy, and the local stack's catalogs. */
+export const localPlatformDefaults: PlatformConfig = platformSchema.parse({
+  catalogs: { lake: { format: 'iceberg', default: true }, spark_catalog: { format: 'delta' } },
+});
+
+/** Resolve a secret reference. The value never leaves the returned `Secret` unless revealed. */
+export function resolveSecret(ref: SecretRef, path: string, env: Record<string, string | undefined>): Secret {
+  if ('env' in ref) {
+    const value = env[ref.env];
+    if (value === undefined || value === '') throw new ConfigError(`environment variable ${ref.env} is not set`, { path });
+    return new Secret(value);
+  }
+  try {
+    return new Secret(readFileSync(ref.file, 'utf8').replace(/\r?\n$/, ''));
+  } catch (e) {
+    throw new ConfigError(`secret file ${ref.file} cannot be read (${(e as NodeJS.ErrnoException).code ?? 'error'})`, { path, cause: e });
+  }
+}

@@ -1,0 +1,146 @@
+import { z } from 'zod';
+import type { ConfigIssue } from '../errors.js';
+import { CATALOG_PATTERN, COLUMN_PATTERN, NAME_PATTERN } from '../naming.js';
+
+/**
+ * Schema building blocks shared by every template, and the one place that turns zod's issues into
+ * config issues (`path: message`), with "did you mean" hints for unknown keys.
+ */
+
+export const name = (what: string) =>
+  z.string().regex(NAME_PATTERN, `${what} must match ${NAME_PATTERN.source} (lower case letters, digits, _)`);
+
+export const columnName = () =>
+  z.string().regex(COLUMN_PATTERN, `a column name must match ${COLUMN_PATTERN.source}`);
+
+export const catalogName = () =>
+  z.string().regex(CATALOG_PATTERN, `a catalog name must match ${CATALOG_PATTERN.source}`);
+
+/** An absolute storage URI: `s3a://bucket/prefix`, `file:///var/lake/acme`, `abfss://…`. */
+export const storageUri = () =>
+  z
+    .string()
+    .regex(
+      /^[a-z][a-z0-9+.-]*:\/\/[^\s'"`\\]*$/i,
+      'must be an absolute URI such as s3a://bucket/tenant or file:///lake/tenant, without quotes or spaces',
+    )
+    .refine((v) => !v.split('/').includes('..'), 'must not contain ".." segments');
+
+/** A Spark SQL expression from config (sent as one expression, never spliced into a statement). */
+export const expression = (what: string) =>
+  z.string().trim().min(1, `${what} must not be empty`).max(10_000, `${what} is too long`);
+
+/** An ISO calendar date, as `--set target.snapshot-date={{ ds }}` gives it. */
+export const isoDate = () =>
+  z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date like 2026-07-05')
+    .refine((v) => !Number.isNaN(Date.parse(`${v}T00:00:00Z`)) && new Date(`${v}T00:00:00Z`).toISOString().startsWith(v), 'is not a valid calendar date');
+
+/** The `job` and `tenant` sections every template shares. */
+export const jobSection = (template: string, version: number) =>
+  z
+    .object({
+      template: z.literal(template).optional(),
+      'schema-version': z.literal(version),
+      name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'a job name is 1-128 letters, digits, _ . -').optional(),
+    })
+    .strict();
+
+export const tenantSection = () =>
+  z
+    .object({
+      id: name('tenant.id'),
+      'storage-root': storageUri(),
+    })
+    .strict();
+
+export function formatPath(path: readonly PropertyKey[]): string {
+  return path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replaceAll('.[', '[');
+}
+
+/** zod issues → config issues, one per problem, each with its full path. */
+export function toConfigIssues(error: z.ZodError, knownKeys?: (path: readonly PropertyKey[]) => string[]): ConfigIssue[] {
+  const out: ConfigIssue[] = [];
+  for (const issue of error.issues) {
+    if (issue.code === 'unrecognized_keys') {
+      const siblings = knownKeys?.(issue.path) ?? [];
+      for (const key of issue.keys) {
+        const hint = closest(key, siblings);
+        out.push({
+          path: formatPath([...issue.path, key]),
+          message: `unknown key${hint ? `; did you mean "${hint}"?` : siblings.length ? ` (known: ${siblings.join(', ')})` : ''}`,
+        });
+      }
+    } else if (issue.code === 'invalid_union') {
+      // Report the branch that got furthest: its issues are the actionable ones.
+      const branches = (issue as unknown as { errors: z.core.$ZodIssue[][] }).errors;
+      const best = branches.reduce((a, b) => (b.length < a.length ? b : a), branches[0] ?? []);
+      if (best.length === 0) out.push({ path: formatPath(issue.path), message: issue.message });
+      for (const sub of best) out.push(...toConfigIssues(new z.ZodError([{ ...sub, path: [...issue.path, ...sub.path] }]), knownKeys));
+    } else {
+      out.push({ path: formatPath(issue.path), message: describeIssue(issue) });
+    }
+  }
+  return out;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): string {
+  if (issue.code === 'invalid_type' && (issue as { input?: unknown }).input === undefined) return 'is required';
+  if (issue.code === 'invalid_value' && 'values' in issue) {
+    const values = (issue as { values: unknown[] }).values;
+    return values.length === 1 ? `must be ${JSON.stringify(values[0])}` : `must be one of ${values.map((v) => JSON.stringify(v)).join(', ')}`;
+  }
+  return issue.message.replace(/^Invalid input: /, '');
+}
+
+/** The known key closest to `key` by edit distance, if it is close enough to be a typo. */
+export function closest(key: string, candidates: readonly string[]): string | undefined {
+  let best: string | undefined;
+  let bestDistance = Infinity;
+  for (const c of candidates) {
+    const d = editDistance(key.toLowerCase(), c.toLowerCase());
+    if (d < bestDistance) {
+      best = c;
+      bestDistance = d;
+    }
+  }
+  return best !== undefined && bestDistance <= Math.max(2, Math.floor(key.length / 3)) ? best : undefined;
+}
+
+function editDistance(a: string, b: string): number {
+  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
+  for (let i = 1; i <= a.length; i++) {
+    let prev = row[0]!;
+    row[0] = i;
+    for (let j = 1; j <= b.length; j++) {
+      const tmp = row[j]!;
+      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
+      prev = tmp;
+    }
+  }
+  return row[b.length]!;
+}
+
+/** The keys a strict object schema accepts at `path`, for "did you mean" hints. */
+export function keysAt(schema: z.ZodType, path: readonly PropertyKey[]): string[] {
+  let node: z.ZodType | undefined = unwrap(schema);
+  for (const p of path) {
+    if (!node) return [];
+    if (node instanceof z.ZodObject) node = unwrap(node.shape[p as string] as z.ZodType | undefined);
+    else if (node instanceof z.ZodArray) node = unwrap(node.element as z.ZodType);
+    else if (node instanceof z.ZodRecord) node = unwrap(node._zod.def.valueType as z.ZodType);
+    else return [];
+  }
+  return node instanceof z.ZodObject ? Object.keys(node.shape) : [];
+}
+
+function unwrap(s: z.ZodType | undefined): z.ZodType | undefined {
+  let cur = s;
+  for (let i = 0; i < 10 && cur; i++) {
+    if (cur instanceof z.ZodOptional || cur instanceof z.ZodDefault || cur instanceof z.ZodNullable) cur = cur._zod.def.innerType as z.ZodType;
+    else if (cur instanceof z.ZodPipe) cur = cur._zod.def.in as z.ZodType;
+    else break;
+  }
+  return cur;
+}

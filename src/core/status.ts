@@ -1,0 +1,98 @@
+import { existsSync, mkdirSync, renameSync, writeFileSync, accessSync, constants } from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { ErrorReport } from './errors.js';
+import type { OutputReport } from '../jobs/template.js';
+import { scrub } from './secrets.js';
+
+/**
+ * The status document (`lakehouse-jobs/status/v1`, DESIGN.md §5): one per run, on every outcome.
+ * The one status writer sends it to stdout, `--status-file`, Airflow's XCom file and the
+ * Kubernetes termination message.
+ */
+
+export type RunState = 'succeeded' | 'failed' | 'skipped' | 'cancelled';
+
+export interface StatusDocument {
+  schema: 'lakehouse-jobs/status/v1';
+  status: RunState;
+  exitCode: number;
+  command: string;
+  job: { template?: string; schemaVersion?: number; name?: string };
+  tenant?: string;
+  runId: string;
+  logicalDate?: string;
+  startedAt: string;
+  finishedAt: string;
+  durationMs: number;
+  spark?: { remote: string; sessionId?: string; serverVersion?: string; operationIds: string[] };
+  outputs: OutputReport[];
+  metrics: { rowsRead: number; rowsWritten: number };
+  skipReason?: string;
+  error?: ErrorReport;
+}
+
+export interface StatusTargets {
+  statusFile?: string;
+  /** Airflow's XCom sidecar directory; written only when it exists. */
+  xcomDir?: string;
+  /** Kubernetes termination message file; written only when writable. */
+  terminationLog?: string;
+  stdout?: (text: string) => void;
+}
+
+export const XCOM_DIR = '/airflow/xcom';
+export const TERMINATION_LOG = '/dev/termination-log';
+const TERMINATION_LIMIT = 4096;
+
+export function writeStatus(doc: StatusDocument, targets: StatusTargets): void {
+  const text = scrub(JSON.stringify(doc, bigintSafe, 2));
+  (targets.stdout ?? ((t) => process.stdout.write(t)))(text + '\n');
+  if (targets.statusFile) writeAtomically(targets.statusFile, text + '\n');
+  if (targets.xcomDir && existsSync(targets.xcomDir)) writeAtomically(join(targets.xcomDir, 'return.json'), text);
+  if (targets.terminationLog && writable(targets.terminationLog)) {
+    try {
+      writeFileSync(targets.terminationLog, compact(doc));
+    } catch {
+      // Best effort: the termination message is a convenience; stdout and the files above are the record.
+    }
+  }
+}
+
+/** At most 4096 bytes: Kubernetes truncates the termination message there. */
+export function compact(doc: StatusDocument): string {
+  const small = {
+    status: doc.status,
+    exitCode: doc.exitCode,
+    job: doc.job.template,
+    tenant: doc.tenant,
+    runId: doc.runId,
+    durationMs: doc.durationMs,
+    outputs: doc.outputs.map((o) => ({ table: o.table, snapshotId: o.snapshotId, metrics: o.metrics })),
+    ...(doc.error ? { error: { code: doc.error.code, path: doc.error.path, message: doc.error.message.slice(0, 1000) } } : {}),
+  };
+  let text = scrub(JSON.stringify(small, bigintSafe));
+  if (Buffer.byteLength(text) > TERMINATION_LIMIT) {
+    text = scrub(JSON.stringify({ status: doc.status, exitCode: doc.exitCode, job: doc.job.template, runId: doc.runId, error: doc.error?.code }, bigintSafe));
+  }
+  return text;
+}
+
+function writeAtomically(path: string, text: string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  const tmp = `${path}.${process.pid}.tmp`;
+  writeFileSync(tmp, text);
+  renameSync(tmp, path);
+}
+
+function writable(path: string): boolean {
+  try {
+    accessSync(existsSync(path) ? path : dirname(path), constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function bigintSafe(_k: string, v: unknown): unknown {
+  return typeof v === 'bigint' ? v.toString() : v;
+}

@@ -1,0 +1,120 @@
+#!/usr/bin/env node
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { ExitCode, UsageError, asLakehouseError } from './core/errors.js';
+import { TERMINATION_LOG, XCOM_DIR } from './core/status.js';
+import { findTemplate, templates } from './jobs/registry.js';
+import { runJob } from './runner/run.js';
+import { VERSION } from './version.js';
+import { jsonSchemaOf } from './jobs/json-schema.js';
+
+/**
+ * The command line (DESIGN.md §2). Thin: parse arguments, hand over to the runner, exit with its code.
+ * Every option also reads from the environment (`LAKEHOUSE_CONFIG`, `LAKEHOUSE_ENV`, …; the
+ * Spark remote from `SPARK_REMOTE`).
+ */
+
+type Argv = {
+  job?: string;
+  config?: string;
+  env?: string;
+  remote?: string;
+  set?: string[];
+  'run-id'?: string;
+  'logical-date'?: string;
+  'status-file'?: string;
+  'log-level': string;
+  'termination-log': string;
+};
+
+async function main(argv: string[]): Promise<number> {
+  let exitCode: number = ExitCode.succeeded;
+  const run = (command: 'run' | 'validate' | 'plan') => async (args: unknown) => {
+    const a = args as Argv;
+    if (!a.config) throw new UsageError('--config <file> is required');
+    exitCode = await runJob({
+      command,
+      config: a.config,
+      set: a.set ?? [],
+      logLevel: a['log-level'],
+      env: process.env,
+      ...(a.job ? { job: a.job } : {}),
+      ...(a.env ? { envFile: a.env } : {}),
+      ...(a.remote ? { remote: a.remote } : {}),
+      ...(a['run-id'] ? { runId: a['run-id'] } : {}),
+      ...(a['logical-date'] ? { logicalDate: a['logical-date'] } : {}),
+      ...(a['status-file'] ? { statusFile: a['status-file'] } : {}),
+      targets: { xcomDir: process.env.LAKEHOUSE_XCOM_DIR ?? XCOM_DIR, terminationLog: a['termination-log'] },
+      signals: process,
+      exitNow: (code) => process.exit(code),
+    });
+  };
+
+  const parser = yargs(argv)
+    .scriptName('lakehouse-jobs')
+    .env('LAKEHOUSE')
+    .version(VERSION)
+    .strict()
+    .wrap(Math.min(110, process.stdout.columns || 110))
+    .options({
+      job: { type: 'string', describe: 'job template (may be omitted when the config names job.template)' },
+      config: { type: 'string', describe: "the tenant's job config (HOCON)" },
+      env: { type: 'string', describe: 'platform config (HOCON): Spark remote, catalogs, connections, tenant roots' },
+      remote: { type: 'string', describe: 'sc://host:port/;token=… or "local" (default: SPARK_REMOTE, the platform config, then local)' },
+      set: { type: 'string', array: true, describe: 'HOCON override, repeatable: --set target.snapshot-date=2026-07-05' },
+      'run-id': { type: 'string', describe: "the orchestrator's run id (Airflow: {{ run_id }})" },
+      'logical-date': { type: 'string', describe: "the orchestrator's logical date (Airflow: {{ ds }})" },
+      'status-file': { type: 'string', describe: 'also write the status document here (atomically)' },
+      'log-level': { type: 'string', default: 'info', choices: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] },
+      'termination-log': { type: 'string', default: TERMINATION_LOG, describe: 'Kubernetes termination message file' },
+    })
+    .command(['run', '$0'], 'run a job on Spark Connect (the default command)', {}, run('run'))
+    .command('validate', 'parse and validate a config without Spark: schema, tenant rules, plan building', {}, run('validate'))
+    .command('plan', 'print the Spark Connect plans a run would submit; sends and writes nothing', {}, run('plan'))
+    .command('templates', 'the job catalog with schema versions', {}, () => {
+      const list = templates.map((t) => ({
+        name: t.name,
+        layer: t.layer,
+        stability: t.stability,
+        schemaVersions: t.versions.map((v) => v.version),
+        summary: t.summary,
+        examples: t.versions.map((v) => v.example),
+      }));
+      process.stdout.write(JSON.stringify(list, null, 2) + '\n');
+    })
+    .command(
+      'schema <template>',
+      "JSON Schema of a template's config",
+      (y) => y.positional('template', { type: 'string', demandOption: true }).option('schema-version', { type: 'number' }),
+      (a) => {
+        const t = findTemplate(a.template as string);
+        const wanted = a['schema-version'] as number | undefined;
+        const v = wanted === undefined ? t.versions.at(-1)! : t.versions.find((x) => x.version === wanted);
+        if (!v) throw new UsageError(`${t.name} has no schema-version ${wanted} (has ${t.versions.map((x) => x.version).join(', ')})`);
+        process.stdout.write(JSON.stringify(jsonSchemaOf(t, v), null, 2) + '\n');
+      },
+    )
+    .fail((msg, err) => {
+      throw err ?? new UsageError(msg);
+    });
+
+  try {
+    await parser.parseAsync();
+  } catch (e) {
+    const error = asLakehouseError(e);
+    const usage = error instanceof UsageError || !(e instanceof Error && 'exitCode' in e);
+    process.stderr.write(`lakehouse-jobs: ${error.message}\n${usage ? 'Try lakehouse-jobs --help.\n' : ''}`);
+    return error instanceof UsageError || usage ? ExitCode.usage : error.exitCode;
+  }
+  return exitCode;
+}
+
+main(hideBin(process.argv)).then(
+  (code) => {
+    process.exitCode = code;
+  },
+  (e: unknown) => {
+    process.stderr.write(`lakehouse-jobs: internal error: ${e instanceof Error ? e.stack : String(e)}\n`);
+    process.exitCode = ExitCode.internal;
+  },
+);

@@ -1,0 +1,72 @@
+import type { z } from 'zod';
+import type { LakehouseError } from '../core/errors.js';
+import type { Layer, TableName } from '../core/naming.js';
+import type { TenantContext } from '../core/tenant.js';
+import type { Cmd } from '../spark/plan/commands.js';
+import type { Query } from '../spark/plan/query.js';
+
+/**
+ * The job catalog's contract. A template is a row of the catalog: a name, its config schema per
+ * version, and a pure function from (context, config) to plan steps. No I/O, no gRPC.
+ */
+export interface JobTemplate {
+  readonly name: string;
+  readonly layer: Layer | 'ops';
+  readonly summary: string;
+  readonly stability: 'stable' | 'beta' | 'experimental';
+  readonly versions: readonly TemplateVersion[];
+}
+
+export interface TemplateVersion<C = any> {
+  readonly version: number;
+  /** Validates the whole job config document (job, tenant and the template's sections). */
+  readonly schema: z.ZodType<C>;
+  /** A runnable example, relative to the repository root. */
+  readonly example: string;
+  /** Config paths whose values are secrets (never printed). */
+  readonly secretPaths?: readonly string[];
+  plan(ctx: JobContext, config: C): JobPlan;
+}
+
+export interface CatalogRef {
+  readonly name: string;
+  readonly format: 'iceberg' | 'delta';
+}
+
+export interface JobContext {
+  readonly tenant: TenantContext;
+  /** The platform's catalog by name, or its default catalog. Throws a ConfigError naming `path`. */
+  catalog(name: string | undefined, path: string): CatalogRef;
+  readonly runId: string;
+  readonly logicalDate?: string;
+}
+
+export interface OutputReport {
+  table: string;
+  format: string;
+  location?: string;
+  snapshotId?: string;
+  metrics?: Record<string, number>;
+}
+
+/** What a step's rows mean for the run: fail it, skip it, or add to its outputs and metrics. */
+export interface StepEffect {
+  fail?: LakehouseError;
+  skip?: string;
+  output?: OutputReport;
+  metrics?: { rowsRead?: number; rowsWritten?: number };
+}
+
+export type Row = Record<string, unknown>;
+
+export type Step =
+  /** Run a command (DDL, write, MERGE). */
+  | { readonly kind: 'command'; readonly id: string; readonly title: string; readonly command: Cmd }
+  /** Create a table unless it exists (probed by analysing its schema; a concurrent create is fine). */
+  | { readonly kind: 'ensureTable'; readonly id: string; readonly title: string; readonly table: TableName; readonly create: Cmd }
+  /** Run a query and interpret its rows with a pure function. */
+  | { readonly kind: 'query'; readonly id: string; readonly title: string; readonly query: Query; readonly interpret: (rows: Row[]) => StepEffect };
+
+export interface JobPlan {
+  readonly steps: readonly Step[];
+}

@@ -1,0 +1,118 @@
+import type { Table } from 'apache-arrow';
+import type { Logger } from 'pino';
+import type { Plan } from '../spark/proto/gen/spark/connect/base_pb.js';
+import { CancelledError, LakehouseError } from '../core/errors.js';
+import { displayTable, tableParts } from '../core/naming.js';
+import { compileCommandPlan, compileRelationPlan } from '../spark/plan/compile.js';
+import { Query } from '../spark/plan/query.js';
+import { rows as arrowRows } from '../spark/arrow.js';
+import type { JobPlan, OutputReport, Step } from '../jobs/template.js';
+
+/**
+ * Runs a template's steps, in order, on a Spark Connect session. The only code that sends plans:
+ * templates stay pure, and this is where outputs, metrics and operation ids are gathered.
+ */
+
+/** What the executor needs from a Spark Connect client. */
+export interface SparkSession {
+  execute(plan: Plan, opts?: { tags?: string[]; signal?: AbortSignal; operationId?: string }): Promise<{ operationId: string; table?: Table }>;
+  readonly analyze: { schema(plan: Plan): Promise<unknown> };
+}
+
+export interface ExecutionReport {
+  outputs: OutputReport[];
+  metrics: { rowsRead: number; rowsWritten: number };
+  operationIds: string[];
+  skipped?: string;
+}
+
+export interface ExecuteOptions {
+  session: SparkSession;
+  logger: Logger;
+  /** Operation tags: one `Interrupt` by tag cancels everything this run submitted. */
+  tags: string[];
+  signal: AbortSignal;
+  /** Called with each operation id as soon as it is known. */
+  onOperation?: (id: string) => void;
+}
+
+export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<ExecutionReport> {
+  const report: ExecutionReport = { outputs: [], metrics: { rowsRead: 0, rowsWritten: 0 }, operationIds: [] };
+  for (const step of plan.steps) {
+    throwIfAborted(opts.signal);
+    const started = performance.now();
+    opts.logger.info({ step: step.id }, step.title);
+    const skipped = await runStep(step, opts, report);
+    opts.logger.info({ step: step.id, durationMs: Math.round(performance.now() - started) }, `${step.id} done`);
+    if (skipped !== undefined) {
+      report.skipped = skipped;
+      opts.logger.info({ step: step.id, reason: skipped }, 'nothing to do: skipping the rest of the job');
+      break;
+    }
+  }
+  return report;
+}
+
+async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport): Promise<string | undefined> {
+  const run = async (plan: Plan) => {
+    const result = await opts.session.execute(plan, { tags: opts.tags, signal: opts.signal });
+    report.operationIds.push(result.operationId);
+    opts.onOperation?.(result.operationId);
+    return result;
+  };
+  switch (step.kind) {
+    case 'command':
+      await run(compileCommandPlan(step.command, { reveal: true }));
+      return undefined;
+    case 'ensureTable': {
+      if (await tableExists(opts.session, tableParts(step.table))) {
+        opts.logger.debug({ table: displayTable(step.table) }, 'table exists');
+        return undefined;
+      }
+      try {
+        await run(compileCommandPlan(step.create, { reveal: true }));
+      } catch (e) {
+        // Another run created it between our probe and our create: that is the state we wanted.
+        if (errorClassOf(e)?.startsWith('TABLE_OR_VIEW_ALREADY_EXISTS')) return undefined;
+        throw e;
+      }
+      return undefined;
+    }
+    case 'query': {
+      const result = await run(compileRelationPlan(step.query.rel, { reveal: true }));
+      const effect = step.interpret(result.table ? arrowRows(result.table) : []);
+      if (effect.fail) throw effect.fail;
+      if (effect.metrics?.rowsRead) report.metrics.rowsRead += effect.metrics.rowsRead;
+      if (effect.metrics?.rowsWritten) report.metrics.rowsWritten += effect.metrics.rowsWritten;
+      if (effect.output) mergeOutput(report.outputs, effect.output);
+      return effect.skip;
+    }
+  }
+}
+
+async function tableExists(session: SparkSession, parts: string[]): Promise<boolean> {
+  try {
+    await session.analyze.schema(compileRelationPlan(Query.table(parts).rel, { reveal: false }));
+    return true;
+  } catch (e) {
+    if (errorClassOf(e)?.startsWith('TABLE_OR_VIEW_NOT_FOUND')) return false;
+    throw e;
+  }
+}
+
+function mergeOutput(outputs: OutputReport[], next: OutputReport): void {
+  const existing = outputs.find((o) => o.table === next.table);
+  if (!existing) {
+    outputs.push({ ...next });
+    return;
+  }
+  Object.assign(existing, { ...next, metrics: { ...existing.metrics, ...next.metrics } });
+}
+
+function errorClassOf(e: unknown): string | undefined {
+  return e instanceof LakehouseError ? ((e as unknown as { errorClass?: string }).errorClass ?? undefined) : undefined;
+}
+
+function throwIfAborted(signal: AbortSignal): void {
+  if (signal.aborted) throw signal.reason instanceof CancelledError ? signal.reason : new CancelledError('SIGTERM');
+}

@@ -1,0 +1,207 @@
+import { randomUUID } from 'node:crypto';
+import { toJson } from '@bufbuild/protobuf';
+import type { Logger } from 'pino';
+import { PlanSchema } from '../spark/proto/gen/spark/connect/base_pb.js';
+import { CancelledError, ConfigError, type LakehouseError, asLakehouseError, ExitCode } from '../core/errors.js';
+import { type JobIdentity, type LoadedJob, loadJob } from '../core/config/load.js';
+import { resolveSecret } from '../core/config/platform.js';
+import { createLogger } from '../core/logger.js';
+import { type RunState, type StatusDocument, type StatusTargets, writeStatus } from '../core/status.js';
+import { compileCommandPlan, compileRelationPlan } from '../spark/plan/compile.js';
+import { SparkConnectClient } from '../spark/client.js';
+import { describeRemote, parseConnectionString } from '../spark/connection.js';
+import { executePlan, type ExecutionReport } from './executor.js';
+import { startLocalServer } from './local-server.js';
+import { VERSION } from '../version.js';
+
+/**
+ * One invocation of `run`, `validate` or `plan`: load, (execute,) report. Always ends in exactly one
+ * status document and an exit code from DESIGN.md §5, whatever happened.
+ */
+
+export interface RunRequest {
+  command: 'run' | 'validate' | 'plan';
+  job?: string;
+  config: string;
+  envFile?: string;
+  remote?: string;
+  set: string[];
+  runId?: string;
+  logicalDate?: string;
+  statusFile?: string;
+  logLevel: string;
+  env: Record<string, string | undefined>;
+  targets?: Partial<StatusTargets>;
+  /** Process signals to honour (the CLI passes `process`); tests pass an emitter. */
+  signals?: NodeJS.EventEmitter;
+  /** Called for a second signal: leave at once. */
+  exitNow?: (code: number) => void;
+}
+
+export async function runJob(req: RunRequest): Promise<number> {
+  const startedAt = new Date();
+  const runId = req.runId ?? `manual__${startedAt.toISOString()}__${randomUUID().slice(0, 8)}`;
+  const logger = createLogger(req.logLevel, { runId, command: req.command });
+  const identity: JobIdentity = {};
+  const cancel = new AbortController();
+  const spark: NonNullable<StatusDocument['spark']> & { client?: SparkConnectClient } = { remote: '', operationIds: [] };
+  let outcome: { state: RunState; error?: LakehouseError; report?: ExecutionReport };
+
+  const stopSignals = installSignalHandlers(req, cancel, logger, () => spark.client, tagFor(runId));
+  try {
+    const loaded = await loadJob(
+      {
+        configFile: req.config,
+        ...(req.envFile ? { envFile: req.envFile } : {}),
+        ...(req.job ? { job: req.job } : {}),
+        overrides: req.set,
+        env: req.env,
+        runId,
+        ...(req.logicalDate ? { logicalDate: req.logicalDate } : {}),
+      },
+      identity,
+    );
+    logger.info({ template: loaded.template.name, schemaVersion: loaded.version.version, tenant: loaded.tenant.id, steps: loaded.plan.steps.length }, 'config valid');
+    if (req.command === 'validate') outcome = { state: 'succeeded' };
+    else if (req.command === 'plan') {
+      printPlan(loaded, req.targets?.stdout);
+      outcome = { state: 'succeeded' };
+    } else {
+      outcome = await execute(loaded, req, logger, cancel.signal, runId, spark);
+    }
+  } catch (e) {
+    const error = cancel.signal.aborted && !(e instanceof ConfigError) ? (cancel.signal.reason as CancelledError) : asLakehouseError(e);
+    outcome = { state: error instanceof CancelledError ? 'cancelled' : 'failed', error };
+    if (error instanceof ConfigError) for (const i of error.issues) logger.error({ path: i.path }, `config error: ${i.path ? `${i.path}: ` : ''}${i.message}`);
+    else logger.error({ err: { type: error.name, message: error.message, code: error.code } }, error.message);
+  } finally {
+    stopSignals();
+    await closeSpark(spark.client, logger);
+  }
+
+  const exitCode = outcome.error ? outcome.error.exitCode : outcome.state === 'skipped' ? ExitCode.skipped : ExitCode.succeeded;
+  const finishedAt = new Date();
+  const { client: _client, ...sparkStatus } = spark;
+  const doc: StatusDocument = {
+    schema: 'lakehouse-jobs/status/v1',
+    status: outcome.state,
+    exitCode,
+    command: req.command,
+    job: { template: identity.template, schemaVersion: identity.schemaVersion, name: identity.name },
+    ...(identity.tenant ? { tenant: identity.tenant } : {}),
+    runId,
+    ...(req.logicalDate ? { logicalDate: req.logicalDate } : {}),
+    startedAt: startedAt.toISOString(),
+    finishedAt: finishedAt.toISOString(),
+    durationMs: finishedAt.getTime() - startedAt.getTime(),
+    ...(req.command === 'run' && sparkStatus.remote ? { spark: sparkStatus } : {}),
+    outputs: outcome.report?.outputs ?? [],
+    metrics: outcome.report?.metrics ?? { rowsRead: 0, rowsWritten: 0 },
+    ...(outcome.report?.skipped ? { skipReason: outcome.report.skipped } : {}),
+    ...(outcome.error ? { error: outcome.error.report() } : {}),
+  };
+  writeStatus(doc, {
+    ...(req.statusFile ? { statusFile: req.statusFile } : {}),
+    ...req.targets,
+    // `plan` prints the plans on stdout; its status goes only to the files.
+    ...(req.command === 'plan' ? { stdout: () => undefined } : {}),
+  });
+  logger.info({ status: doc.status, exitCode, durationMs: doc.durationMs }, `finished: ${doc.status}`);
+  return exitCode;
+}
+
+async function execute(
+  loaded: LoadedJob,
+  req: RunRequest,
+  logger: Logger,
+  signal: AbortSignal,
+  runId: string,
+  spark: NonNullable<StatusDocument['spark']> & { client?: SparkConnectClient },
+): Promise<{ state: RunState; report: ExecutionReport }> {
+  const [remote, origin] = req.remote
+    ? [req.remote, { kind: 'option' as const, name: '--remote' }]
+    : req.env.SPARK_REMOTE
+      ? [req.env.SPARK_REMOTE, { kind: 'option' as const, name: 'SPARK_REMOTE' }]
+      : [loaded.platform.spark.remote ?? 'local', { kind: 'config' as const, path: '(platform) spark.remote' }];
+  let spec = parseConnectionString(remote, { origin });
+  if (spec.kind === 'local') spec = parseConnectionString(await startLocalServer(logger));
+  if (spec.kind !== 'remote') throw new Error('unreachable: local resolved to local');
+  if (loaded.platform.spark.token && !spec.token)
+    spec = { ...spec, token: resolveSecret(loaded.platform.spark.token, '(platform) spark.token', req.env) };
+  spark.remote = describeRemote(spec);
+  const client = SparkConnectClient.connect(spec, { userAgent: `lakehouse-jobs/${VERSION}`, logger });
+  spark.client = client;
+  spark.sessionId = client.sessionId;
+  spark.serverVersion = await client.analyze.sparkVersion();
+  logger.info({ remote: spark.remote, sessionId: client.sessionId, serverVersion: spark.serverVersion }, 'connected to Spark Connect');
+  const report = await executePlan(loaded.plan, {
+    session: client,
+    logger,
+    signal,
+    tags: [tagFor(runId)],
+    onOperation: (id) => spark.operationIds.push(id),
+  });
+  return { state: report.skipped ? 'skipped' : 'succeeded', report };
+}
+
+/** The plans exactly as they would be sent (secrets redacted), one entry per step. */
+function printPlan(loaded: LoadedJob, stdout?: (t: string) => void): void {
+  const steps = loaded.plan.steps.map((s) => {
+    const plan =
+      s.kind === 'query'
+        ? compileRelationPlan(s.query.rel, { reveal: false })
+        : compileCommandPlan(s.kind === 'command' ? s.command : s.create, { reveal: false });
+    return { id: s.id, kind: s.kind, title: s.title, plan: toJson(PlanSchema, plan) };
+  });
+  const doc = { job: { template: loaded.template.name, schemaVersion: loaded.version.version }, tenant: loaded.tenant.id, steps };
+  (stdout ?? ((t) => process.stdout.write(t)))(JSON.stringify(doc, null, 2) + '\n');
+}
+
+/** Operation tags allow letters, digits and a few marks; one tag per run covers all its operations. */
+export function tagFor(runId: string): string {
+  return `lakehouse-jobs_${runId.replace(/[^A-Za-z0-9_.-]/g, '_')}`.slice(0, 200);
+}
+
+function installSignalHandlers(
+  req: RunRequest,
+  cancel: AbortController,
+  logger: Logger,
+  client: () => SparkConnectClient | undefined,
+  tag: string,
+): () => void {
+  const signals = req.signals;
+  if (!signals) return () => undefined;
+  const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
+    const error = new CancelledError(signal);
+    if (cancel.signal.aborted) {
+      logger.warn({ signal }, 'second signal: exiting now');
+      (req.exitNow ?? process.exit)(error.exitCode);
+      return;
+    }
+    logger.warn({ signal }, 'cancelling: interrupting the Spark operations of this run');
+    cancel.abort(error);
+    client()
+      ?.interruptTag(tag)
+      .then((ids: string[]) => logger.info({ interrupted: ids }, 'interrupted'))
+      .catch((e: unknown) => logger.warn({ err: String(e) }, 'interrupt failed'));
+  };
+  const int = () => onSignal('SIGINT');
+  const term = () => onSignal('SIGTERM');
+  signals.on('SIGINT', int);
+  signals.on('SIGTERM', term);
+  return () => {
+    signals.off('SIGINT', int);
+    signals.off('SIGTERM', term);
+  };
+}
+
+async function closeSpark(client: SparkConnectClient | undefined, logger: Logger): Promise<void> {
+  if (!client) return;
+  try {
+    await client.releaseSession();
+  } catch (e) {
+    logger.warn({ err: String(e) }, 'releasing the Spark session failed');
+  } finally {
+    client.close();
+  }
+}

@@ -1,0 +1,299 @@
+import { create, type MessageInitShape } from '@bufbuild/protobuf';
+import { type Plan, PlanSchema } from '../proto/gen/spark/connect/base_pb.js';
+import {
+  type Command,
+  CommandSchema,
+  WriteOperation_SaveMode,
+  WriteOperationV2_Mode,
+} from '../proto/gen/spark/connect/commands_pb.js';
+import {
+  type Expression,
+  type Expression_Literal,
+  type Expression_SortOrder,
+  Expression_LiteralSchema,
+  Expression_SortOrder_NullOrdering,
+  Expression_SortOrder_SortDirection,
+  ExpressionSchema,
+  MergeAction_ActionType,
+} from '../proto/gen/spark/connect/expressions_pb.js';
+import { Join_JoinType, type Relation, RelationSchema, Aggregate_GroupType } from '../proto/gen/spark/connect/relations_pb.js';
+import { quoteIdentifier, quoteName } from '../../core/naming.js';
+import { redacted } from '../../core/secrets.js';
+import type { Cmd, MergeAction } from './commands.js';
+import type { Expr, LiteralValue, SortOrder } from './expressions.js';
+import type { OptionValue, Rel } from './relations.js';
+
+/**
+ * The one place where plan nodes become Spark Connect protobuf. `reveal: false` (for `plan` output
+ * and logs) puts `[redacted]` where a secret would go; only the executor compiles with secrets.
+ */
+export interface CompileOptions {
+  reveal: boolean;
+}
+
+const DAY_MS = 86_400_000;
+
+export function compileRelationPlan(rel: Rel, opts: CompileOptions): Plan {
+  return create(PlanSchema, { opType: { case: 'root', value: relation(rel, opts) } });
+}
+
+export function compileCommandPlan(cmd: Cmd, opts: CompileOptions): Plan {
+  return create(PlanSchema, { opType: { case: 'command', value: command(cmd, opts) } });
+}
+
+export function relation(rel: Rel, opts: CompileOptions): Relation {
+  const r = (x: Rel) => relation(x, opts);
+  const e = (x: Expr) => expression(x, opts);
+  switch (rel.kind) {
+    case 'sql':
+      return create(RelationSchema, { relType: { case: 'sql', value: { query: rel.query, namedArguments: mapValues(rel.args, e) } } });
+    case 'table':
+      return create(RelationSchema, {
+        relType: { case: 'read', value: { readType: { case: 'namedTable', value: { unparsedIdentifier: quoteName(rel.parts), options: { ...rel.options } } } } },
+      });
+    case 'source':
+      return create(RelationSchema, {
+        relType: {
+          case: 'read',
+          value: {
+            readType: {
+              case: 'dataSource',
+              value: {
+                format: rel.format,
+                paths: [...rel.paths],
+                options: options(rel.options, opts),
+                ...(rel.schema === undefined ? {} : { schema: rel.schema }),
+              },
+            },
+          },
+        },
+      });
+    case 'range':
+      return create(RelationSchema, {
+        relType: { case: 'range', value: { start: rel.start, end: rel.end, step: rel.step, ...(rel.partitions ? { numPartitions: rel.partitions } : {}) } },
+      });
+    case 'filter':
+      return create(RelationSchema, { relType: { case: 'filter', value: { input: r(rel.input), condition: e(rel.condition) } } });
+    case 'project':
+      return create(RelationSchema, { relType: { case: 'project', value: { input: r(rel.input), expressions: rel.exprs.map(e) } } });
+    case 'withColumns':
+      return create(RelationSchema, {
+        relType: { case: 'withColumns', value: { input: r(rel.input), aliases: rel.columns.map(([name, x]) => ({ expr: e(x), name: [name] })) } },
+      });
+    case 'drop':
+      return create(RelationSchema, { relType: { case: 'drop', value: { input: r(rel.input), columnNames: [...rel.columns] } } });
+    case 'deduplicate':
+      return create(RelationSchema, {
+        relType: {
+          case: 'deduplicate',
+          value: rel.columns ? { input: r(rel.input), columnNames: [...rel.columns] } : { input: r(rel.input), allColumnsAsKeys: true },
+        },
+      });
+    case 'join':
+      return create(RelationSchema, {
+        relType: {
+          case: 'join',
+          value: {
+            left: r(rel.left),
+            right: r(rel.right),
+            joinType: JOIN_TYPES[rel.type],
+            ...(rel.on ? { joinCondition: e(rel.on) } : {}),
+            ...(rel.using ? { usingColumns: [...rel.using] } : {}),
+          },
+        },
+      });
+    case 'aggregate':
+      return create(RelationSchema, {
+        relType: {
+          case: 'aggregate',
+          value: { input: r(rel.input), groupType: Aggregate_GroupType.GROUPBY, groupingExpressions: rel.groupBy.map(e), aggregateExpressions: rel.aggregates.map(e) },
+        },
+      });
+    case 'sort':
+      return create(RelationSchema, { relType: { case: 'sort', value: { input: r(rel.input), order: rel.orders.map((o) => sortOrder(o, opts)), isGlobal: true } } });
+    case 'limit':
+      return create(RelationSchema, { relType: { case: 'limit', value: { input: r(rel.input), limit: rel.n } } });
+    case 'alias':
+      return create(RelationSchema, { relType: { case: 'subqueryAlias', value: { input: r(rel.input), alias: rel.name } } });
+  }
+}
+
+export function expression(x: Expr, opts: CompileOptions): Expression {
+  const e = (y: Expr) => expression(y, opts);
+  switch (x.kind) {
+    case 'col':
+      return create(ExpressionSchema, { exprType: { case: 'unresolvedAttribute', value: { unparsedIdentifier: x.parts.map(quoteIdentifier).join('.') } } });
+    case 'lit':
+      return create(ExpressionSchema, { exprType: { case: 'literal', value: literal(x.value, opts) } });
+    case 'fn':
+      return create(ExpressionSchema, {
+        exprType: { case: 'unresolvedFunction', value: { functionName: x.name, arguments: x.args.map(e), isDistinct: x.distinct ?? false } },
+      });
+    case 'sql':
+      return create(ExpressionSchema, { exprType: { case: 'expressionString', value: { expression: x.sql } } });
+    case 'alias':
+      return create(ExpressionSchema, { exprType: { case: 'alias', value: { expr: e(x.expr), name: [x.name] } } });
+    case 'cast':
+      return create(ExpressionSchema, { exprType: { case: 'cast', value: { expr: e(x.expr), castToType: { case: 'typeStr', value: x.type } } } });
+    case 'star':
+      return create(ExpressionSchema, {
+        exprType: { case: 'unresolvedStar', value: x.qualifier === undefined ? {} : { unparsedTarget: `${quoteIdentifier(x.qualifier)}.*` } },
+      });
+    case 'window':
+      return create(ExpressionSchema, {
+        exprType: { case: 'window', value: { windowFunction: e(x.fn), partitionSpec: x.partitionBy.map(e), orderSpec: x.orderBy.map((o) => sortOrder(o, opts)) } },
+      });
+  }
+}
+
+function sortOrder(o: SortOrder, opts: CompileOptions): Expression_SortOrder {
+  return create(ExpressionSchema, {
+    exprType: {
+      case: 'sortOrder',
+      value: {
+        child: expression(o.expr, opts),
+        direction: o.descending ? Expression_SortOrder_SortDirection.DESCENDING : Expression_SortOrder_SortDirection.ASCENDING,
+        nullOrdering: o.nullsFirst ? Expression_SortOrder_NullOrdering.SORT_NULLS_FIRST : Expression_SortOrder_NullOrdering.SORT_NULLS_LAST,
+      },
+    },
+  }).exprType.value as Expression_SortOrder;
+}
+
+export function literal(v: LiteralValue, opts: CompileOptions): Expression_Literal {
+  const lt = (value: MessageInitShape<typeof Expression_LiteralSchema>['literalType']) => create(Expression_LiteralSchema, { literalType: value });
+  if (v === null) return lt({ case: 'null', value: { kind: { case: 'null', value: {} } } });
+  switch (typeof v) {
+    case 'boolean':
+      return lt({ case: 'boolean', value: v });
+    case 'string':
+      return lt({ case: 'string', value: v });
+    case 'bigint':
+      return lt({ case: 'long', value: v });
+    case 'number':
+      if (Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31) return lt({ case: 'integer', value: v });
+      if (Number.isSafeInteger(v)) return lt({ case: 'long', value: BigInt(v) });
+      return lt({ case: 'double', value: v });
+  }
+  if ('decimal' in v) return lt({ case: 'decimal', value: { value: v.decimal, precision: v.precision, scale: v.scale } });
+  if ('date' in v) return lt({ case: 'date', value: Math.round(Date.parse(`${v.date}T00:00:00Z`) / DAY_MS) });
+  if ('timestamp' in v) return lt({ case: 'timestamp', value: BigInt(v.timestamp.getTime()) * 1000n });
+  return lt({ case: 'string', value: opts.reveal ? v.secret.reveal() : redacted });
+}
+
+export function command(cmd: Cmd, opts: CompileOptions): Command {
+  const r = (x: Rel) => relation(x, opts);
+  const e = (x: Expr) => expression(x, opts);
+  switch (cmd.kind) {
+    case 'sqlCommand':
+      return create(CommandSchema, {
+        commandType: { case: 'sqlCommand', value: { input: r({ kind: 'sql', query: cmd.query, args: cmd.args }) } },
+      });
+    case 'write':
+      return create(CommandSchema, {
+        commandType: {
+          case: 'writeOperation',
+          value: {
+            input: r(cmd.input),
+            source: cmd.format,
+            mode: SAVE_MODES[cmd.mode],
+            partitioningColumns: [...cmd.partitionBy],
+            options: options(cmd.options, opts),
+            saveType: cmd.path !== undefined ? { case: 'path', value: cmd.path } : { case: 'table', value: { tableName: quoteName(cmd.table ?? []), saveMethod: 1 } },
+          },
+        },
+      });
+    case 'writeV2':
+      return create(CommandSchema, {
+        commandType: {
+          case: 'writeOperationV2',
+          value: {
+            input: r(cmd.input),
+            tableName: quoteName(cmd.table),
+            mode: V2_MODES[cmd.mode],
+            partitioningColumns: cmd.partitionBy.map(e),
+            tableProperties: { ...cmd.properties },
+            options: { ...cmd.options },
+            ...(cmd.provider === undefined ? {} : { provider: cmd.provider }),
+            ...(cmd.overwriteCondition === undefined ? {} : { overwriteCondition: e(cmd.overwriteCondition) }),
+          },
+        },
+      });
+    case 'merge': {
+      const action = (a: MergeAction) => mergeAction(a, opts);
+      return create(CommandSchema, {
+        commandType: {
+          case: 'mergeIntoTableCommand',
+          value: {
+            targetTableName: quoteName(cmd.target),
+            sourceTablePlan: r(cmd.source),
+            mergeCondition: e(cmd.on),
+            matchActions: cmd.whenMatched.map(action),
+            notMatchedActions: cmd.whenNotMatched.map(action),
+            notMatchedBySourceActions: cmd.whenNotMatchedBySource.map(action),
+            withSchemaEvolution: cmd.schemaEvolution,
+          },
+        },
+      });
+    }
+    case 'createView':
+      return create(CommandSchema, {
+        commandType: { case: 'createDataframeView', value: { input: r(cmd.input), name: cmd.name, replace: cmd.replace, isGlobal: false } },
+      });
+  }
+}
+
+function mergeAction(a: MergeAction, opts: CompileOptions): Expression {
+  const e = (x: Expr) => expression(x, opts);
+  const assignments = (pairs: readonly (readonly [string, Expr])[]) => pairs.map(([k, v]) => ({ key: e({ kind: 'col', parts: [k] }), value: e(v) }));
+  const types = {
+    delete: MergeAction_ActionType.DELETE,
+    update: MergeAction_ActionType.UPDATE,
+    updateAll: MergeAction_ActionType.UPDATE_STAR,
+    insert: MergeAction_ActionType.INSERT,
+    insertAll: MergeAction_ActionType.INSERT_STAR,
+  } as const;
+  return create(ExpressionSchema, {
+    exprType: {
+      case: 'mergeAction',
+      value: {
+        actionType: types[a.action],
+        ...(a.condition ? { condition: e(a.condition) } : {}),
+        assignments: a.action === 'update' ? assignments(a.set) : a.action === 'insert' ? assignments(a.values) : [],
+      },
+    },
+  });
+}
+
+function options(o: Readonly<Record<string, OptionValue>>, opts: CompileOptions): Record<string, string> {
+  return mapValues(o, (v) => (typeof v === 'string' ? v : opts.reveal ? v.secret.reveal() : redacted));
+}
+
+function mapValues<A, B>(o: Readonly<Record<string, A>>, f: (a: A) => B): Record<string, B> {
+  return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)]));
+}
+
+const JOIN_TYPES = {
+  inner: Join_JoinType.INNER,
+  left: Join_JoinType.LEFT_OUTER,
+  right: Join_JoinType.RIGHT_OUTER,
+  full: Join_JoinType.FULL_OUTER,
+  left_semi: Join_JoinType.LEFT_SEMI,
+  left_anti: Join_JoinType.LEFT_ANTI,
+  cross: Join_JoinType.CROSS,
+} as const;
+
+const SAVE_MODES = {
+  append: WriteOperation_SaveMode.APPEND,
+  overwrite: WriteOperation_SaveMode.OVERWRITE,
+  error: WriteOperation_SaveMode.ERROR_IF_EXISTS,
+  ignore: WriteOperation_SaveMode.IGNORE,
+} as const;
+
+const V2_MODES = {
+  create: WriteOperationV2_Mode.CREATE,
+  create_or_replace: WriteOperationV2_Mode.CREATE_OR_REPLACE,
+  replace: WriteOperationV2_Mode.REPLACE,
+  append: WriteOperationV2_Mode.APPEND,
+  overwrite: WriteOperationV2_Mode.OVERWRITE,
+  overwrite_partitions: WriteOperationV2_Mode.OVERWRITE_PARTITIONS,
+} as const;

@@ -1,0 +1,36 @@
+import type { Expr, SortOrder } from './expressions.js';
+
+/** Relation nodes: what a query reads and how it transforms it. Frozen, built by `query.ts`. */
+export type Rel =
+  | { readonly kind: 'sql'; readonly query: string; readonly args: Readonly<Record<string, Expr>> }
+  | { readonly kind: 'table'; readonly parts: readonly string[]; readonly options: Readonly<Record<string, string>> }
+  | {
+      readonly kind: 'source';
+      readonly format: string;
+      readonly paths: readonly string[];
+      readonly options: Readonly<Record<string, OptionValue>>;
+      readonly schema?: string;
+    }
+  | { readonly kind: 'range'; readonly start: bigint; readonly end: bigint; readonly step: bigint; readonly partitions?: number }
+  | { readonly kind: 'filter'; readonly input: Rel; readonly condition: Expr }
+  | { readonly kind: 'project'; readonly input: Rel; readonly exprs: readonly Expr[] }
+  | { readonly kind: 'withColumns'; readonly input: Rel; readonly columns: readonly (readonly [string, Expr])[] }
+  | { readonly kind: 'drop'; readonly input: Rel; readonly columns: readonly string[] }
+  | { readonly kind: 'deduplicate'; readonly input: Rel; readonly columns?: readonly string[] }
+  | {
+      readonly kind: 'join';
+      readonly left: Rel;
+      readonly right: Rel;
+      readonly on?: Expr;
+      readonly using?: readonly string[];
+      readonly type: JoinType;
+    }
+  | { readonly kind: 'aggregate'; readonly input: Rel; readonly groupBy: readonly Expr[]; readonly aggregates: readonly Expr[] }
+  | { readonly kind: 'sort'; readonly input: Rel; readonly orders: readonly SortOrder[] }
+  | { readonly kind: 'limit'; readonly input: Rel; readonly n: number }
+  | { readonly kind: 'alias'; readonly input: Rel; readonly name: string };
+
+export type JoinType = 'inner' | 'left' | 'right' | 'full' | 'left_semi' | 'left_anti' | 'cross';
+
+/** Data source options may carry secrets (a JDBC password); see `Secret`. */
+export type OptionValue = string | { readonly secret: import('../../core/secrets.js').Secret };

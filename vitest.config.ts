@@ -2,11 +2,25 @@ import { defineConfig } from 'vitest/config';
 
 export default defineConfig({
   test: {
-    include: ['test/**/*.test.ts'],
-    // Integration tests share one Spark Connect server on a 2-core machine: run files one at a time.
-    fileParallelism: false,
-    testTimeout: 120_000,
-    hookTimeout: 300_000,
-    globalSetup: ['test/global-setup.ts'],
+    projects: [
+      {
+        test: {
+          name: 'unit',
+          include: ['test/unit/**/*.test.ts'],
+          testTimeout: 60_000,
+        },
+      },
+      {
+        test: {
+          name: 'integration',
+          include: ['test/integration/**/*.test.ts'],
+          // One real Spark Connect server on a 2-core machine: test files run one at a time.
+          fileParallelism: false,
+          testTimeout: 300_000,
+          hookTimeout: 600_000,
+          globalSetup: ['test/integration/global-setup.ts'],
+        },
+      },
+    ],
   },
 });

@@ -1,0 +1,26 @@
+import { execFileSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * Integration tests run against the project's own local Spark Connect server: started here unless
+ * one is already running (then reused and left running). A server started here is stopped after
+ * the run unless LAKEHOUSE_KEEP_SPARK=1. SPARK_REMOTE, when set, points the tests elsewhere.
+ */
+const script = fileURLToPath(new URL('../../scripts/spark-connect', import.meta.url));
+
+export default function setup(): () => void {
+  if (process.env.SPARK_REMOTE) return () => undefined;
+  const running = (() => {
+    try {
+      execFileSync('bash', [script, 'status'], { stdio: 'ignore' });
+      return true;
+    } catch {
+      return false;
+    }
+  })();
+  const out = execFileSync('bash', [script, 'start'], { stdio: ['ignore', 'pipe', 'inherit'], timeout: 900_000 }).toString();
+  process.env.SPARK_REMOTE = out.trim().split('\n').pop();
+  return () => {
+    if (!running && process.env.LAKEHOUSE_KEEP_SPARK !== '1') execFileSync('bash', [script, 'stop'], { stdio: 'inherit' });
+  };
+}

@@ -1,0 +1,149 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, InputMissingError, UsageError } from '../../../src/core/errors.js';
+import { loadJob } from '../../../src/core/config/load.js';
+import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
+import { toJson } from '@bufbuild/protobuf';
+import { PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
+import { tempFiles } from '../../support/files.js';
+
+const valid = `
+job    { template = "cdc-silver-merge", schema-version = 1, name = "acme-orders" }
+tenant { id = "acme", storage-root = "file:///lake/acme" }
+source { table = "orders_cdc", where = "_snapshot_date = '2026-07-05'" }
+cdc { primary-key = ["id"], sequence-by = "ts", op-column = "op", delete-values = ["d"] }
+target { table = "orders", catalog = "lake" }
+`;
+
+const platform = `
+catalogs { lake { format = iceberg, default = true } }
+tenants { acme { storage-roots = ["file:///lake/acme"] } }
+`;
+
+async function load(config: string, opts: { platform?: string; job?: string; set?: string[] } = {}) {
+  const dir = tempFiles({ 'job.conf': config, ...(opts.platform ? { 'platform.conf': opts.platform } : {}) });
+  return loadJob({
+    configFile: join(dir, 'job.conf'),
+    ...(opts.platform ? { envFile: join(dir, 'platform.conf') } : {}),
+    ...(opts.job ? { job: opts.job } : {}),
+    overrides: opts.set ?? [],
+    env: {},
+    runId: 'test-run',
+  });
+}
+
+async function configIssues(config: string, opts: Parameters<typeof load>[1] = {}) {
+  const err = await load(config, opts).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ConfigError);
+  return (err as ConfigError).issues;
+}
+
+describe('cdc-silver-merge v1 config', () => {
+  it('accepts the seed shape and derives names from the tenant', async () => {
+    const job = await load(valid, { platform });
+    expect(job.template.name).toBe('cdc-silver-merge');
+    expect(job.version.version).toBe(1);
+    expect(job.tenant.location('silver', 'orders')).toBe('file:///lake/acme/silver/orders');
+    expect(job.plan.steps.map((s) => s.id)).toEqual([
+      'reject-null-keys',
+      'count-events',
+      'create-namespace',
+      'create-table',
+      'measure',
+      'merge',
+      'read-snapshot',
+    ]);
+  });
+
+  it('reports every error at once, each with its path', async () => {
+    const issues = await configIssues(
+      `
+job    { template = "cdc-silver-merge", schema-version = 1 }
+tenant { id = "Acme", storage-root = "lake/acme" }
+source { tabel = "orders_cdc" }
+cdc { primary-key = [], sequence-by = "ts", delete-values = ["d"] }
+target { table = "orders; DROP TABLE x" }
+`,
+    );
+    const byPath = Object.fromEntries(issues.map((i) => [i.path, i.message]));
+    expect(byPath['tenant.id']).toMatch(/must match/);
+    expect(byPath['tenant.storage-root']).toMatch(/absolute URI/);
+    expect(byPath['source.tabel']).toMatch(/did you mean "table"/);
+    expect(byPath['source.table']).toBe('is required');
+    expect(byPath['cdc.primary-key']).toMatch(/at least one key/);
+    expect(byPath['cdc.delete-values']).toMatch(/needs cdc.op-column/);
+    expect(byPath['target.table']).toMatch(/must match/);
+    expect(issues.length).toBeGreaterThanOrEqual(7);
+  });
+
+  it('rejects an unknown template with a hint (usage, 64)', async () => {
+    const err = await load(valid.replace('"cdc-silver-merge"', '"cdc-silver-merg"')).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(UsageError);
+    expect((err as UsageError).message).toMatch(/did you mean "cdc-silver-merge"/);
+    expect((err as UsageError).exitCode).toBe(64);
+  });
+
+  it('rejects --job that differs from job.template', async () => {
+    const issues = await configIssues(valid, { job: 'jdbc-snapshot-ingest' });
+    expect(issues).toEqual([{ path: 'job.template', message: 'is "cdc-silver-merge" but --job says "jdbc-snapshot-ingest"' }]);
+  });
+
+  it('rejects an unsupported schema-version, naming the supported ones', async () => {
+    const issues = await configIssues(valid.replace('schema-version = 1', 'schema-version = 7'));
+    expect(issues[0]).toEqual({ path: 'job.schema-version', message: '7 is not supported by cdc-silver-merge (supported: 1)' });
+  });
+
+  it('rejects the sequence column inside the key and bronze metadata columns as CDC columns', async () => {
+    const issues = await configIssues(valid.replace('sequence-by = "ts"', 'sequence-by = "id"').replace('op-column = "op"', 'op-column = "_lake_source"'));
+    expect(issues.map((i) => i.path)).toEqual(expect.arrayContaining(['cdc.sequence-by', 'cdc']));
+  });
+
+  it('enforces the tenant policy of the platform config', async () => {
+    const outside = await configIssues(valid.replace('file:///lake/acme', 'file:///lake/globex'), { platform });
+    expect(outside).toEqual([expect.objectContaining({ path: 'tenant.storage-root', message: expect.stringMatching(/outside the storage roots/) })]);
+    const sibling = await configIssues(valid.replace('file:///lake/acme', 'file:///lake/acme2'), { platform });
+    expect(sibling[0]?.path).toBe('tenant.storage-root');
+    const unknown = await configIssues(valid.replace('id = "acme"', 'id = "globex"'), { platform });
+    expect(unknown[0]).toEqual({ path: 'tenant.id', message: 'tenant "globex" is not known to the platform config' });
+  });
+
+  it('rejects a catalog the platform does not configure', async () => {
+    const issues = await configIssues(valid.replace('catalog = "lake"', 'catalog = "hms"'), { platform });
+    expect(issues[0]?.path).toBe('target.catalog');
+    expect(issues[0]?.message).toMatch(/not configured by the platform \(configured: lake\)/);
+  });
+
+  it('applies --set overrides', async () => {
+    const job = await load(valid, { set: ['source.where="_snapshot_date = \'2026-07-06\'"'] });
+    expect(job.config.source.where).toBe("_snapshot_date = '2026-07-06'");
+  });
+
+  it('reports a missing config file as input missing (66)', async () => {
+    const err = await loadJob({ configFile: '/nonexistent/job.conf', env: {}, runId: 'x' }).catch((e: unknown) => e);
+    expect(err).toBeInstanceOf(InputMissingError);
+    expect((err as InputMissingError).exitCode).toBe(66);
+  });
+});
+
+describe('cdc-silver-merge v1 plans', () => {
+  it('sends config values as literals and expressions, never inside statement text', async () => {
+    const job = await load(valid.replace('delete-values = ["d"]', `delete-values = ["d'); DROP TABLE x; --"]`), { platform });
+    const json = JSON.stringify(
+      job.plan.steps.map((s) =>
+        toJson(PlanSchema, s.kind === 'query' ? compileRelationPlan(s.query.rel, { reveal: false }) : compileCommandPlan(s.kind === 'command' ? s.command : s.create, { reveal: false })),
+      ),
+    );
+    // The hostile delete value travels only as a string literal.
+    expect(json).toContain(`"string":"d'); DROP TABLE x; --"`);
+    const statements = [...json.matchAll(/"query":"([^"]*)"/g)].map((m) => m[1]);
+    expect(statements).toEqual(['CREATE NAMESPACE IF NOT EXISTS `lake`.`acme_silver`']);
+    // source.where is one expression string, used as a filter condition.
+    expect(json).toContain(`"expressionString":{"expression":"_snapshot_date = '2026-07-05'"}`);
+    // MERGE into the quoted target, keys compared null-safely.
+    expect(json).toContain('"targetTableName":"`lake`.`acme_silver`.`orders`"');
+    expect(json).toContain('"functionName":"<=>"');
+  });
+});

@@ -1,0 +1,319 @@
+/**
+ * Spark Connect failures as LakehouseErrors. A failed call carries a gRPC status and, in
+ * `grpc-status-details-bin`, a google.rpc.Status with an ErrorInfo: the Java exception classes,
+ * Spark's error class, SQL state, message parameters and an error id for FetchErrorDetails (the
+ * client uses it to replace a truncated message with the full one). `errorRules` turns that into
+ * the exit codes of DESIGN.md §5; it is the only place that decides.
+ */
+import { status as GrpcStatus, type Metadata } from '@grpc/grpc-js';
+import { fromBinary } from '@bufbuild/protobuf';
+import { anyUnpack } from '@bufbuild/protobuf/wkt';
+import { ExitCode, LakehouseError, type ErrorCategory, type ErrorReport } from '../core/errors.js';
+import { scrub } from '../core/secrets.js';
+import { ErrorInfoSchema, RetryInfoSchema, StatusSchema } from './proto/gen/google/rpc/status_pb.js';
+import type { FetchErrorDetailsResponse } from './proto/gen/spark/connect/base_pb.js';
+
+export type GrpcCodeName = keyof typeof GrpcStatus;
+
+export function grpcCodeName(code: number): GrpcCodeName | 'UNKNOWN' {
+  const name = GrpcStatus[code];
+  return (typeof name === 'string' ? name : 'UNKNOWN') as GrpcCodeName;
+}
+
+/** What the server told us about a failure, before classification. */
+export interface SparkFailure {
+  grpcCode: number;
+  /** The server's message (scrubbed), the full one when FetchErrorDetails answered. */
+  message: string;
+  errorClass?: string;
+  sqlState?: string;
+  messageParameters: Record<string, string>;
+  /** Java exception class and its superclasses, most specific first. */
+  classes: string[];
+  /** For FetchErrorDetails; present while the server still holds the error. */
+  errorId?: string;
+  /** Messages of the causes, outermost first (from FetchErrorDetails). */
+  causes: string[];
+  /** A server's advice on when to retry. */
+  retryDelayMs?: number;
+  /** Attempts made by the retry wrapper, when more than one. */
+  attempts?: number;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Classification
+
+type Outcome = 'permission' | 'input' | 'data' | 'transient' | 'unavailable' | 'config' | 'internal';
+
+export interface ErrorRule {
+  /** The `code` of the resulting error report. */
+  code: string;
+  outcome: Outcome;
+  /** Matches when the gRPC status is one of these. */
+  grpc?: readonly GrpcCodeName[];
+  /** Matches when Spark's error class is one of these: `X` also matches `X.SUB`, `*` is a wildcard. */
+  errorClass?: readonly string[];
+  /** Matches against the Java exception classes and the message (wrapped exceptions). */
+  exception?: RegExp;
+}
+
+/** First match wins; a rule without criteria matches everything. */
+export const errorRules: readonly ErrorRule[] = [
+  { code: 'SPARK_AUTH', outcome: 'permission', grpc: ['UNAUTHENTICATED', 'PERMISSION_DENIED'] },
+  { code: 'SPARK_AUTH', outcome: 'permission', errorClass: ['INSUFFICIENT_PERMISSIONS'] },
+  {
+    code: 'SPARK_SESSION_LOST',
+    outcome: 'transient',
+    errorClass: ['INVALID_HANDLE.SESSION_NOT_FOUND', 'INVALID_HANDLE.SESSION_CLOSED', 'INVALID_HANDLE.SESSION_CHANGED'],
+  },
+  {
+    code: 'COMMIT_CONFLICT',
+    outcome: 'transient',
+    errorClass: ['DELTA_CONCURRENT_*'],
+    exception: /\b(?:[\w.$]*\.)?(?:CommitFailedException|Concurrent(?:Append|DeleteRead|DeleteDelete|Transaction|Write)Exception|ProtocolChangedException|MetadataChangedException)\b/,
+  },
+  { code: 'SPARK_TIMEOUT', outcome: 'transient', grpc: ['DEADLINE_EXCEEDED'] },
+  { code: 'SPARK_OPERATION_CANCELLED', outcome: 'transient', errorClass: ['OPERATION_CANCELED'] },
+  { code: 'SPARK_OPERATION_CANCELLED', outcome: 'transient', grpc: ['CANCELLED'] },
+  { code: 'SPARK_UNAVAILABLE', outcome: 'unavailable', grpc: ['UNAVAILABLE'] },
+  {
+    code: 'INPUT_MISSING',
+    outcome: 'input',
+    errorClass: ['TABLE_OR_VIEW_NOT_FOUND', 'PATH_NOT_FOUND', 'SCHEMA_NOT_FOUND', 'DELTA_TABLE_NOT_FOUND', 'DELTA_MISSING_DELTA_TABLE'],
+    exception: /\b(?:[\w.$]*\.)?(?:NoSuchTableException|NoSuchNamespaceException)\b/,
+  },
+  {
+    code: 'DATA_INVALID',
+    outcome: 'data',
+    errorClass: [
+      'CAST_INVALID_INPUT',
+      'CAST_OVERFLOW',
+      'DIVIDE_BY_ZERO',
+      'ARITHMETIC_OVERFLOW',
+      'NUMERIC_VALUE_OUT_OF_RANGE',
+      'MERGE_CARDINALITY_VIOLATION',
+      'DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE',
+    ],
+  },
+  // A column the job expects is missing from its input: the source broke its schema contract.
+  { code: 'SOURCE_SCHEMA_CONTRACT', outcome: 'data', errorClass: ['UNRESOLVED_COLUMN'] },
+  // SQL text comes from config (transforms, filters): when it does not parse, the config is wrong.
+  { code: 'SPARK_PARSE_ERROR', outcome: 'config', errorClass: ['PARSE_SYNTAX_ERROR'] },
+  { code: 'SPARK_ERROR', outcome: 'internal' },
+];
+
+const outcomes: Record<Outcome, { exitCode: ExitCode; category: ErrorCategory; retryable: boolean }> = {
+  permission: { exitCode: ExitCode.permission, category: 'permission', retryable: false },
+  input: { exitCode: ExitCode.inputMissing, category: 'input', retryable: false },
+  data: { exitCode: ExitCode.data, category: 'data', retryable: false },
+  transient: { exitCode: ExitCode.transient, category: 'transient', retryable: true },
+  unavailable: { exitCode: ExitCode.unavailable, category: 'unavailable', retryable: true },
+  config: { exitCode: ExitCode.config, category: 'config', retryable: false },
+  internal: { exitCode: ExitCode.internal, category: 'spark', retryable: false },
+};
+
+function classMatches(pattern: string, errorClass: string): boolean {
+  if (pattern.includes('*')) {
+    const re = new RegExp(`^${pattern.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+    return re.test(errorClass);
+  }
+  return errorClass === pattern || errorClass.startsWith(`${pattern}.`);
+}
+
+export function ruleFor(f: Pick<SparkFailure, 'grpcCode' | 'errorClass' | 'classes' | 'message'>): ErrorRule {
+  const code = grpcCodeName(f.grpcCode);
+  for (const rule of errorRules) {
+    if (rule.grpc && !rule.grpc.includes(code as GrpcCodeName)) continue;
+    if (rule.errorClass || rule.exception) {
+      const byClass = !!f.errorClass && !!rule.errorClass?.some((p) => classMatches(p, f.errorClass as string));
+      const byException = !!rule.exception && [...f.classes, f.message].some((s) => rule.exception?.test(s));
+      if (!byClass && !byException) continue;
+    }
+    return rule;
+  }
+  throw new Error('errorRules has no catch-all rule');
+}
+
+/** A failure reported by (or on the way to) the Spark Connect server. */
+export class SparkError extends LakehouseError {
+  readonly exitCode: ExitCode;
+  readonly category: ErrorCategory;
+  readonly code: string;
+  override readonly retryable: boolean;
+  readonly grpcCode: number;
+  readonly grpcCodeName: string;
+  readonly errorClass: string | undefined;
+  readonly sqlState: string | undefined;
+  readonly messageParameters: Readonly<Record<string, string>>;
+  readonly classes: readonly string[];
+  readonly serverMessage: string;
+  readonly errorId: string | undefined;
+  readonly causes: readonly string[];
+
+  constructor(failure: SparkFailure, options?: { cause?: unknown }) {
+    const rule = ruleFor(failure);
+    super(describe(failure), options);
+    const o = outcomes[rule.outcome];
+    this.exitCode = o.exitCode;
+    this.category = o.category;
+    this.retryable = o.retryable;
+    this.code = rule.code;
+    this.grpcCode = failure.grpcCode;
+    this.grpcCodeName = grpcCodeName(failure.grpcCode);
+    this.errorClass = failure.errorClass;
+    this.sqlState = failure.sqlState;
+    this.messageParameters = failure.messageParameters;
+    this.classes = failure.classes;
+    this.serverMessage = failure.message;
+    this.errorId = failure.errorId;
+    this.causes = failure.causes;
+  }
+
+  override report(): ErrorReport {
+    return {
+      ...super.report(),
+      ...(this.errorClass ? { sparkErrorClass: this.errorClass } : {}),
+      ...(this.sqlState ? { sqlState: this.sqlState } : {}),
+    };
+  }
+}
+
+function describe(f: SparkFailure): string {
+  const code = grpcCodeName(f.grpcCode);
+  const retried = f.attempts && f.attempts > 1 ? ` after ${f.attempts} attempts` : '';
+  if (code === 'UNAVAILABLE') return `Spark Connect server unreachable${retried}: ${f.message}`;
+  if (code === 'DEADLINE_EXCEEDED') return `Spark Connect call timed out${retried}: ${f.message}`;
+  if (code === 'UNAUTHENTICATED' || code === 'PERMISSION_DENIED') return `Spark Connect refused the credentials (${code}): ${f.message}`;
+  if (f.errorClass && !f.message.startsWith(`[${f.errorClass}]`)) return `[${f.errorClass}] ${f.message}`;
+  return f.message || `Spark Connect call failed with ${code}`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decoding
+
+/** The shape of a grpc-js call error. */
+export interface GrpcCallError {
+  code: number;
+  details: string;
+  metadata?: Metadata;
+}
+
+export function isGrpcCallError(e: unknown): e is GrpcCallError {
+  return (
+    typeof e === 'object' && e !== null && typeof (e as GrpcCallError).code === 'number' && typeof (e as GrpcCallError).details === 'string'
+  );
+}
+
+function parseJson<T>(text: string | undefined, guard: (v: unknown) => v is T): T | undefined {
+  if (text === undefined) return undefined;
+  try {
+    const v: unknown = JSON.parse(text);
+    return guard(v) ? v : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
+const isStringArray = (v: unknown): v is string[] => Array.isArray(v) && v.every((x) => typeof x === 'string');
+const isStringRecord = (v: unknown): v is Record<string, string> =>
+  typeof v === 'object' && v !== null && !Array.isArray(v) && Object.values(v).every((x) => typeof x === 'string');
+
+/** Read the status, ErrorInfo and RetryInfo of a failed call. Never throws. */
+export function failureFromGrpc(e: GrpcCallError): SparkFailure {
+  const failure: SparkFailure = {
+    grpcCode: e.code,
+    message: scrub(e.details ?? ''),
+    messageParameters: {},
+    classes: [],
+    causes: [],
+  };
+  const raw = e.metadata?.get('grpc-status-details-bin')[0];
+  if (!(raw instanceof Uint8Array)) return failure;
+  try {
+    const st = fromBinary(StatusSchema, raw);
+    if (st.message) failure.message = scrub(st.message);
+    for (const any of st.details) {
+      const info = anyUnpack(any, ErrorInfoSchema);
+      if (info) {
+        const m = info.metadata;
+        if (m.errorClass) failure.errorClass = m.errorClass;
+        if (m.sqlState) failure.sqlState = m.sqlState;
+        if (m.errorId) failure.errorId = m.errorId;
+        failure.messageParameters = scrubRecord(parseJson(m.messageParameters, isStringRecord) ?? {});
+        failure.classes = parseJson(m.classes, isStringArray) ?? (info.reason ? [info.reason] : []);
+        continue;
+      }
+      const retry = anyUnpack(any, RetryInfoSchema);
+      if (retry?.retryDelay) {
+        failure.retryDelayMs = Number(retry.retryDelay.seconds) * 1000 + Math.floor(retry.retryDelay.nanos / 1e6);
+      }
+    }
+  } catch {
+    // A status we cannot decode still has its code and message.
+  }
+  return failure;
+}
+
+function scrubRecord(r: Record<string, string>): Record<string, string> {
+  return Object.fromEntries(Object.entries(r).map(([k, v]) => [k, scrub(v)]));
+}
+
+/** Fold FetchErrorDetails' answer (the full, untruncated chain) into a failure. */
+export function withErrorDetails(f: SparkFailure, details: FetchErrorDetailsResponse): SparkFailure {
+  if (details.errors.length === 0) return f;
+  const rootIdx = details.rootErrorIdx ?? 0;
+  const root = details.errors[rootIdx];
+  if (!root) return f;
+  const out: SparkFailure = { ...f, message: scrub(root.message) || f.message };
+  if (root.errorTypeHierarchy.length) out.classes = [...root.errorTypeHierarchy];
+  const t = root.sparkThrowable;
+  if (t?.errorClass) out.errorClass = t.errorClass;
+  if (t?.sqlState) out.sqlState = t.sqlState;
+  if (t && Object.keys(t.messageParameters).length) out.messageParameters = scrubRecord({ ...t.messageParameters });
+  const causes: string[] = [];
+  const seen = new Set([rootIdx]);
+  for (let i = root.causeIdx; i !== undefined && !seen.has(i); ) {
+    seen.add(i);
+    const c = details.errors[i];
+    if (!c) break;
+    causes.push(scrub(`${c.errorTypeHierarchy[0] ?? 'Error'}: ${c.message}`));
+    i = c.causeIdx;
+  }
+  out.causes = causes;
+  return out;
+}
+
+export function errorClassOf(e: unknown): string | undefined {
+  if (e instanceof SparkError) return e.errorClass;
+  if (!isGrpcCallError(e)) return undefined;
+  return failureFromGrpc(e).errorClass ?? /\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]/.exec(e.details)?.[1];
+}
+
+/**
+ * Whether a failed call may be retried: the server was unreachable, another reattach took over
+ * the result stream (INVALID_CURSOR.DISCONNECTED), or the server asked for a retry (RetryInfo).
+ */
+export function isRetryableGrpcError(e: unknown): boolean | { minDelayMs: number } {
+  if (!isGrpcCallError(e)) return false;
+  const f = failureFromGrpc(e);
+  if (f.retryDelayMs !== undefined) return { minDelayMs: f.retryDelayMs };
+  if (e.code === GrpcStatus.UNAVAILABLE) return true;
+  const cls = f.errorClass ?? '';
+  return cls === 'INVALID_CURSOR.DISCONNECTED' || (e.code === GrpcStatus.INTERNAL && e.details.includes('INVALID_CURSOR.DISCONNECTED'));
+}
+
+/** The operation was cancelled through its AbortSignal without a LakehouseError as the reason. */
+export class OperationCancelledError extends LakehouseError {
+  readonly exitCode = ExitCode.transient;
+  readonly category = 'cancelled' as const;
+  readonly code = 'SPARK_OPERATION_CANCELLED';
+  override readonly retryable = true;
+  constructor(
+    readonly operationId: string,
+    reason?: unknown,
+  ) {
+    super(`Spark operation ${operationId} cancelled${reason instanceof Error ? `: ${reason.message}` : typeof reason === 'string' ? `: ${reason}` : ''}`, {
+      cause: reason,
+    });
+  }
+}

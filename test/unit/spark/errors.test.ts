@@ -1,0 +1,172 @@
+import { create, toBinary } from '@bufbuild/protobuf';
+import { anyPack, DurationSchema } from '@bufbuild/protobuf/wkt';
+import { Metadata, status } from '@grpc/grpc-js';
+import { describe, expect, it } from 'vitest';
+import { ExitCode } from '../../../src/core/errors.js';
+import { Secret } from '../../../src/core/secrets.js';
+import {
+  SparkError,
+  errorRules,
+  failureFromGrpc,
+  isRetryableGrpcError,
+  ruleFor,
+  withErrorDetails,
+  type SparkFailure,
+} from '../../../src/spark/errors.js';
+import { ErrorInfoSchema, RetryInfoSchema, StatusSchema } from '../../../src/spark/proto/gen/google/rpc/status_pb.js';
+import { FetchErrorDetailsResponseSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
+
+function failure(over: Partial<SparkFailure>): SparkFailure {
+  return { grpcCode: status.INTERNAL, message: 'boom', messageParameters: {}, classes: [], causes: [], ...over };
+}
+
+/** A grpc-js call error as a Spark server sends it. */
+function grpcError(code: number, details: string, info?: Record<string, string>, retryDelayMs?: number) {
+  const metadata = new Metadata();
+  const detailsAny = [];
+  if (info) detailsAny.push(anyPack(ErrorInfoSchema, create(ErrorInfoSchema, { reason: 'org.apache.spark.SparkException', domain: 'org.apache.spark', metadata: info })));
+  if (retryDelayMs !== undefined) {
+    detailsAny.push(anyPack(RetryInfoSchema, create(RetryInfoSchema, { retryDelay: create(DurationSchema, { seconds: BigInt(Math.floor(retryDelayMs / 1000)), nanos: (retryDelayMs % 1000) * 1e6 }) })));
+  }
+  if (detailsAny.length) {
+    metadata.set('grpc-status-details-bin', Buffer.from(toBinary(StatusSchema, create(StatusSchema, { code, message: details, details: detailsAny }))));
+  }
+  return Object.assign(new Error(details), { code, details, metadata });
+}
+
+describe('classification', () => {
+  const cases: [string, Partial<SparkFailure>, number, string][] = [
+    ['unauthenticated', { grpcCode: status.UNAUTHENTICATED }, ExitCode.permission, 'SPARK_AUTH'],
+    ['permission denied', { grpcCode: status.PERMISSION_DENIED }, ExitCode.permission, 'SPARK_AUTH'],
+    ['unavailable after retries', { grpcCode: status.UNAVAILABLE }, ExitCode.unavailable, 'SPARK_UNAVAILABLE'],
+    ['deadline', { grpcCode: status.DEADLINE_EXCEEDED }, ExitCode.transient, 'SPARK_TIMEOUT'],
+    ['session not found', { errorClass: 'INVALID_HANDLE.SESSION_NOT_FOUND' }, ExitCode.transient, 'SPARK_SESSION_LOST'],
+    ['session closed', { errorClass: 'INVALID_HANDLE.SESSION_CLOSED' }, ExitCode.transient, 'SPARK_SESSION_LOST'],
+    ['session changed', { errorClass: 'INVALID_HANDLE.SESSION_CHANGED' }, ExitCode.transient, 'SPARK_SESSION_LOST'],
+    ['iceberg commit conflict', { classes: ['org.apache.iceberg.exceptions.CommitFailedException'] }, ExitCode.transient, 'COMMIT_CONFLICT'],
+    ['wrapped iceberg conflict', { message: 'Job aborted: org.apache.iceberg.exceptions.CommitFailedException: Cannot commit' }, ExitCode.transient, 'COMMIT_CONFLICT'],
+    ['delta conflict class', { classes: ['io.delta.exceptions.ConcurrentAppendException'] }, ExitCode.transient, 'COMMIT_CONFLICT'],
+    ['delta conflict error class', { errorClass: 'DELTA_CONCURRENT_APPEND.WITHOUT_HINT' }, ExitCode.transient, 'COMMIT_CONFLICT'],
+    ['operation cancelled', { errorClass: 'OPERATION_CANCELED' }, ExitCode.transient, 'SPARK_OPERATION_CANCELLED'],
+    ['table not found', { errorClass: 'TABLE_OR_VIEW_NOT_FOUND' }, ExitCode.inputMissing, 'INPUT_MISSING'],
+    ['path not found', { errorClass: 'PATH_NOT_FOUND' }, ExitCode.inputMissing, 'INPUT_MISSING'],
+    ['schema not found', { errorClass: 'SCHEMA_NOT_FOUND' }, ExitCode.inputMissing, 'INPUT_MISSING'],
+    ['iceberg no such table', { classes: ['org.apache.iceberg.exceptions.NoSuchTableException'] }, ExitCode.inputMissing, 'INPUT_MISSING'],
+    ['cast', { errorClass: 'CAST_INVALID_INPUT' }, ExitCode.data, 'DATA_INVALID'],
+    ['divide by zero', { errorClass: 'DIVIDE_BY_ZERO' }, ExitCode.data, 'DATA_INVALID'],
+    ['overflow', { errorClass: 'ARITHMETIC_OVERFLOW' }, ExitCode.data, 'DATA_INVALID'],
+    ['numeric range', { errorClass: 'NUMERIC_VALUE_OUT_OF_RANGE.WITH_SUGGESTION' }, ExitCode.data, 'DATA_INVALID'],
+    ['merge cardinality', { errorClass: 'MERGE_CARDINALITY_VIOLATION' }, ExitCode.data, 'DATA_INVALID'],
+    ['delta merge cardinality', { errorClass: 'DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE' }, ExitCode.data, 'DATA_INVALID'],
+    ['missing column', { errorClass: 'UNRESOLVED_COLUMN.WITH_SUGGESTION' }, ExitCode.data, 'SOURCE_SCHEMA_CONTRACT'],
+    ['parse error', { errorClass: 'PARSE_SYNTAX_ERROR' }, ExitCode.config, 'SPARK_PARSE_ERROR'],
+    ['anything else', { errorClass: 'INTERNAL_ERROR' }, ExitCode.internal, 'SPARK_ERROR'],
+    ['no class at all', {}, ExitCode.internal, 'SPARK_ERROR'],
+  ];
+
+  it.each(cases)('%s', (_name, over, exitCode, code) => {
+    const e = new SparkError(failure(over));
+    expect(e.exitCode).toBe(exitCode);
+    expect(e.code).toBe(code);
+  });
+
+  it('does not mistake look-alike classes', () => {
+    expect(ruleFor(failure({ errorClass: 'TABLE_OR_VIEW_NOT_FOUNDX' })).code).toBe('SPARK_ERROR');
+    expect(ruleFor(failure({ message: 'java.util.ConcurrentModificationException' })).code).toBe('SPARK_ERROR');
+    expect(ruleFor(failure({ grpcCode: status.UNAVAILABLE, errorClass: 'TABLE_OR_VIEW_NOT_FOUND' })).code).toBe('SPARK_UNAVAILABLE');
+  });
+
+  it('ends with a catch-all rule', () => {
+    const last = errorRules[errorRules.length - 1];
+    expect(last?.grpc ?? last?.errorClass ?? last?.exception).toBeUndefined();
+  });
+
+  it('marks transient and unavailable failures retryable, others not', () => {
+    expect(new SparkError(failure({ grpcCode: status.UNAVAILABLE })).retryable).toBe(true);
+    expect(new SparkError(failure({ errorClass: 'INVALID_HANDLE.SESSION_NOT_FOUND' })).retryable).toBe(true);
+    expect(new SparkError(failure({ errorClass: 'DIVIDE_BY_ZERO' })).retryable).toBe(false);
+  });
+
+  it('reports the error class and SQL state', () => {
+    const e = new SparkError(failure({ errorClass: 'TABLE_OR_VIEW_NOT_FOUND', sqlState: '42P01', message: '[TABLE_OR_VIEW_NOT_FOUND] no t' }));
+    expect(e.report()).toEqual({
+      code: 'INPUT_MISSING',
+      category: 'input',
+      message: '[TABLE_OR_VIEW_NOT_FOUND] no t',
+      retryable: false,
+      sparkErrorClass: 'TABLE_OR_VIEW_NOT_FOUND',
+      sqlState: '42P01',
+    });
+  });
+});
+
+describe('decoding grpc-status-details-bin', () => {
+  it('reads ErrorInfo metadata', () => {
+    const f = failureFromGrpc(
+      grpcError(status.INTERNAL, '[DIVIDE_BY_ZERO] Division by zero.', {
+        errorClass: 'DIVIDE_BY_ZERO',
+        sqlState: '22012',
+        messageParameters: '{"config":"\\"spark.sql.ansi.enabled\\""}',
+        classes: '["org.apache.spark.SparkArithmeticException","java.lang.ArithmeticException"]',
+        errorId: 'e-1',
+      }),
+    );
+    expect(f).toMatchObject({
+      grpcCode: status.INTERNAL,
+      errorClass: 'DIVIDE_BY_ZERO',
+      sqlState: '22012',
+      messageParameters: { config: '"spark.sql.ansi.enabled"' },
+      classes: ['org.apache.spark.SparkArithmeticException', 'java.lang.ArithmeticException'],
+      errorId: 'e-1',
+    });
+    expect(new SparkError(f).exitCode).toBe(ExitCode.data);
+  });
+
+  it('survives missing or malformed details', () => {
+    expect(failureFromGrpc({ code: status.UNAVAILABLE, details: 'connect ECONNREFUSED' })).toMatchObject({ message: 'connect ECONNREFUSED', classes: [] });
+    const md = new Metadata();
+    md.set('grpc-status-details-bin', Buffer.from([0xff, 0xff, 0xff]));
+    expect(failureFromGrpc({ code: 13, details: 'x', metadata: md }).message).toBe('x');
+    const bad = grpcError(13, 'y', { messageParameters: 'not json', classes: '{}' });
+    expect(failureFromGrpc(bad)).toMatchObject({ messageParameters: {}, classes: ['org.apache.spark.SparkException'] });
+  });
+
+  it('scrubs known secrets out of server messages', () => {
+    const token = new Secret('tok-4f9a8b7c');
+    token.reveal();
+    const f = failureFromGrpc(grpcError(13, `bad header Bearer tok-4f9a8b7c`, { errorClass: 'X', messageParameters: '{"v":"tok-4f9a8b7c"}' }));
+    expect(f.message).not.toContain('tok-4f9a8b7c');
+    expect(f.messageParameters.v).toBe('[redacted]');
+  });
+
+  it('takes the full message and chain from FetchErrorDetails', () => {
+    const base = failureFromGrpc(grpcError(13, 'short…', { errorClass: 'USER_RAISED_EXCEPTION', errorId: 'e-2' }));
+    const details = create(FetchErrorDetailsResponseSchema, {
+      rootErrorIdx: 0,
+      errors: [
+        {
+          errorTypeHierarchy: ['org.apache.spark.SparkRuntimeException'],
+          message: 'x'.repeat(5000),
+          causeIdx: 1,
+          sparkThrowable: { errorClass: 'USER_RAISED_EXCEPTION', sqlState: 'P0001', messageParameters: { errorMessage: 'x' } },
+        },
+        { errorTypeHierarchy: ['java.lang.IllegalStateException'], message: 'inner' },
+      ],
+    });
+    const f = withErrorDetails(base, details);
+    expect(f.message).toHaveLength(5000);
+    expect(f).toMatchObject({ errorClass: 'USER_RAISED_EXCEPTION', sqlState: 'P0001', causes: ['java.lang.IllegalStateException: inner'] });
+  });
+});
+
+describe('isRetryableGrpcError', () => {
+  it('retries UNAVAILABLE, INVALID_CURSOR.DISCONNECTED and RetryInfo, nothing else', () => {
+    expect(isRetryableGrpcError(grpcError(status.UNAVAILABLE, 'down'))).toBe(true);
+    expect(isRetryableGrpcError(grpcError(status.INTERNAL, '[INVALID_CURSOR.DISCONNECTED] other stream'))).toBe(true);
+    expect(isRetryableGrpcError(grpcError(status.INTERNAL, 'x', { errorClass: 'INVALID_CURSOR.DISCONNECTED' }))).toBe(true);
+    expect(isRetryableGrpcError(grpcError(status.RESOURCE_EXHAUSTED, 'slow down', undefined, 2500))).toEqual({ minDelayMs: 2500 });
+    expect(isRetryableGrpcError(grpcError(status.INTERNAL, 'x', { errorClass: 'DIVIDE_BY_ZERO' }))).toBe(false);
+    expect(isRetryableGrpcError(grpcError(status.DEADLINE_EXCEEDED, 'late'))).toBe(false);
+    expect(isRetryableGrpcError(new Error('not grpc'))).toBe(false);
+  });
+});

@@ -1,0 +1,814 @@
+import { readFile, realpath } from 'node:fs/promises';
+import path from 'node:path';
+import { ConfigError, type ConfigIssue, InputMissingError } from '../errors.js';
+import { resolveInclude } from './paths.js';
+
+/**
+ * A HOCON loader for tenant configs, which are untrusted input. This is a small parser of our own, not
+ * `@pushcorn/hocon-parser`: that package's core path lookup (`utils.query`) compiles any key segment
+ * starting with `{` into a `Function`, so a plain quoted key or `${"{…}"}` runs JavaScript even in
+ * strict mode. It also runs `.js` includes with `require`, evaluates `| eval {…}` transforms, fetches
+ * `url(…)` includes, searches module paths for `classpath(…)`, reads `process.env` directly, and sorts
+ * keys. Blocking all of that would mean patching its internals in place, so we parse the subset we need:
+ * objects, arrays, dotted keys, comments, quoted / unquoted / triple-quoted strings, value
+ * concatenation, `${path}` / `${?path}` (self-references included), `+=`, and file includes.
+ *
+ * Semantics follow the HOCON spec: sources and includes merge in order (later wins, objects merge),
+ * then substitutions resolve against the merged whole; a self-reference sees the value before its own
+ * assignment. A substitution the config does not define falls back to `options.env`, only for names
+ * the allow-list accepts. Every problem is collected and reported at once.
+ */
+
+export interface HoconSource {
+  text: string;
+  /** For messages and include resolution. */
+  file?: string;
+}
+
+export interface HoconOptions {
+  /** The environment `${VAR}` / `${?VAR}` may read; `process.env` is never consulted. */
+  env?: Record<string, string | undefined>;
+  /** Which environment variables a config may read (default: {@link defaultEnvAllowList}). */
+  envAllowList?: (name: string) => boolean;
+  /** Includes must resolve inside this directory (default: the directory of each source's `file`). */
+  includeRoot?: string;
+  /** `--set key=value` lines (HOCON syntax for the value), merged after all sources. */
+  overrides?: string[];
+}
+
+/** `LAKEHOUSE_*` and `SPARK_REMOTE`, but never a name that looks like a secret: secrets stay references. */
+export function defaultEnvAllowList(name: string): boolean {
+  return (/^LAKEHOUSE_[A-Z0-9_]+$/.test(name) || name === 'SPARK_REMOTE') && !/TOKEN|PASSWORD|PASSWD|SECRET|CREDENTIAL|PRIVATE_KEY/.test(name);
+}
+
+/** Parse, merge (left to right) and resolve HOCON sources into a plain JSON object. */
+export async function parseHocon(sources: HoconSource[], options: HoconOptions = {}): Promise<Record<string, unknown>> {
+  const loader = new Loader(options);
+  for (const [i, source] of sources.entries()) await loader.addSource(source, i);
+  for (const [i, line] of (options.overrides ?? []).entries()) await loader.addOverride(line, i);
+  return loader.finish();
+}
+
+/** Read a main config file; a missing one is an InputMissingError (66). */
+export async function readHoconFile(file: string): Promise<HoconSource> {
+  try {
+    return { file, text: await readFile(file, 'utf8') };
+  } catch (e) {
+    const code = (e as NodeJS.ErrnoException).code;
+    if (code === 'ENOENT') throw new InputMissingError(`config file ${file} does not exist`, { cause: e });
+    throw new InputMissingError(`config file ${file} cannot be read (${code ?? 'error'})`, { cause: e });
+  }
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Tokens and syntax
+
+interface Loc {
+  file: string;
+  line: number;
+  col: number;
+}
+
+type Punct = 'nl' | '{' | '}' | '[' | ']' | ',' | 'sep' | '+=' | 'eof';
+type Tok =
+  | { t: Punct; loc: Loc }
+  | { t: 'ws'; v: string; loc: Loc }
+  | { t: 'str'; v: string; quoted: boolean; loc: Loc }
+  | { t: 'subst'; path: string[]; optional: boolean; loc: Loc };
+
+class SyntaxProblem extends Error {
+  constructor(
+    message: string,
+    readonly loc: Loc,
+    readonly key: string[] = [],
+  ) {
+    super(message);
+  }
+}
+
+/** Characters HOCON reserves: they end an unquoted string. */
+const FORBIDDEN = new Set('$"{}[]:=,+#`^?!@*&\\');
+const PUNCT = new Map<string, Punct>([['\n', 'nl'], ['{', '{'], ['}', '}'], ['[', '['], [']', ']'], [',', ','], [':', 'sep'], ['=', 'sep']]);
+const ESCAPES = new Map(Object.entries({ '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' }));
+const MAX_DEPTH = 64;
+const isSpace = (c: string | undefined) => c !== undefined && c !== '\n' && (/\s/.test(c) || c === '\ufeff');
+
+/** Lazily, so a lexical error is raised while the parser knows which key it is in. */
+function* tokenize(text: string, file: string): Generator<Tok, void, undefined> {
+  let i = 0;
+  let line = 1;
+  let col = 1;
+  const here = (): Loc => ({ file, line, col });
+  const advance = (n: number) => {
+    for (let k = 0; k < n; k++, i++) {
+      if (text[i] === '\n') {
+        line++;
+        col = 1;
+      } else col++;
+    }
+  };
+  const fail: (message: string, loc?: Loc) => never = (message, loc = here()) => {
+    throw new SyntaxProblem(message, loc);
+  };
+
+  const quoted = (): string => {
+    const start = here();
+    if (text.startsWith('"""', i)) {
+      let end = text.indexOf('"""', i + 3);
+      if (end < 0) fail('unterminated """ string', start);
+      while (text[end + 3] === '"') end++; // the closing quotes are the last three of a run
+      const v = text.slice(i + 3, end);
+      advance(end + 3 - i);
+      return v;
+    }
+    let v = '';
+    for (advance(1); text[i] !== '"'; ) {
+      const c = text[i];
+      if (c === undefined || c === '\n') fail('unterminated quoted string', start);
+      if (c < ' ') fail('control character in a quoted string; escape it');
+      if (c !== '\\') {
+        v += c;
+        advance(1);
+        continue;
+      }
+      const e = text[i + 1] ?? '';
+      const hex = text.slice(i + 2, i + 6);
+      if (ESCAPES.has(e)) {
+        v += ESCAPES.get(e);
+        advance(2);
+      } else if (e === 'u' && /^[0-9a-fA-F]{4}$/.test(hex)) {
+        v += String.fromCharCode(parseInt(hex, 16));
+        advance(6);
+      } else fail(`invalid escape \\${e}`);
+    }
+    advance(1);
+    return v;
+  };
+
+  const unquoted = (): string => {
+    const start = i;
+    while (i < text.length && !isSpace(text[i]) && !PUNCT.has(text[i]!) && !FORBIDDEN.has(text[i]!) && !text.startsWith('//', i)) advance(1);
+    return text.slice(start, i);
+  };
+
+  const substitution = (loc: Loc): Tok => {
+    advance(2);
+    const optional = text[i] === '?';
+    if (optional) advance(1);
+    const pieces: Piece[] = [];
+    for (let d = text[i]; d !== '}'; d = text[i]) {
+      if (d === undefined || d === '\n') fail('unterminated substitution', loc);
+      if (d === '"') pieces.push({ v: quoted(), quoted: true });
+      else if (isSpace(d)) {
+        pieces.push({ v: d, quoted: false });
+        advance(1);
+      } else if (FORBIDDEN.has(d)) fail(`unexpected "${d}" in a substitution`);
+      else pieces.push({ v: unquoted(), quoted: false });
+    }
+    advance(1);
+    return { t: 'subst', path: parsePath(pieces, loc), optional, loc };
+  };
+
+  while (i < text.length) {
+    const c = text[i]!;
+    const loc = here();
+    const punct = text.startsWith('+=', i) ? '+=' : PUNCT.get(c);
+    if (punct) {
+      advance(punct === '+=' ? 2 : 1);
+      yield { t: punct, loc };
+    } else if (c === '#' || text.startsWith('//', i)) {
+      while (i < text.length && text[i] !== '\n') advance(1);
+    } else if (isSpace(c)) {
+      const start = i;
+      while (isSpace(text[i])) advance(1);
+      yield { t: 'ws', v: text.slice(start, i), loc };
+    } else if (c === '"') {
+      yield { t: 'str', v: quoted(), quoted: true, loc };
+    } else if (text.startsWith('${', i)) {
+      yield substitution(loc);
+    } else {
+      const v = unquoted();
+      if (!v) fail(`unexpected "${c}"${c === '+' ? ' (quote values that contain "+")' : ''}`);
+      yield { t: 'str', v, quoted: false, loc };
+    }
+  }
+  yield { t: 'eof', loc: here() };
+}
+
+interface Piece {
+  v: string;
+  quoted: boolean;
+}
+
+/** `a.b."c.d"` → ['a', 'b', 'c.d']: dots split unquoted text only. */
+function parsePath(pieces: Piece[], loc: Loc): string[] {
+  const blank = (p: Piece | undefined) => p !== undefined && !p.quoted && p.v.trim() === '';
+  const ps = [...pieces];
+  while (blank(ps[0])) ps.shift();
+  while (blank(ps.at(-1))) ps.pop();
+  if (ps.length === 0) throw new SyntaxProblem('empty path', loc);
+  const segs: string[] = [''];
+  const filled: boolean[] = [false];
+  for (const p of ps) {
+    const parts = p.quoted ? [p.v] : p.v.split('.');
+    parts.forEach((part, n) => {
+      if (n > 0) {
+        segs.push('');
+        filled.push(false);
+      }
+      segs[segs.length - 1] += part;
+      if (p.quoted || part) filled[filled.length - 1] = true;
+    });
+  }
+  if (filled.includes(false)) throw new SyntaxProblem(`invalid path "${ps.map((p) => p.v).join('')}": empty segment`, loc);
+  return segs;
+}
+
+type Part =
+  | { k: 'str'; v: string; quoted: boolean }
+  | { k: 'ws'; v: string }
+  | { k: 'subst'; path: string[]; optional: boolean; loc: Loc }
+  | { k: 'obj'; body: Stmt[] }
+  | { k: 'arr'; items: Part[][] };
+
+type Stmt =
+  | { k: 'field'; key: string[]; op: 'sep' | '+=' | '{'; value: Part[]; loc: Loc }
+  | { k: 'include'; target: string; required: boolean; scheme?: string; loc: Loc };
+
+/** Recursive descent over the tokens of one file. `key` tracks where we are, for error paths. */
+class Parser {
+  private readonly toks: Tok[] = [];
+  private i = 0;
+  private key: string[] = [];
+  private depth = 0;
+
+  constructor(private readonly lexer: Iterator<Tok, void>) {}
+
+  document(): Stmt[] {
+    this.skip('ws', 'nl');
+    if (this.peek().t === '[') this.fail('the root of a config must be an object, not an array');
+    if (this.peek().t !== '{') return this.body(false);
+    this.next();
+    const body = this.body(true);
+    this.skip('ws', 'nl');
+    if (this.peek().t !== 'eof') this.fail(`unexpected ${describe(this.peek())} after the root object`);
+    return body;
+  }
+
+  private body(braced: boolean): Stmt[] {
+    this.enter();
+    const stmts: Stmt[] = [];
+    for (;;) {
+      this.skip('ws', 'nl');
+      const t = this.peek();
+      if (t.t === 'eof') {
+        if (braced) this.fail('"{" is never closed');
+        break;
+      }
+      if (t.t === '}') {
+        if (!braced) this.fail('unexpected "}"');
+        this.next();
+        break;
+      }
+      stmts.push(this.isInclude() ? this.include() : this.field());
+      this.skip('ws');
+      const s = this.peek();
+      if (s.t === ',') this.next();
+      else if (s.t !== 'nl' && s.t !== '}' && s.t !== 'eof') this.fail(`expected "," or a new line, found ${describe(s)}`);
+    }
+    this.depth--;
+    return stmts;
+  }
+
+  private field(): Stmt {
+    const loc = this.peek().loc;
+    const pieces: Piece[] = [];
+    for (let t = this.peek(); t.t === 'str' || t.t === 'ws'; t = this.peek()) (pieces.push({ v: t.v, quoted: t.t === 'str' && t.quoted }), this.next());
+    if (pieces.length === 0) this.fail(`expected a key, found ${describe(this.peek())}`);
+    const key = this.guard(() => parsePath(pieces, loc));
+    const op = this.peek().t;
+    if (op !== 'sep' && op !== '+=' && op !== '{') this.fail(`expected "=", ":" or "{" after the key, found ${describe(this.peek())}`);
+    if (op !== '{') this.next();
+    const outer = this.key;
+    this.key = [...outer, ...key];
+    this.skip('ws');
+    const value = this.value();
+    if (value.length === 0) this.fail(`expected a value, found ${describe(this.peek())}`);
+    this.key = outer;
+    return { k: 'field', key, op, value, loc };
+  }
+
+  /** `include` is a keyword only when followed by a resource: `include = 1` is an ordinary key. */
+  private isInclude(): boolean {
+    const [a, b, c] = [this.peek(0), this.peek(1), this.peek(2)];
+    return a?.t === 'str' && !a.quoted && a.v === 'include' && b?.t === 'ws' && c?.t === 'str' && (c.quoted || /^(required|file|url|classpath)\(/.test(c.v));
+  }
+
+  private include(): Stmt {
+    const loc = this.next().loc;
+    let shape = '';
+    let target: string | undefined;
+    for (let t = this.peek(); t.t === 'str' || t.t === 'ws'; t = this.peek()) {
+      if (t.t === 'str' && t.quoted) {
+        if (target !== undefined) this.fail('an include names one resource');
+        target = t.v;
+        shape += '"';
+      } else if (t.t === 'str') shape += t.v;
+      this.next();
+    }
+    const m = /^(?:(required)\()?(?:(file|url|classpath)\()?"(\)*)$/.exec(shape);
+    if (!m || target === undefined || m[3]!.length !== Number(!!m[1]) + Number(!!m[2]))
+      this.fail('malformed include: expected include "x.conf", include file("x.conf") or include required("x.conf")', loc);
+    return { k: 'include', target: target!, required: !!m![1], ...(m![2] ? { scheme: m![2] } : {}), loc };
+  }
+
+  /** A value is a concatenation of parts that ends at a new line, ",", "}", "]" or the end. */
+  private value(): Part[] {
+    const parts: Part[] = [];
+    for (;;) {
+      const t = this.peek();
+      if (t.t === 'str') parts.push({ k: 'str', v: t.v, quoted: t.quoted });
+      else if (t.t === 'ws') parts.push({ k: 'ws', v: t.v });
+      else if (t.t === 'subst') parts.push({ k: 'subst', path: t.path, optional: t.optional, loc: t.loc });
+      else if (t.t === '{') {
+        this.next();
+        parts.push({ k: 'obj', body: this.body(true) });
+        continue;
+      } else if (t.t === '[') {
+        parts.push(this.array());
+        continue;
+      } else if (t.t === 'sep' || t.t === '+=') this.fail(`unexpected ${describe(t)} in a value (quote strings that contain ":" or "=")`);
+      else break;
+      this.next();
+    }
+    while (parts[0]?.k === 'ws') parts.shift();
+    while (parts.at(-1)?.k === 'ws') parts.pop();
+    return parts;
+  }
+
+  private array(): Part {
+    this.enter();
+    this.next();
+    const items: Part[][] = [];
+    for (;;) {
+      this.skip('ws', 'nl');
+      const t = this.peek();
+      if (t.t === ']') break;
+      if (t.t === 'eof') this.fail('"[" is never closed');
+      const item = this.value();
+      if (item.length === 0) this.fail(`unexpected ${describe(this.peek())} in an array`);
+      items.push(item);
+      this.skip('ws');
+      const s = this.peek();
+      if (s.t === ',') this.next();
+      else if (s.t !== 'nl' && s.t !== ']') this.fail(`expected "," or "]", found ${describe(s)}`);
+    }
+    this.next();
+    this.depth--;
+    return { k: 'arr', items };
+  }
+
+  private enter() {
+    if (++this.depth > MAX_DEPTH) this.fail(`nested deeper than ${MAX_DEPTH} levels`);
+  }
+  private peek(ahead = 0): Tok {
+    while (this.toks.length <= this.i + ahead) {
+      let r: IteratorResult<Tok, void>;
+      try {
+        r = this.lexer.next();
+      } catch (e) {
+        if (e instanceof SyntaxProblem) this.fail(e.message, e.loc);
+        throw e;
+      }
+      if (r.done) return this.toks.at(-1)!; // the lexer ends with 'eof'
+      this.toks.push(r.value);
+    }
+    return this.toks[this.i + ahead]!;
+  }
+  private next(): Tok {
+    const t = this.peek();
+    this.i++;
+    return t;
+  }
+  private skip(...types: Tok['t'][]) {
+    while (types.includes(this.peek().t)) this.i++;
+  }
+  private fail(message: string, loc = (this.toks[this.i] ?? this.toks.at(-1))?.loc ?? { file: '', line: 1, col: 1 }): never {
+    throw new SyntaxProblem(message, loc, this.key);
+  }
+  private guard<T>(f: () => T): T {
+    try {
+      return f();
+    } catch (e) {
+      if (e instanceof SyntaxProblem) this.fail(e.message, e.loc);
+      throw e;
+    }
+  }
+}
+
+function describe(t: Tok): string {
+  if (t.t === 'eof') return 'the end of the file';
+  if (t.t === 'nl') return 'a new line';
+  if (t.t === 'str') return JSON.stringify(t.v);
+  if (t.t === 'subst') return 'a substitution';
+  if (t.t === 'ws') return 'white space';
+  return t.t === 'sep' ? '":" or "="' : `"${t.t}"`;
+}
+
+// ---------------------------------------------------------------------------------------------------
+// Merging: statements become a tree of values; substitutions stay unresolved until every source is in.
+
+type Json = string | number | boolean | null | Json[] | { [k: string]: Json };
+type Obj = { k: 'obj'; fields: Map<string, Val> };
+type Val =
+  | Obj
+  | { k: 'prim'; v: Json }
+  | { k: 'arr'; items: Val[] }
+  | { k: 'concat'; parts: (Val | { k: 'ws'; v: string })[] }
+  /** `${path}`: looked up at `prefix + path` (the include point), then `path`, then the environment. */
+  | { k: 'subst'; path: string[]; prefix: string[]; optional: boolean; at: string[]; loc: Loc }
+  /** A self-reference: the value (`of`, frozen) the field had before this assignment, then `rest`. */
+  | { k: 'prev'; of: Val | undefined; rest: string[]; optional: boolean; at: string[]; loc: Loc }
+  /** A later object merged over an earlier value that is not known to be an object until resolved. */
+  | { k: 'merge'; layers: Val[] };
+
+interface FileCtx {
+  display: string; // the name used in messages
+  dir: string | undefined; // where relative includes start
+  root: string | undefined; // includes must stay below this
+  prefix: string[]; // the include point: substitutions in an included file are relative to it
+  stack: string[]; // real paths of the files being included, to stop cycles
+  overrides?: boolean;
+}
+
+const FAILED = Symbol('failed'); // already reported
+const CYCLE = Symbol('cycle');
+const NOT_FOUND = Symbol('not found');
+type Res = Json | undefined | typeof FAILED;
+
+const MAX_INCLUDE_DEPTH = 32;
+const MAX_STRING = 1 << 20;
+const MAX_NODES = 1_000_000;
+
+class Loader {
+  private readonly root: Obj = obj();
+  private readonly issues: ConfigIssue[] = [];
+  private readonly missing: string[] = [];
+  private readonly env: Record<string, string | undefined>;
+  private readonly allowed: (name: string) => boolean;
+  private readonly memo = new Map<Val, Res>();
+  private readonly active = new Set<Val>();
+
+  constructor(private readonly options: HoconOptions) {
+    this.env = options.env ?? {};
+    this.allowed = options.envAllowList ?? defaultEnvAllowList;
+  }
+
+  async addSource(source: HoconSource, index: number) {
+    const display = source.file ?? `<source ${index + 1}>`;
+    const file = source.file === undefined ? undefined : path.resolve(source.file);
+    const dir = file && path.dirname(file);
+    const root = this.options.includeRoot === undefined ? dir : path.resolve(this.options.includeRoot);
+    const stack = file ? [await realpath(file).catch(() => file)] : [];
+    const body = this.parse(source.text, display, []);
+    if (body) await this.mergeBody(this.root, body, [], { display, dir: dir ?? root, root, prefix: [], stack });
+  }
+
+  async addOverride(line: string, index: number) {
+    const at = `--set[${index}]`;
+    let body: Stmt[];
+    try {
+      body = new Parser(tokenize(line, at)).document();
+    } catch (e) {
+      if (!(e instanceof SyntaxProblem)) throw e;
+      return this.issue(at, `column ${e.loc.col}: ${e.message} (expected key=value)`);
+    }
+    const [stmt, ...more] = body;
+    if (stmt?.k !== 'field' || stmt.op === '{' || more.length > 0) return this.issue(at, 'expected exactly one key=value');
+    await this.mergeBody(this.root, body, [], { display: at, dir: undefined, root: undefined, prefix: [], stack: [], overrides: true });
+  }
+
+  finish(): Record<string, unknown> {
+    if (this.missing.length) throw new InputMissingError(`included file not found: ${this.missing.join(', ')}`);
+    if (this.issues.length) throw new ConfigError(this.issues);
+    const out = this.get(this.root, []);
+    if (this.issues.length || !isObject(out)) throw new ConfigError(this.issues.length ? this.issues : 'the config did not resolve to an object');
+    if (countNodes(out) > MAX_NODES) throw new ConfigError(`the resolved config has more than ${MAX_NODES} values (substitutions expanding exponentially?)`);
+    // A fresh copy: substitutions share resolved objects, callers should get independent ones.
+    return JSON.parse(JSON.stringify(out)) as Record<string, unknown>;
+  }
+
+  private parse(text: string, display: string, base: string[]): Stmt[] | undefined {
+    try {
+      return new Parser(tokenize(text, display)).document();
+    } catch (e) {
+      if (!(e instanceof SyntaxProblem)) throw e;
+      const key = [...base, ...e.key];
+      this.issue(key.length ? fmtPath(key) : display, `${where(e.loc)}: ${e.message}`);
+      return undefined;
+    }
+  }
+
+  private async mergeBody(target: Obj, body: Stmt[], base: string[], f: FileCtx): Promise<void> {
+    for (const s of body) {
+      if (s.k === 'include') await this.include(target, base, s, f);
+      else if (s.op === '+=') {
+        // `a += x` is `a = ${?a} [x]`, the self-reference seeing a's earlier value.
+        const full = [...base, ...s.key];
+        const prev = this.prev(full, [], true, full, s.loc);
+        const item = await this.convert(s.value, full, f);
+        this.set(target, s.key, { k: 'concat', parts: [prev, { k: 'arr', items: [item] }] });
+      } else if (s.value.length === 1 && s.value[0]!.k === 'obj') {
+        await this.mergeBody(this.descend(target, s.key), s.value[0]!.body, [...base, ...s.key], f);
+      } else {
+        this.set(target, s.key, await this.convert(s.value, [...base, ...s.key], f));
+      }
+    }
+  }
+
+  private async include(target: Obj, base: string[], s: Extract<Stmt, { k: 'include' }>, f: FileCtx) {
+    const at = base.length ? fmtPath(base) : f.display;
+    const refuse = (why: string) => this.issue(at, `${where(s.loc)}: include "${s.target}" refused: ${why}`);
+    if (f.overrides) return refuse('--set cannot include files');
+    if (s.scheme === 'url' || s.scheme === 'classpath') return refuse(`${s.scheme}(…) includes are not allowed; name a file below the include root`);
+    if (f.stack.length > MAX_INCLUDE_DEPTH) return refuse(`includes nest deeper than ${MAX_INCLUDE_DEPTH}`);
+    const found = await resolveInclude(f.root, f.dir ?? '', s.target);
+    const display = path.join(path.dirname(f.display), s.target);
+    if ('refused' in found) return refuse(found.refused);
+    if ('missing' in found) {
+      // HOCON: a plain include of a missing file is ignored; `required(…)` makes it an error.
+      if (s.required) this.missing.push(display);
+      return;
+    }
+    if (f.stack.includes(found.real)) return refuse('include cycle');
+    let text: string;
+    try {
+      text = await readFile(found.real, 'utf8');
+    } catch (e) {
+      return refuse(`cannot be read (${(e as NodeJS.ErrnoException).code ?? 'error'})`);
+    }
+    const body = this.parse(text, display, base);
+    if (body) await this.mergeBody(target, body, base, { display, dir: path.dirname(found.file), root: f.root, prefix: base, stack: [...f.stack, found.real] });
+  }
+
+  /** One value as written at `full`; substitutions that point into `full` become self-references. */
+  private async convert(parts: Part[], full: string[], f: FileCtx): Promise<Val> {
+    const one = async (p: Part, alone: boolean): Promise<Val> => {
+      switch (p.k) {
+        case 'str':
+          return { k: 'prim', v: alone && !p.quoted ? this.scalar(p.v, full) : p.v };
+        case 'ws': // never alone or converted: concatenations keep white space as it is
+          return { k: 'prim', v: p.v };
+        case 'subst': {
+          const abs = [...f.prefix, ...p.path];
+          if (startsWith(abs, full)) return this.prev(full, abs.slice(full.length), p.optional, full, p.loc);
+          return { k: 'subst', path: p.path, prefix: f.prefix, optional: p.optional, at: full, loc: p.loc };
+        }
+        case 'obj': {
+          const o = obj();
+          await this.mergeBody(o, p.body, full, f);
+          return o;
+        }
+        case 'arr': {
+          const items: Val[] = [];
+          for (const item of p.items) items.push(await this.convert(item, full, f));
+          return { k: 'arr', items };
+        }
+      }
+    };
+    if (parts.length === 1) return one(parts[0]!, true);
+    const out: (Val | { k: 'ws'; v: string })[] = [];
+    for (const p of parts) out.push(p.k === 'ws' ? p : await one(p, false));
+    return { k: 'concat', parts: out };
+  }
+
+  /** An unquoted value alone: true / false / null / a JSON number, else the text. */
+  private scalar(v: string, at: string[]): Json {
+    if (v === 'true' || v === 'false') return v === 'true';
+    if (v === 'null') return null;
+    if (!/^-?(0|[1-9]\d*)(\.\d+)?([eE][-]?\d+)?$/.test(v)) return v;
+    const n = Number(v);
+    if (Number.isInteger(n) && !Number.isSafeInteger(n)) this.issue(fmtPath(at), `${v} is too large to be exact; quote it`);
+    return n;
+  }
+
+  /** The value at `full` right now, frozen: later statements must not change what a self-reference sees. */
+  private prev(full: string[], rest: string[], optional: boolean, at: string[], loc: Loc): Val {
+    let node: Val | undefined = this.root;
+    let i = 0;
+    while (node?.k === 'obj' && i < full.length) node = node.fields.get(full[i++]!);
+    return { k: 'prev', of: node && freeze(node), rest: [...full.slice(i), ...rest], optional, at, loc };
+  }
+
+  private set(target: Obj, key: string[], val: Val) {
+    const parent = this.descend(target, key.slice(0, -1));
+    const leaf = key.at(-1)!;
+    parent.fields.set(leaf, layered(parent.fields.get(leaf), val));
+  }
+
+  /** The object at `key` below `target`, created (or layered over an unresolved value) as needed. */
+  private descend(target: Obj, key: string[]): Obj {
+    let o = target;
+    for (const k of key) {
+      const cur = o.fields.get(k);
+      const last = cur?.k === 'merge' ? cur.layers.at(-1) : cur;
+      if (last?.k === 'obj') o = last;
+      else {
+        const next = obj();
+        o.fields.set(k, layered(cur, next));
+        o = next;
+      }
+    }
+    return o;
+  }
+
+  // -------------------------------------------------------------------------------------------------
+  // Resolution: each value once (memoised), cycles detected, problems collected.
+
+  private resolve(node: Val, at: string[]): Res | typeof CYCLE {
+    if (this.memo.has(node)) return this.memo.get(node);
+    if (this.active.has(node)) return CYCLE;
+    this.active.add(node);
+    const r = this.compute(node, at);
+    this.active.delete(node);
+    this.memo.set(node, r);
+    return r;
+  }
+
+  /** A resolved value where only a lookup could have closed a cycle: report it here if one did. */
+  private get(node: Val, at: string[]): Res {
+    const r = this.resolve(node, at);
+    return r === CYCLE ? this.issue(fmtPath(at), 'substitution cycle') : r;
+  }
+
+  private compute(node: Val, at: string[]): Res {
+    switch (node.k) {
+      case 'prim':
+        return node.v;
+      case 'obj': {
+        const out: Record<string, Json> = {};
+        let failed = false;
+        for (const [k, child] of node.fields) {
+          const r = this.get(child, [...at, k]);
+          if (r === FAILED) failed = true;
+          else if (r !== undefined) put(out, k, r);
+        }
+        return failed ? FAILED : out;
+      }
+      case 'arr': {
+        const rs = node.items.map((item) => this.get(item, at));
+        return rs.includes(FAILED) ? FAILED : (rs.filter((r) => r !== undefined) as Json[]);
+      }
+      case 'merge': {
+        let acc: Json | undefined;
+        let failed = false;
+        for (const layer of node.layers) {
+          const r = this.get(layer, at);
+          if (r === FAILED) failed = true;
+          else if (r !== undefined) acc = isObject(acc) && isObject(r) ? deepMerge(acc, r) : r;
+        }
+        return failed ? FAILED : acc;
+      }
+      case 'concat':
+        return this.concat(node.parts, at);
+      case 'subst':
+        return this.substitute(node);
+      case 'prev': {
+        const base = node.of && this.resolve(node.of, node.at);
+        if (base === CYCLE) return this.cycle(node.at, node.loc);
+        if (base === FAILED) return FAILED;
+        const v = dig(base, node.rest);
+        if (v !== NOT_FOUND) return v;
+        if (node.optional) return undefined;
+        return this.issue(fmtPath(node.at), `${where(node.loc)}: \${${fmtPath([...node.at, ...node.rest])}} refers to itself but has no earlier value`);
+      }
+    }
+  }
+
+  private concat(parts: (Val | { k: 'ws'; v: string })[], at: string[]): Res {
+    const rs = parts.map((p) => (p.k === 'ws' ? { ws: p.v } : { v: this.get(p, at) }));
+    if (rs.some((r) => 'v' in r && r.v === FAILED)) return FAILED;
+    const values = rs.flatMap((r) => ('v' in r && r.v !== undefined ? [r.v as Json] : []));
+    if (values.length === 0) return undefined;
+    const kinds = new Set(values.map((v) => (Array.isArray(v) ? 'a list' : isObject(v) ? 'an object' : 'a simple value')));
+    if (kinds.size > 1) return this.issue(fmtPath(at), `cannot concatenate ${[...kinds].join(' and ')}`);
+    if (kinds.has('a list')) return (values as Json[][]).flat(1);
+    if (kinds.has('an object')) return (values as Record<string, Json>[]).reduce((a, b) => deepMerge(a, b));
+    const s = rs.map((r) => ('ws' in r ? r.ws : r.v === undefined ? '' : String(r.v))).join('');
+    return s.length > MAX_STRING ? this.issue(fmtPath(at), `value longer than ${MAX_STRING} characters`) : s;
+  }
+
+  private substitute(s: Extract<Val, { k: 'subst' }>): Res {
+    const ref = `\${${s.optional ? '?' : ''}${fmtPath(s.path)}}`;
+    for (const p of s.prefix.length ? [[...s.prefix, ...s.path], s.path] : [s.path]) {
+      const v = this.lookup(p);
+      if (v === CYCLE) return this.cycle(s.at, s.loc);
+      if (v !== NOT_FOUND) return v;
+    }
+    // Not in the config: HOCON falls back to the environment, which we only read for allowed names.
+    const name = s.path.join('.');
+    if (this.allowed(name)) {
+      const v = this.env[name];
+      if (v !== undefined) return v;
+    } else if (/^[A-Z_][A-Z0-9_]*$/.test(name)) {
+      return this.issue(fmtPath(s.at), `${where(s.loc)}: ${ref} reads environment variable ${name}, which configs may not read`);
+    }
+    if (s.optional) return undefined;
+    return this.issue(fmtPath(s.at), `${where(s.loc)}: ${ref} is not defined in the config${this.allowed(name) ? ' or the environment' : ''}`);
+  }
+
+  /** The resolved value at an absolute path of the merged config. */
+  private lookup(p: string[]): Res | typeof CYCLE | typeof NOT_FOUND {
+    let node: Val | undefined = this.root;
+    for (let i = 0; i < p.length; i++) {
+      if (node === undefined) return NOT_FOUND;
+      if (node.k !== 'obj') {
+        const v = this.resolve(node, p.slice(0, i));
+        return typeof v === 'symbol' ? v : dig(v, p.slice(i));
+      }
+      node = node.fields.get(p[i]!);
+    }
+    if (node === undefined) return NOT_FOUND;
+    const v = this.resolve(node, p);
+    return v === undefined ? NOT_FOUND : v; // an unset optional value lets the environment answer
+  }
+
+  private cycle(at: string[], loc: Loc): typeof FAILED {
+    return this.issue(fmtPath(at), `${where(loc)}: substitution cycle`);
+  }
+
+  private issue(p: string, message: string): typeof FAILED {
+    this.issues.push({ path: p, message });
+    return FAILED;
+  }
+}
+
+function obj(): Obj {
+  return { k: 'obj', fields: new Map() };
+}
+
+/** A new value over an existing one: lists and scalars replace; anything unresolved may still merge. */
+function layered(existing: Val | undefined, val: Val): Val {
+  if (existing === undefined || val.k === 'prim' || val.k === 'arr') return val;
+  if (val.k === 'obj' && (existing.k === 'prim' || existing.k === 'arr')) return val;
+  // An unset `${?x}` keeps the earlier value, and a substitution may turn out to be an object: layer.
+  return { k: 'merge', layers: [...(existing.k === 'merge' ? existing.layers : [existing]), val] };
+}
+
+/** Objects (and the object layers of a merge) are the only values changed in place: copy them. */
+function freeze(v: Val): Val {
+  if (v.k === 'obj') return { k: 'obj', fields: new Map([...v.fields].map(([k, c]) => [k, freeze(c)])) };
+  if (v.k === 'merge') return { k: 'merge', layers: v.layers.map(freeze) };
+  return v;
+}
+
+function dig(v: Json | undefined, rest: string[]): Json | undefined | typeof NOT_FOUND {
+  for (const k of rest) {
+    if (!isObject(v) || !Object.hasOwn(v, k)) return NOT_FOUND;
+    v = v[k];
+  }
+  return v === undefined ? NOT_FOUND : v;
+}
+
+function deepMerge(a: Record<string, Json>, b: Record<string, Json>): Record<string, Json> {
+  const out: Record<string, Json> = {};
+  for (const [k, v] of Object.entries(a)) put(out, k, v);
+  for (const [k, v] of Object.entries(b)) {
+    const old = Object.hasOwn(out, k) ? out[k] : undefined;
+    put(out, k, isObject(old) && isObject(v) ? deepMerge(old, v) : v);
+  }
+  return out;
+}
+
+/** Own data property even for `__proto__`, so no key can reach a prototype. */
+function put(o: Record<string, Json>, k: string, v: Json) {
+  Object.defineProperty(o, k, { value: v, enumerable: true, writable: true, configurable: true });
+}
+
+function isObject(v: unknown): v is Record<string, Json> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+function startsWith(p: string[], prefix: string[]): boolean {
+  return prefix.length <= p.length && prefix.every((k, i) => p[i] === k);
+}
+
+function countNodes(v: Json, limit = MAX_NODES): number {
+  let n = 0;
+  const stack: Json[] = [v];
+  while (stack.length && n <= limit) {
+    const x = stack.pop()!;
+    n++;
+    if (Array.isArray(x)) stack.push(...x);
+    else if (isObject(x)) stack.push(...Object.values(x));
+  }
+  return n;
+}
+
+function fmtPath(p: string[]): string {
+  return p.map((k) => (/^[A-Za-z0-9_-]+$/.test(k) ? k : JSON.stringify(k))).join('.');
+}
+
+function where(loc: Loc): string {
+  return `${loc.file}:${loc.line}:${loc.col}`;
+}

@@ -1,9 +1,8 @@
-import { readFile } from 'node:fs/promises';
-import { ConfigError, type ConfigIssue, InputMissingError, UsageError } from '../errors.js';
+import { ConfigError, type ConfigIssue, UsageError } from '../errors.js';
 import { isUnderRoot, tenantContext, type TenantContext } from '../tenant.js';
 import { findTemplate } from '../../jobs/registry.js';
 import type { CatalogRef, JobContext, JobPlan, JobTemplate, TemplateVersion } from '../../jobs/template.js';
-import { parseHocon } from './hocon.js';
+import { parseHocon, readHoconFile } from './hocon.js';
 import { localPlatformDefaults, type PlatformConfig, platformSchema } from './platform.js';
 import { keysAt, toConfigIssues } from './validate.js';
 
@@ -42,9 +41,8 @@ export interface JobIdentity {
 }
 
 export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Promise<LoadedJob> {
-  const hoconOptions = { env: req.env };
-  const raw = await parseHocon([{ file: req.configFile, text: await readText(req.configFile) }], {
-    ...hoconOptions,
+  const raw = await parseHocon([await readHoconFile(req.configFile)], {
+    env: req.env,
     overrides: req.overrides ?? [],
   });
   const job = isObject(raw.job) ? raw.job : {};
@@ -93,7 +91,7 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
 }
 
 export async function loadPlatform(file: string, env: Record<string, string | undefined>, issues: ConfigIssue[]): Promise<PlatformConfig> {
-  const raw = await parseHocon([{ file, text: await readText(file) }], { env });
+  const raw = await parseHocon([await readHoconFile(file)], { env });
   const parsed = platformSchema.safeParse(raw);
   if (parsed.success) return parsed.data;
   for (const i of toConfigIssues(parsed.error, (p) => keysAt(platformSchema, p)))
@@ -126,16 +124,6 @@ function tenantPolicy(config: Record<string, unknown>, platform: PlatformConfig)
   if (typeof root === 'string' && !isUnderRoot(root, allowed['storage-roots']))
     return [{ path: 'tenant.storage-root', message: `is outside the storage roots the platform allows tenant "${id}" (${allowed['storage-roots'].join(', ')})` }];
   return [];
-}
-
-async function readText(file: string): Promise<string> {
-  try {
-    return await readFile(file, 'utf8');
-  } catch (e) {
-    const code = (e as NodeJS.ErrnoException).code;
-    if (code === 'ENOENT') throw new InputMissingError(`config file ${file} does not exist`);
-    throw new InputMissingError(`config file ${file} cannot be read (${code ?? 'error'})`, { cause: e });
-  }
 }
 
 function isObject(v: unknown): v is Record<string, any> {

@@ -27,10 +27,26 @@ type Argv = {
   'termination-log': string;
 };
 
+/** Options not given on the command line come from LAKEHOUSE_<OPTION> (only these names are read). */
+const ENV_OPTIONS = ['job', 'config', 'env', 'remote', 'run-id', 'logical-date', 'status-file', 'log-level', 'termination-log'] as const;
+
+function withEnvironment(a: Argv): Argv {
+  const out: Record<string, unknown> = { ...a };
+  for (const name of ENV_OPTIONS) {
+    const value = process.env[`LAKEHOUSE_${name.toUpperCase().replaceAll('-', '_')}`];
+    if (value !== undefined && value !== '' && !explicitlyGiven(name)) out[name] = value;
+  }
+  return out as Argv;
+}
+
+function explicitlyGiven(name: string): boolean {
+  return process.argv.some((arg) => arg === `--${name}` || arg.startsWith(`--${name}=`));
+}
+
 async function main(argv: string[]): Promise<number> {
   let exitCode: number = ExitCode.succeeded;
   const run = (command: 'run' | 'validate' | 'plan') => async (args: unknown) => {
-    const a = args as Argv;
+    const a = withEnvironment(args as Argv);
     if (!a.config) throw new UsageError('--config <file> is required');
     exitCode = await runJob({
       command,
@@ -52,7 +68,6 @@ async function main(argv: string[]): Promise<number> {
 
   const parser = yargs(argv)
     .scriptName('lakehouse-jobs')
-    .env('LAKEHOUSE')
     .version(VERSION)
     .strict()
     .wrap(Math.min(110, process.stdout.columns || 110))

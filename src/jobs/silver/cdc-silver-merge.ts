@@ -10,6 +10,7 @@ import {
   eq,
   eqNullSafe,
   fn,
+  gt,
   isIn,
   isNotNull,
   isNull,
@@ -37,6 +38,7 @@ const TEMPLATE = 'cdc-silver-merge';
 const SOURCE = '__source';
 const DELETE_FLAG = '__lake_delete';
 const ROW_NUMBER = '__lake_rn';
+const TARGET_SEQ = '__lake_target_seq';
 
 const v1Schema = z
   .object({
@@ -159,14 +161,14 @@ function planV1(ctx: JobContext, config: CdcSilverMergeV1): JobPlan {
       kind: 'query',
       id: 'measure',
       title: 'Count the inserts, updates and deletes the merge will apply',
-      query: measure(latest, target, keys),
+      query: measure(latest, target, keys, seq),
       interpret: (rows) => {
         const r = rows[0] ?? {};
         const metrics = {
           inserted: Number(r.inserted ?? 0),
           updated: Number(r.updated ?? 0),
           deleted: Number(r.deleted ?? 0),
-          late: 0,
+          late: Number(r.late ?? 0),
         };
         return {
           output: { table: displayTable(target), format: catalog.format, location, metrics },
@@ -178,8 +180,13 @@ function planV1(ctx: JobContext, config: CdcSilverMergeV1): JobPlan {
       kind: 'command',
       id: 'merge',
       title: `MERGE the latest event per key into ${displayTable(target)}`,
+      // An event applies only when it is newer than what the target holds: a late or replayed
+      // batch never moves a row backwards, and rerunning a batch changes nothing.
       command: latest.as(SOURCE).mergeInto(targetParts, onKeys, {
-        whenMatched: [{ action: 'delete', condition: col(SOURCE, DELETE_FLAG) }, { action: 'updateAll' }],
+        whenMatched: [
+          { action: 'delete', condition: and(col(SOURCE, DELETE_FLAG), gt(col(SOURCE, seq), col(target.table, seq))) },
+          { action: 'updateAll', condition: gt(col(SOURCE, seq), col(target.table, seq)) },
+        ],
         whenNotMatched: [{ action: 'insertAll', condition: not(col(SOURCE, DELETE_FLAG)) }],
       }),
     },
@@ -188,22 +195,28 @@ function planV1(ctx: JobContext, config: CdcSilverMergeV1): JobPlan {
   return { steps };
 }
 
-/** Left-join the resolved batch to the target's keys: what will be inserted, updated, deleted. */
-function measure(latest: Query, target: TableName, keys: string[]): Query {
+/**
+ * Left-join the resolved batch to the target's keys and sequences: what the merge will insert,
+ * update and delete, and which events it ignores because the target already holds a newer or
+ * equal sequence for the key (late or replayed events).
+ */
+function measure(latest: Query, target: TableName, keys: string[], seq: string): Query {
   const present = '__lake_present';
   const existing = Query.table(tableParts(target))
-    .select(...keys.map((k) => col(k)), alias(lit(true), present))
+    .select(...keys.map((k) => col(k)), alias(col(seq), TARGET_SEQ), alias(lit(true), present))
     .as('__target');
   const joined = latest.as(SOURCE).join(existing, and(...keys.map((k) => eqNullSafe(col(SOURCE, k), col('__target', k)))), 'left');
   const matched = isNotNull(col('__target', present));
+  const newer = gt(col(SOURCE, seq), col('__target', TARGET_SEQ));
   const del = col(SOURCE, DELETE_FLAG);
   const countIf = (cond: Expr) => fn('count_if', cond);
   return joined.aggregate(
     [],
     [
       alias(countIf(and(not(matched), not(del))), 'inserted'),
-      alias(countIf(and(matched, not(del))), 'updated'),
-      alias(countIf(and(matched, del)), 'deleted'),
+      alias(countIf(and(matched, newer, not(del))), 'updated'),
+      alias(countIf(and(matched, newer, del)), 'deleted'),
+      alias(countIf(and(matched, not(newer))), 'late'),
     ],
   );
 }

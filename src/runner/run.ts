@@ -72,7 +72,10 @@ export async function runJob(req: RunRequest): Promise<number> {
   } catch (e) {
     const error = cancel.signal.aborted && !(e instanceof ConfigError) ? (cancel.signal.reason as CancelledError) : asLakehouseError(e);
     outcome = { state: error instanceof CancelledError ? 'cancelled' : 'failed', error };
-    if (error instanceof ConfigError) for (const i of error.issues) logger.error({ path: i.path }, `config error: ${i.path ? `${i.path}: ` : ''}${i.message}`);
+    if (error instanceof ConfigError && req.command === 'validate') {
+      // `validate` is read by people: one plain line per problem, with its path.
+      for (const i of error.issues) process.stderr.write(`${req.config}: ${i.path ? `${i.path}: ` : ''}${i.message}\n`);
+    } else if (error instanceof ConfigError) for (const i of error.issues) logger.error({ path: i.path }, `config error: ${i.path ? `${i.path}: ` : ''}${i.message}`);
     else logger.error({ err: { type: error.name, message: error.message, code: error.code } }, error.message);
   } finally {
     stopSignals();

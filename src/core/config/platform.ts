@@ -38,7 +38,7 @@ export const platformSchema = z
       .default({}),
     tenants: z
       .record(
-        name('a tenant id'),
+        name(),
         z.object({ 'storage-roots': z.array(storageUri()).min(1) }).strict(),
       )
       .optional(),
@@ -46,7 +46,7 @@ export const platformSchema = z
       .object({
         connections: z
           .record(
-            name('a connection name'),
+            name(),
             z.object({ url: z.string().startsWith('jdbc:'), user: z.string().optional(), password: secretRef.optional(), driver: z.string().optional() }).strict(),
           )
           .default({}),

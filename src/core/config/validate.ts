@@ -7,8 +7,8 @@ import { CATALOG_PATTERN, COLUMN_PATTERN, NAME_PATTERN } from '../naming.js';
  * config issues (`path: message`), with "did you mean" hints for unknown keys.
  */
 
-export const name = (what: string) =>
-  z.string().regex(NAME_PATTERN, `${what} must match ${NAME_PATTERN.source} (lower case letters, digits, _)`);
+export const name = () =>
+  z.string().regex(NAME_PATTERN, `must match ${NAME_PATTERN.source} (a lower-case letter, then lower-case letters, digits or _)`);
 
 export const columnName = () =>
   z.string().regex(COLUMN_PATTERN, `a column name must match ${COLUMN_PATTERN.source}`);
@@ -50,7 +50,7 @@ export const jobSection = (template: string, version: number) =>
 export const tenantSection = () =>
   z
     .object({
-      id: name('tenant.id'),
+      id: name(),
       'storage-root': storageUri(),
     })
     .strict();

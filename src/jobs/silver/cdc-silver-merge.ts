@@ -46,7 +46,7 @@ const v1Schema = z
     tenant: tenantSection(),
     source: z
       .object({
-        table: name('source.table'),
+        table: name(),
         where: expression('source.where').optional(),
       })
       .strict(),
@@ -75,7 +75,7 @@ const v1Schema = z
       }),
     target: z
       .object({
-        table: name('target.table'),
+        table: name(),
         catalog: catalogName().optional(),
       })
       .strict(),

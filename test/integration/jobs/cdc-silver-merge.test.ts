@@ -1,0 +1,165 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
+import { Query } from '../../../src/spark/plan/query.js';
+import type { SparkConnectClient } from '../../../src/spark/client.js';
+import { tempFiles } from '../../support/files.js';
+import { connect, freshTenant, readIcebergWithPyIceberg, remote, runCli } from '../../support/stack.js';
+
+/**
+ * The example job end to end through the real CLI on the real local Spark Connect server: bronze
+ * CDC parquet → MERGE into an Iceberg silver table, run twice, read back with PyIceberg.
+ */
+
+const tenant = freshTenant();
+let client: SparkConnectClient;
+let dir: string;
+
+const BRONZE = `
+SELECT id, name, CAST(amount AS DECIMAL(12,2)) AS amount, CAST(ts AS TIMESTAMP) AS ts, op,
+       '${tenant.id}' AS _lake_tenant, 'it.orders' AS _lake_source, current_timestamp() AS _lake_ingested_at,
+       CAST(d AS DATE) AS _snapshot_date
+FROM VALUES
+  (1, 'one',   '1.10', '2026-07-05 08:00:00', 'c', '2026-07-05'),
+  (1, 'one*',  '1.20', '2026-07-05 09:00:00', 'u', '2026-07-05'),
+  (2, 'two',   '2.00', '2026-07-05 08:00:00', 'c', '2026-07-05'),
+  (3, 'three', '3.00', '2026-07-05 08:00:00', 'c', '2026-07-05'),
+  (3, 'three', '3.00', '2026-07-05 10:00:00', 'd', '2026-07-05'),
+  (4, 'fünf',  '4.00', '2026-07-05 08:00:00', NULL, '2026-07-05'),
+  (2, 'two*',  '2.50', '2026-07-06 08:00:00', 'u', '2026-07-06'),
+  (1, 'one',   '1.00', '2026-07-06 07:00:00', 'd', '2026-07-06'),
+  (4, 'four',  '4.00', '2026-07-04 08:00:00', 'u', '2026-07-06')
+AS t(id, name, amount, ts, op, d)`;
+
+function jobConfig(): string {
+  return `
+job    { template = "cdc-silver-merge", schema-version = 1, name = "it-orders" }
+tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
+source { table = "orders_cdc", where = "_snapshot_date = '2026-07-05'" }
+cdc { primary-key = ["id"], sequence-by = "ts", op-column = "op", delete-values = ["d"] }
+target { table = "orders", catalog = "lake" }
+`;
+}
+
+const platform = () => `
+catalogs { lake { format = iceberg, default = true } }
+tenants { ${tenant.id} { storage-roots = ["${tenant.root}"] } }
+`;
+
+async function run(day: string) {
+  const statusFile = join(dir, `status-${day}-${Date.now()}.json`);
+  const result = await runCli([
+    '--job', 'cdc-silver-merge',
+    '--config', join(dir, 'job.conf'),
+    '--env', join(dir, 'platform.conf'),
+    '--remote', remote(),
+    '--set', `source.where="_snapshot_date = '${day}'"`,
+    '--run-id', `it__${day}`,
+    '--status-file', statusFile,
+  ]);
+  const status = JSON.parse(readFileSync(statusFile, 'utf8'));
+  expect(JSON.parse(result.stdout)).toEqual(status);
+  return { ...result, status };
+}
+
+function silver() {
+  return readIcebergWithPyIceberg(`${tenant.id}_silver`, 'orders')
+    .map((r) => ({ id: r.id, name: r.name, amount: String(r.amount) }))
+    .sort((a, b) => Number(a.id) - Number(b.id));
+}
+
+beforeAll(async () => {
+  dir = tempFiles({ 'job.conf': jobConfig(), 'platform.conf': platform() });
+  client = connect();
+  const write = Query.sql(BRONZE).writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'overwrite', partitionBy: ['_snapshot_date'] });
+  await client.execute(compileCommandPlan(write, { reveal: true }));
+});
+
+afterAll(async () => {
+  await client?.releaseSession().catch(() => undefined);
+  client?.close();
+});
+
+describe('cdc-silver-merge v1 on the real stack', () => {
+  it('creates namespace and table on the first run and merges the latest event per key', async () => {
+    const { code, status, stderr } = await run('2026-07-05');
+    expect(code, stderr).toBe(0);
+    expect(status).toMatchObject({
+      status: 'succeeded',
+      exitCode: 0,
+      job: { template: 'cdc-silver-merge', schemaVersion: 1, name: 'it-orders' },
+      tenant: tenant.id,
+      runId: 'it__2026-07-05',
+      spark: { serverVersion: expect.stringMatching(/^4\.1\./) },
+      metrics: { rowsRead: 6, rowsWritten: 3 },
+    });
+    expect(status.outputs).toEqual([
+      expect.objectContaining({
+        table: `lake.${tenant.id}_silver.orders`,
+        format: 'iceberg',
+        location: `${tenant.root}/silver/orders`,
+        snapshotId: expect.stringMatching(/^-?\d+$/),
+        metrics: { inserted: 3, updated: 0, deleted: 0, late: 0 },
+      }),
+    ]);
+    expect(status.spark.operationIds.length).toBeGreaterThan(3);
+    // Read back by a second engine: latest per key, 3 deleted, a NULL op is an upsert.
+    expect(silver()).toEqual([
+      { id: 1, name: 'one*', amount: '1.20' },
+      { id: 2, name: 'two', amount: '2.00' },
+      { id: 4, name: 'fünf', amount: '4.00' },
+    ]);
+  });
+
+  it('keeps bronze metadata and the op column out of silver, and writes under the tenant root', async () => {
+    const rows = readIcebergWithPyIceberg(`${tenant.id}_silver`, 'orders');
+    expect(Object.keys(rows[0]!).sort()).toEqual(['amount', 'id', 'name', 'ts']);
+  });
+
+  it('changes nothing when the same batch runs again', async () => {
+    const before = silver();
+    const { code, status } = await run('2026-07-05');
+    expect(code).toBe(0);
+    expect(status.outputs[0].metrics).toEqual({ inserted: 0, updated: 0, deleted: 0, late: 3 });
+    expect(silver()).toEqual(before);
+  });
+
+  it('applies the next batch: updates, deletes, and ignores an event older than the row', async () => {
+    const { code, status } = await run('2026-07-06');
+    expect(code).toBe(0);
+    expect(status.outputs[0].metrics).toEqual({ inserted: 0, updated: 1, deleted: 0, late: 2 });
+    expect(silver()).toEqual([
+      { id: 1, name: 'one*', amount: '1.20' }, // its delete (07:00) is older than the row (09:00)
+      { id: 2, name: 'two*', amount: '2.50' },
+      { id: 4, name: 'fünf', amount: '4.00' }, // its update (07-04) is older than the row
+    ]);
+  });
+
+  it('exits 99 (skipped) when the batch is empty', async () => {
+    const { code, status } = await run('2026-07-07');
+    expect(code).toBe(99);
+    expect(status).toMatchObject({ status: 'skipped', exitCode: 99, skipReason: expect.stringContaining('no CDC events') });
+  });
+
+  it('rejects a batch with a NULL key (65), writing nothing', async () => {
+    const write = Query.sql(`SELECT CAST(NULL AS INT) AS id, 'x' AS name, CAST(1 AS DECIMAL(12,2)) AS amount, TIMESTAMP'2026-07-08 00:00:00' AS ts, 'c' AS op, DATE'2026-07-08' AS _snapshot_date`)
+      .writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] });
+    await client.execute(compileCommandPlan(write, { reveal: true }));
+    const before = silver();
+    const { code, status } = await run('2026-07-08');
+    expect(code).toBe(65);
+    expect(status.error).toMatchObject({ code: 'CDC_NULL_KEY', category: 'data', retryable: false });
+    expect(silver()).toEqual(before);
+  });
+
+  it('validate on a broken config prints every error with its path and exits 78', async () => {
+    writeFileSync(join(dir, 'broken.conf'), jobConfig().replace('primary-key = ["id"]', 'primary-kee = ["id"]').replace('table = "orders",', 'table = "Orders",'));
+    const result = await runCli(['validate', '--config', join(dir, 'broken.conf')]);
+    expect(result.code).toBe(78);
+    expect(result.stderr).toContain('cdc.primary-kee: unknown key; did you mean "primary-key"?');
+    expect(result.stderr).toContain('cdc.primary-key: is required');
+    expect(result.stderr).toContain('target.table: must match');
+    expect(JSON.parse(result.stdout).error.issues).toHaveLength(3);
+  });
+});

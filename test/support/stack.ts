@@ -1,0 +1,64 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseConnectionString } from '../../src/spark/connection.js';
+import { SparkConnectClient } from '../../src/spark/client.js';
+
+/** Helpers for integration tests against the project's own local stack. */
+export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
+
+export function remote(): string {
+  return process.env.SPARK_REMOTE ?? 'sc://127.0.0.1:15002';
+}
+
+export function connect(): SparkConnectClient {
+  const spec = parseConnectionString(remote());
+  if (spec.kind !== 'remote') throw new Error('SPARK_REMOTE must be an sc:// address');
+  return SparkConnectClient.connect(spec, { userAgent: 'lakehouse-jobs-tests' });
+}
+
+/** The local stack's lake (Iceberg JDBC catalog on SQLite + warehouse). */
+export function lakeHome(): string {
+  return execFileSync('bash', [join(repoRoot, 'scripts/spark-connect'), 'warehouse']).toString().trim();
+}
+
+/** A tenant nobody else uses, with a storage root in a fresh temp directory. */
+export function freshTenant(): { id: string; root: string } {
+  const id = `it_${randomBytes(4).toString('hex')}`;
+  const dir = mkdtempSync(join(tmpdir(), `lakehouse-${id}-`));
+  return { id, root: `file://${dir}` };
+}
+
+/** Rows of an Iceberg table read by PyIceberg, not by Spark. */
+export function readIcebergWithPyIceberg(namespace: string, table: string): Record<string, unknown>[] {
+  const out = execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support/read_iceberg.py'), lakeHome(), namespace, table]);
+  return out
+    .toString()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
+export interface CliResult {
+  code: number | null;
+  stdout: string;
+  stderr: string;
+}
+
+/** Run the CLI as a real child process, as an orchestrator would. */
+export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, ['--import', `file://${repoRoot}node_modules/tsx/dist/loader.mjs`, join(repoRoot, 'src/cli.ts'), ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}

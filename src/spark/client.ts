@@ -449,10 +449,10 @@ export class SparkConfig {
     return Object.fromEntries(r.pairs.map((p) => [p.key, p.value]));
   }
 
-  /** Every set value, optionally only keys starting with `prefix`. */
+  /** Every set value, optionally only keys starting with `prefix` (full keys: the server strips the prefix, we put it back). */
   async getAll(prefix?: string): Promise<Record<string, string>> {
     const r = await this.#config({ case: 'getAll', value: create(ConfigRequest_GetAllSchema, prefix !== undefined ? { prefix } : {}) });
-    return Object.fromEntries(r.pairs.map((p) => [p.key, p.value ?? '']));
+    return Object.fromEntries(r.pairs.map((p) => [`${prefix ?? ''}${p.key}`, p.value ?? '']));
   }
 
   async unset(keys: readonly string[]): Promise<void> {

@@ -8,12 +8,12 @@
  * the same operation id: if the first attempt did reach the server after all, the server answers
  * INVALID_HANDLE.OPERATION_ALREADY_EXISTS and we reattach instead.
  */
-import { status as GrpcStatus } from '@grpc/grpc-js';
 import type { Logger } from 'pino';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { InternalError, LakehouseError } from '../core/errors.js';
 import { decodeArrowBatch, formatUnscaled, isoMicros } from './arrow.js';
-import { OperationCancelledError, errorClassOf, type GrpcCallError } from './errors.js';
+import { OperationCancelledError, errorClassOf } from './errors.js';
+import { systemClock } from './retry.js';
 import type {
   ExecutePlanResponse,
   ExecutePlanResponse_ExecutionProgress,
@@ -56,7 +56,11 @@ interface OpenStream {
   it: AsyncIterator<ExecutePlanResponse>;
   received: number;
   kind: 'execute' | 'reattach';
+  openedAt: number;
 }
+
+/** An empty stream that ended faster than this is followed by a pause of this length. */
+const EMPTY_STREAM_PACE_MS = 1000;
 
 /** Release buffered responses on the server after this many consumed responses. */
 const RELEASE_EVERY = 8;
@@ -126,7 +130,7 @@ export class Execution implements AsyncIterable<ExecutePlanResponse> {
     } else {
       call = this.host.openExecute(this.operationId, this.tags);
     }
-    const stream: OpenStream = { call, it: call.responses[Symbol.asyncIterator](), received: 0, kind };
+    const stream: OpenStream = { call, it: call.responses[Symbol.asyncIterator](), received: 0, kind, openedAt: Date.now() };
     this.#stream = stream;
     return stream;
   }
@@ -162,14 +166,10 @@ export class Execution implements AsyncIterable<ExecutePlanResponse> {
       if (r.done) {
         this.#drop();
         this.#started = true;
-        if (s.kind === 'reattach' && s.received === 0) {
-          // A reattach that brings nothing is not progress: let the retry policy pace the next one.
-          const stalled: GrpcCallError = {
-            code: GrpcStatus.UNAVAILABLE,
-            details: `the result stream of operation ${this.operationId} ended without ResultComplete`,
-          };
-          throw stalled;
-        }
+        // Servers end idle streams too (a long query without output yet): that is normal and not
+        // a retry. Only a stream that ends empty at once is paced, so a confused server cannot
+        // make us spin.
+        if (s.received === 0 && Date.now() - s.openedAt < EMPTY_STREAM_PACE_MS) await systemClock.sleep(EMPTY_STREAM_PACE_MS, this.signal);
         continue;
       }
       s.received++;

@@ -213,6 +213,27 @@ describe('reattachable execution', () => {
     expect(fake.callsOf('executePlan')).toHaveLength(2);
   });
 
+  it('keeps reattaching while the server ends idle streams, without counting retries', async () => {
+    let reattaches = 0;
+    const { client } = await setup({
+      executePlan: async function* () {
+        await sleep(10);
+      },
+      reattachExecute: async function* (r) {
+        if (++reattaches < 3) return;
+        yield arrowResponse(r.operationId, 'r1', [42], 0);
+        yield completeResponse(r.operationId, 'r2');
+      },
+    });
+    const started = Date.now();
+    const result = await client.execute(plan);
+    expect(ids(result)).toEqual([42]);
+    expect(result.reattaches).toBe(3);
+    expect(client.stats.retries).toBe(0);
+    // Streams that end empty at once are paced (1 s each), so a confused server cannot make us spin.
+    expect(Date.now() - started).toBeGreaterThanOrEqual(2500);
+  });
+
   it('never re-sends ExecutePlan once a response arrived', async () => {
     const { fake, client } = await setup({
       executePlan: function* (r) {
@@ -326,7 +347,7 @@ it('other calls map their answers', async () => {
   const { fake, client } = await setup({
     config: (r) => {
       const op = r.operation.opType;
-      if (op.case === 'getAll') return { pairs: [{ key: 'spark.a', value: '1' }] };
+      if (op.case === 'getAll') return { pairs: [{ key: 'a', value: '1' }] };
       if (op.case === 'getOption') return { pairs: [{ key: 'k' }] };
       if (op.case === 'set') return { warnings: ['static'] };
       return { pairs: op.value.keys?.map((key: string) => ({ key, value: 'v' })) ?? [] };

@@ -31,7 +31,6 @@ import {
   ConfigRequest_UnsetSchema,
   ExecutePlanRequestSchema,
   FetchErrorDetailsRequestSchema,
-  InterruptRequestSchema,
   InterruptRequest_InterruptType as InterruptType,
   ReattachExecuteRequestSchema,
   ReleaseExecuteRequestSchema,

@@ -9,7 +9,7 @@ import { SparkConnectClient } from '../../../src/spark/client.js';
 import { parseConnectionString } from '../../../src/spark/connection.js';
 import { OperationCancelledError, SparkError } from '../../../src/spark/errors.js';
 import { PlanSchema, type Plan } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
-import { clientVersion } from '../../../src/spark/version.js';
+import { VERSION } from '../../../src/version.js';
 import {
   SERVER_SIDE_SESSION,
   arrowResponse,
@@ -63,7 +63,7 @@ describe('every call', () => {
       expect(call.metadata.get('authorization')).toEqual(['Bearer t0k3n-for-test']);
       expect(call.request.sessionId).toBe(client.sessionId);
       expect(call.request.userContext.userId).toBe('etl');
-      expect(call.request.clientType).toBe(`airflow lakehouse-jobs/${clientVersion()}`);
+      expect(call.request.clientType).toBe(`airflow lakehouse-jobs/${VERSION}`);
     }
     expect(client.sessionId).toMatch(/^[0-9a-f-]{36}$/);
     // The first call could not know the server-side session id; later ones echo it.

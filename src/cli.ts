@@ -5,6 +5,7 @@ import { ExitCode, UsageError, asLakehouseError } from './core/errors.js';
 import { TERMINATION_LOG, XCOM_DIR } from './core/status.js';
 import { findTemplate, templates } from './jobs/registry.js';
 import { runJob } from './runner/run.js';
+import { ping } from './runner/ping.js';
 import { VERSION } from './version.js';
 import { jsonSchemaOf } from './jobs/json-schema.js';
 
@@ -86,6 +87,10 @@ async function main(argv: string[]): Promise<number> {
     .command(['run', '$0'], 'run a job on Spark Connect (the default command)', {}, run('run'))
     .command('validate', 'parse and validate a config without Spark: schema, tenant rules, plan building', {}, run('validate'))
     .command('plan', 'print the Spark Connect plans a run would submit; sends and writes nothing', {}, run('plan'))
+    .command('ping', 'one round trip to Spark Connect (readiness check); exits 0 or 69', {}, async (args) => {
+      const a = withEnvironment(args as unknown as Argv);
+      exitCode = await ping(a.remote ?? process.env.SPARK_REMOTE ?? 'local', a['log-level']);
+    })
     .command('templates', 'the job catalog with schema versions', {}, () => {
       const list = templates.map((t) => ({
         name: t.name,

@@ -24,7 +24,7 @@ export interface StatusDocument {
   startedAt: string;
   finishedAt: string;
   durationMs: number;
-  spark?: { remote: string; sessionId?: string; serverVersion?: string; operationIds: string[] };
+  spark?: { remote: string; sessionId?: string; serverVersion?: string; operationIds: string[]; interruptedOperationIds?: string[] };
   outputs: OutputReport[];
   metrics: { rowsRead: number; rowsWritten: number };
   skipReason?: string;

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import type { Table } from 'apache-arrow';
 import type { Logger } from 'pino';
 import type { Plan } from '../spark/proto/gen/spark/connect/base_pb.js';
@@ -55,10 +56,11 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
 
 async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport): Promise<string | undefined> {
   const run = async (plan: Plan) => {
-    const result = await opts.session.execute(plan, { tags: opts.tags, signal: opts.signal });
-    report.operationIds.push(result.operationId);
-    opts.onOperation?.(result.operationId);
-    return result;
+    // Our own operation id, recorded before sending: a run cancelled mid-step still names it.
+    const operationId = randomUUID();
+    report.operationIds.push(operationId);
+    opts.onOperation?.(operationId);
+    return opts.session.execute(plan, { operationId, tags: opts.tags, signal: opts.signal });
   };
   switch (step.kind) {
     case 'command':

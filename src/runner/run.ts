@@ -38,16 +38,19 @@ export interface RunRequest {
   exitNow?: (code: number) => void;
 }
 
+/** What the status reports about Spark, plus the live client and the cancellation, if any. */
+type SparkState = NonNullable<StatusDocument['spark']> & { client?: SparkConnectClient; cancelledBy?: CancelledError };
+
 export async function runJob(req: RunRequest): Promise<number> {
   const startedAt = new Date();
   const runId = req.runId ?? `manual__${startedAt.toISOString()}__${randomUUID().slice(0, 8)}`;
   const logger = createLogger(req.logLevel, { runId, command: req.command });
   const identity: JobIdentity = {};
   const cancel = new AbortController();
-  const spark: NonNullable<StatusDocument['spark']> & { client?: SparkConnectClient } = { remote: '', operationIds: [] };
+  const spark: SparkState = { remote: '', operationIds: [] };
   let outcome: { state: RunState; error?: LakehouseError; report?: ExecutionReport };
 
-  const stopSignals = installSignalHandlers(req, cancel, logger, () => spark.client, tagFor(runId));
+  const stopSignals = installSignalHandlers(req, cancel, logger, spark, tagFor(runId));
   try {
     const loaded = await loadJob(
       {
@@ -70,13 +73,14 @@ export async function runJob(req: RunRequest): Promise<number> {
       outcome = await execute(loaded, req, logger, cancel.signal, runId, spark);
     }
   } catch (e) {
-    const error = cancel.signal.aborted && !(e instanceof ConfigError) ? (cancel.signal.reason as CancelledError) : asLakehouseError(e);
+    // Once a signal arrived, whatever the interrupted operation threw is the cancellation.
+    const error = spark.cancelledBy && !(e instanceof ConfigError) ? spark.cancelledBy : asLakehouseError(e);
     outcome = { state: error instanceof CancelledError ? 'cancelled' : 'failed', error };
     if (error instanceof ConfigError && req.command === 'validate') {
       // `validate` is read by people: one plain line per problem, with its path.
       for (const i of error.issues) process.stderr.write(`${req.config}: ${i.path ? `${i.path}: ` : ''}${i.message}\n`);
     } else if (error instanceof ConfigError) for (const i of error.issues) logger.error({ path: i.path }, `config error: ${i.path ? `${i.path}: ` : ''}${i.message}`);
-    else logger.error({ err: { type: error.name, message: error.message, code: error.code } }, error.message);
+    else logger.error({ error: { type: error.name, code: error.code, exitCode: error.exitCode } }, error.message);
   } finally {
     stopSignals();
     await closeSpark(spark.client, logger);
@@ -84,7 +88,7 @@ export async function runJob(req: RunRequest): Promise<number> {
 
   const exitCode = outcome.error ? outcome.error.exitCode : outcome.state === 'skipped' ? ExitCode.skipped : ExitCode.succeeded;
   const finishedAt = new Date();
-  const { client: _client, ...sparkStatus } = spark;
+  const { client: _client, cancelledBy: _cancelled, ...sparkStatus } = spark;
   const doc: StatusDocument = {
     schema: 'lakehouse-jobs/status/v1',
     status: outcome.state,
@@ -119,7 +123,7 @@ async function execute(
   logger: Logger,
   signal: AbortSignal,
   runId: string,
-  spark: NonNullable<StatusDocument['spark']> & { client?: SparkConnectClient },
+  spark: SparkState,
 ): Promise<{ state: RunState; report: ExecutionReport }> {
   const [remote, origin] = req.remote
     ? [req.remote, { kind: 'option' as const, name: '--remote' }]
@@ -165,28 +169,41 @@ export function tagFor(runId: string): string {
   return `lakehouse-jobs_${runId.replace(/[^A-Za-z0-9_.-]/g, '_')}`.slice(0, 200);
 }
 
+/**
+ * SIGTERM/SIGINT: interrupt this run's Spark operations by their tag (one call covers all), then
+ * abort the local work; the run ends as `cancelled` with 143/130. A second signal exits at once.
+ */
 function installSignalHandlers(
   req: RunRequest,
   cancel: AbortController,
   logger: Logger,
-  client: () => SparkConnectClient | undefined,
+  spark: SparkState,
   tag: string,
 ): () => void {
   const signals = req.signals;
   if (!signals) return () => undefined;
   const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
     const error = new CancelledError(signal);
-    if (cancel.signal.aborted) {
+    if (spark.cancelledBy) {
       logger.warn({ signal }, 'second signal: exiting now');
       (req.exitNow ?? process.exit)(error.exitCode);
       return;
     }
+    spark.cancelledBy = error;
     logger.warn({ signal }, 'cancelling: interrupting the Spark operations of this run');
-    cancel.abort(error);
-    client()
-      ?.interruptTag(tag)
-      .then((ids: string[]) => logger.info({ interrupted: ids }, 'interrupted'))
-      .catch((e: unknown) => logger.warn({ err: String(e) }, 'interrupt failed'));
+    const client = spark.client;
+    if (!client) {
+      cancel.abort(error);
+      return;
+    }
+    client
+      .interruptTag(tag)
+      .then((ids) => {
+        spark.interruptedOperationIds = ids;
+        logger.info({ interrupted: ids }, 'interrupted');
+      })
+      .catch((e: unknown) => logger.warn({ err: String(e) }, 'interrupt by tag failed; interrupting by operation id'))
+      .finally(() => cancel.abort(error));
   };
   const int = () => onSignal('SIGINT');
   const term = () => onSignal('SIGTERM');

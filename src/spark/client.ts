@@ -332,32 +332,36 @@ export class SparkConnectClient {
 
   /** Interrupt one operation; returns the ids the server interrupted (empty when it had finished). */
   async interruptOperation(operationId: string): Promise<string[]> {
-    const r = await this.unary(method.interrupt, {
-      interruptType: InterruptType.OPERATION_ID,
-      interrupt: { case: 'operationId', value: operationId },
-    });
+    const r = await this.unary(
+      method.interrupt,
+      { interruptType: InterruptType.OPERATION_ID, interrupt: { case: 'operationId', value: operationId } },
+      CLEANUP_CALL,
+    );
     return r.interruptedIds;
   }
 
   async interruptTag(tag: string): Promise<string[]> {
-    const r = await this.unary(method.interrupt, { interruptType: InterruptType.TAG, interrupt: { case: 'operationTag', value: tag } });
+    const r = await this.unary(method.interrupt, { interruptType: InterruptType.TAG, interrupt: { case: 'operationTag', value: tag } }, CLEANUP_CALL);
     return r.interruptedIds;
   }
 
   async interruptAll(): Promise<string[]> {
-    const r = await this.unary(method.interrupt, { interruptType: InterruptType.ALL });
+    const r = await this.unary(method.interrupt, { interruptType: InterruptType.ALL }, CLEANUP_CALL);
     return r.interruptedIds;
   }
 
   /** End the session on the server (its temp views, config and cached state go with it). */
   async releaseSession(): Promise<void> {
     const m = method.releaseSession;
-    await this.rpc(m.name, () =>
-      this.#transport.unary(
-        m,
-        create(ReleaseSessionRequestSchema, { sessionId: this.sessionId, userContext: this.#userContext, clientType: this.#clientType }),
-        { deadlineMs: Math.min(this.#deadlineMs, QUICK_DEADLINE_MS) },
-      ),
+    await this.rpc(
+      m.name,
+      () =>
+        this.#transport.unary(
+          m,
+          create(ReleaseSessionRequestSchema, { sessionId: this.sessionId, userContext: this.#userContext, clientType: this.#clientType }),
+          { deadlineMs: Math.min(this.#deadlineMs, QUICK_DEADLINE_MS) },
+        ),
+      { policy: CLEANUP_CALL.policy },
     );
   }
 
@@ -368,6 +372,12 @@ export class SparkConnectClient {
     this.#transport.close();
   }
 }
+
+/**
+ * Interrupts and ReleaseSession run while a job is being cancelled or is already failing: they get a
+ * few quick retries, never a run's 10-minute budget, so a SIGTERM still ends the pod within 20 s.
+ */
+const CLEANUP_CALL = { policy: { maxRetries: 2, totalTimeoutMs: 5_000 }, deadlineMs: 5_000 } as const;
 
 function defaultUserId(): string {
   try {

@@ -1,4 +1,4 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -48,17 +48,21 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Run the CLI as a real child process, as an orchestrator would. */
-export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
-  return new Promise((resolve) => {
-    const child = spawn(process.execPath, ['--import', `file://${repoRoot}node_modules/tsx/dist/loader.mjs`, join(repoRoot, 'src/cli.ts'), ...args], {
-      env: { ...process.env, ...env },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let stdout = '';
-    let stderr = '';
-    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
-    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+/** Start the CLI as a real child process, as an orchestrator would. */
+export function spawnCli(args: string[], env: Record<string, string> = {}): { child: ChildProcess; done: Promise<CliResult> } {
+  const child = spawn(process.execPath, ['--import', `file://${repoRoot}node_modules/tsx/dist/loader.mjs`, join(repoRoot, 'src/cli.ts'), ...args], {
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
+  let stdout = '';
+  let stderr = '';
+  child.stdout!.on('data', (b: Buffer) => (stdout += b.toString()));
+  child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
+  const done = new Promise<CliResult>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  return { child, done };
+}
+
+/** Run the CLI to its end. */
+export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
+  return spawnCli(args, env).done;
 }

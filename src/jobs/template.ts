@@ -59,11 +59,30 @@ export interface StepEffect {
 
 export type Row = Record<string, unknown>;
 
+export interface SchemaDiff {
+  /** Columns the source has and the table lacks, with their Spark SQL types. */
+  readonly added: readonly { readonly name: string; readonly type: string }[];
+  /** Columns the table has and the source lacks. */
+  readonly missing: readonly string[];
+}
+
 export type Step =
   /** Run a command (DDL, write, MERGE). */
   | { readonly kind: 'command'; readonly id: string; readonly title: string; readonly command: Cmd }
   /** Create a table unless it exists (probed by analysing its schema; a concurrent create is fine). */
   | { readonly kind: 'ensureTable'; readonly id: string; readonly title: string; readonly table: TableName; readonly create: Cmd }
+  /**
+   * Compare the columns a query produces with a table's columns (both as Spark reports them); the
+   * pure function decides: fail, or commands to run first (e.g. add the new columns).
+   */
+  | {
+      readonly kind: 'compareSchemas';
+      readonly id: string;
+      readonly title: string;
+      readonly source: Query;
+      readonly table: TableName;
+      readonly interpret: (diff: SchemaDiff) => { fail?: LakehouseError; commands?: Cmd[] };
+    }
   /** Run a query and interpret its rows with a pure function. */
   | { readonly kind: 'query'; readonly id: string; readonly title: string; readonly query: Query; readonly interpret: (rows: Row[]) => StepEffect };
 

@@ -7,6 +7,8 @@ import { displayTable, tableParts } from '../core/naming.js';
 import { compileCommandPlan, compileRelationPlan } from '../spark/plan/compile.js';
 import { Query } from '../spark/plan/query.js';
 import { rows as arrowRows } from '../spark/arrow.js';
+import { structFields } from '../spark/types.js';
+import type { DataType } from '../spark/proto/gen/spark/connect/types_pb.js';
 import type { JobPlan, OutputReport, Step } from '../jobs/template.js';
 
 /**
@@ -80,6 +82,22 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
       }
       return undefined;
     }
+    case 'compareSchemas': {
+      const [source, table] = await Promise.all([
+        opts.session.analyze.schema(compileRelationPlan(step.source.rel, { reveal: true })),
+        opts.session.analyze.schema(compileRelationPlan(Query.table(tableParts(step.table)).rel, { reveal: false })),
+      ]);
+      const have = new Map(structFields(table as DataType).map((f) => [f.name.toLowerCase(), f]));
+      const incoming = structFields(source as DataType);
+      const names = new Set(incoming.map((f) => f.name.toLowerCase()));
+      const decision = step.interpret({
+        added: incoming.filter((f) => !have.has(f.name.toLowerCase())),
+        missing: [...have.values()].filter((f) => !names.has(f.name.toLowerCase())).map((f) => f.name),
+      });
+      if (decision.fail) throw decision.fail;
+      for (const command of decision.commands ?? []) await run(compileCommandPlan(command, { reveal: true }));
+      return undefined;
+    }
     case 'query': {
       const result = await run(compileRelationPlan(step.query.rel, { reveal: true }));
       const effect = step.interpret(result.table ? arrowRows(result.table) : []);
@@ -89,6 +107,20 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
       if (effect.output) mergeOutput(report.outputs, effect.output);
       return effect.skip;
     }
+  }
+}
+
+/** The main plan of a step, as `plan` prints it (secrets redacted unless `reveal`). */
+export function stepPlan(step: Step, opts: { reveal: boolean }): Plan {
+  switch (step.kind) {
+    case 'query':
+      return compileRelationPlan(step.query.rel, opts);
+    case 'compareSchemas':
+      return compileRelationPlan(step.source.rel, opts);
+    case 'command':
+      return compileCommandPlan(step.command, opts);
+    case 'ensureTable':
+      return compileCommandPlan(step.create, opts);
   }
 }
 

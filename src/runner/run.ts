@@ -7,10 +7,9 @@ import { type JobIdentity, type LoadedJob, loadJob } from '../core/config/load.j
 import { resolveSecret } from '../core/config/platform.js';
 import { createLogger } from '../core/logger.js';
 import { type RunState, type StatusDocument, type StatusTargets, writeStatus } from '../core/status.js';
-import { compileCommandPlan, compileRelationPlan } from '../spark/plan/compile.js';
 import { SparkConnectClient } from '../spark/client.js';
 import { describeRemote, parseConnectionString } from '../spark/connection.js';
-import { executePlan, type ExecutionReport } from './executor.js';
+import { executePlan, type ExecutionReport, stepPlan } from './executor.js';
 import { startLocalServer } from './local-server.js';
 import { VERSION } from '../version.js';
 
@@ -154,11 +153,7 @@ async function execute(
 /** The plans exactly as they would be sent (secrets redacted), one entry per step. */
 function printPlan(loaded: LoadedJob, stdout?: (t: string) => void): void {
   const steps = loaded.plan.steps.map((s) => {
-    const plan =
-      s.kind === 'query'
-        ? compileRelationPlan(s.query.rel, { reveal: false })
-        : compileCommandPlan(s.kind === 'command' ? s.command : s.create, { reveal: false });
-    return { id: s.id, kind: s.kind, title: s.title, plan: toJson(PlanSchema, plan) };
+    return { id: s.id, kind: s.kind, title: s.title, plan: toJson(PlanSchema, stepPlan(s, { reveal: false })) };
   });
   const doc = { job: { template: loaded.template.name, schemaVersion: loaded.version.version }, tenant: loaded.tenant.id, steps };
   (stdout ?? ((t) => process.stdout.write(t)))(JSON.stringify(doc, null, 2) + '\n');

@@ -1,11 +1,13 @@
 import { z } from 'zod';
-import { DataError } from '../../core/errors.js';
-import { type TableName, tableParts, displayTable } from '../../core/naming.js';
+import { ConfigError, DataError } from '../../core/errors.js';
+import { type TableName, displayTable, quoteIdentifier, quoteName, tableParts } from '../../core/naming.js';
+import { catalogName, columnName, expression, jobSection, name, tenantSection } from '../../core/config/validate.js';
 import {
   type Expr,
   alias,
   and,
   col,
+  countDistinct,
   desc,
   eq,
   eqNullSafe,
@@ -19,37 +21,65 @@ import {
   or,
   over,
   sqlExpr,
+  star,
 } from '../../spark/plan/expressions.js';
 import { Query, sqlCommand } from '../../spark/plan/query.js';
-import { quoteName } from '../../core/naming.js';
-import { columnName, expression, jobSection, name, catalogName, tenantSection } from '../../core/config/validate.js';
-import type { JobContext, JobPlan, JobTemplate, Row, Step, TemplateVersion } from '../template.js';
+import type { CatalogRef, JobContext, JobPlan, JobTemplate, Row, Step, TemplateVersion } from '../template.js';
 
 /**
- * cdc-silver-merge: resolve a batch of CDC events from the tenant's bronze layer to the latest event
- * per business key and MERGE it into a silver table, creating namespace and table on first run.
- * Schema-version 1 is the seed project's shape.
+ * cdc-silver-merge: resolve a batch of CDC events from the tenant's bronze layer to the latest
+ * event per business key and MERGE it into a silver Iceberg or Delta table, creating namespace and
+ * table on first run. v1 is the seed project's shape; v2 adds ordered sequences, `delete-when`,
+ * column selection, schema evolution and the table format.
+ *
+ * Semantics (both versions):
+ * - a batch with a NULL key or sequence value is rejected (65) before anything is written;
+ * - within the batch the highest sequence per key wins; equal sequences with identical payloads are
+ *   one event, with different payloads the batch is rejected naming the key;
+ * - an event changes silver only when its sequence is greater than what silver holds for the key,
+ *   including deleted keys: deletes leave a tombstone (key + sequence) in `<table>__cdc_tombstones`,
+ *   kept for `tombstone-retention-days`, so late or replayed events never move a row backwards and
+ *   never resurrect a delete; rerunning any batch changes nothing.
  */
 
 /** Bronze metadata columns never reach silver. */
 export const BRONZE_METADATA_COLUMNS = ['_lake_tenant', '_lake_source', '_lake_ingested_at', '_snapshot_date'] as const;
+/** Suffix of the tombstone table next to each silver table (a reserved name). */
+export const TOMBSTONE_SUFFIX = '__cdc_tombstones';
 
 const TEMPLATE = 'cdc-silver-merge';
 const SOURCE = '__source';
+const RESOLVED = '__resolved';
+const TOMB = '__tomb';
+const ROW = '__row';
 const DELETE_FLAG = '__lake_delete';
+const AFTER_TOMBSTONE = '__lake_after_tombstone';
 const ROW_NUMBER = '__lake_rn';
-const TARGET_SEQ = '__lake_target_seq';
+const DELETED_AT = '_cdc_deleted_at';
+const RUN_ID = '_lake_run_id';
+
+// ---------------------------------------------------------------------------------------------
+// Config schemas
+
+const cdcChecks = (cdc: { keys: string[]; sequence: string[]; op?: string | undefined }, ctx: z.RefinementCtx, seqPath: string) => {
+  cdc.keys.forEach((k, i) => {
+    if (cdc.keys.indexOf(k) !== i) ctx.addIssue({ code: 'custom', path: ['primary-key', i], message: `"${k}" appears twice` });
+  });
+  for (const s of cdc.sequence) if (cdc.keys.includes(s)) ctx.addIssue({ code: 'custom', path: [seqPath], message: `"${s}" is a primary-key column` });
+  if (cdc.op !== undefined && (cdc.keys.includes(cdc.op) || cdc.sequence.includes(cdc.op)))
+    ctx.addIssue({ code: 'custom', path: ['op-column'], message: 'must differ from the key and sequence columns' });
+  for (const c of [...cdc.keys, ...cdc.sequence, ...(cdc.op ? [cdc.op] : [])])
+    if ((BRONZE_METADATA_COLUMNS as readonly string[]).includes(c))
+      ctx.addIssue({ code: 'custom', path: [], message: `"${c}" is a bronze metadata column and cannot be a CDC column` });
+};
+
+const source = z.object({ table: name(), where: expression('source.where').optional() }).strict();
 
 const v1Schema = z
   .object({
     job: jobSection(TEMPLATE, 1),
     tenant: tenantSection(),
-    source: z
-      .object({
-        table: name(),
-        where: expression('source.where').optional(),
-      })
-      .strict(),
+    source,
     cdc: z
       .object({
         'primary-key': z.array(columnName()).min(1, 'needs at least one key column'),
@@ -59,71 +89,167 @@ const v1Schema = z
       })
       .strict()
       .superRefine((cdc, ctx) => {
-        const keys = cdc['primary-key'];
-        keys.forEach((k, i) => {
-          if (keys.indexOf(k) !== i) ctx.addIssue({ code: 'custom', path: ['primary-key', i], message: `"${k}" appears twice` });
-        });
-        if (keys.includes(cdc['sequence-by'])) ctx.addIssue({ code: 'custom', path: ['sequence-by'], message: 'must not be a primary-key column' });
-        const op = cdc['op-column'];
-        if (op !== undefined && (keys.includes(op) || op === cdc['sequence-by']))
-          ctx.addIssue({ code: 'custom', path: ['op-column'], message: 'must differ from the key and sequence columns' });
-        if (cdc['delete-values'] && op === undefined)
+        cdcChecks({ keys: cdc['primary-key'], sequence: [cdc['sequence-by']], op: cdc['op-column'] }, ctx, 'sequence-by');
+        if (cdc['delete-values'] && cdc['op-column'] === undefined)
           ctx.addIssue({ code: 'custom', path: ['delete-values'], message: 'needs cdc.op-column (which column holds the operation?)' });
-        for (const col of [...keys, cdc['sequence-by'], ...(op ? [op] : [])])
-          if ((BRONZE_METADATA_COLUMNS as readonly string[]).includes(col))
-            ctx.addIssue({ code: 'custom', path: [], message: `"${col}" is a bronze metadata column and cannot be a CDC column` });
       }),
-    target: z
-      .object({
-        table: name(),
-        catalog: catalogName().optional(),
-      })
-      .strict(),
+    target: z.object({ table: name(), catalog: catalogName().optional() }).strict(),
   })
   .strict();
 
-export type CdcSilverMergeV1 = z.infer<typeof v1Schema>;
+const v2Schema = z
+  .object({
+    job: jobSection(TEMPLATE, 2),
+    tenant: tenantSection(),
+    source,
+    cdc: z
+      .object({
+        'primary-key': z.array(columnName()).min(1, 'needs at least one key column'),
+        'sequence-by': z.union([columnName(), z.array(columnName()).min(1)]).transform((v) => (Array.isArray(v) ? v : [v])),
+        'op-column': columnName().optional(),
+        'delete-values': z.array(z.string().min(1)).min(1).optional(),
+        'delete-when': expression('cdc.delete-when').optional(),
+        'tombstone-retention-days': z.number().int().min(1).max(36_500).default(30),
+      })
+      .strict()
+      .superRefine((cdc, ctx) => {
+        cdcChecks({ keys: cdc['primary-key'], sequence: cdc['sequence-by'], op: cdc['op-column'] }, ctx, 'sequence-by');
+        if (cdc['delete-values'] && cdc['op-column'] === undefined)
+          ctx.addIssue({ code: 'custom', path: ['delete-values'], message: 'needs cdc.op-column (which column holds the operation?)' });
+        if (cdc['delete-when'] !== undefined && cdc['op-column'] !== undefined)
+          ctx.addIssue({ code: 'custom', path: ['delete-when'], message: 'use either cdc.delete-when or cdc.op-column/delete-values, not both' });
+      }),
+    columns: z
+      .object({ include: z.array(columnName()).min(1).optional(), exclude: z.array(columnName()).min(1).optional() })
+      .strict()
+      .refine((c) => !(c.include && c.exclude), 'use either columns.include or columns.exclude, not both')
+      .optional(),
+    'schema-evolution': z.enum(['fail', 'add-columns']).default('fail'),
+    target: z.object({ table: name(), catalog: catalogName().optional(), format: z.enum(['iceberg', 'delta']).optional() }).strict(),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    const protectedCols = [...c.cdc['primary-key'], ...c.cdc['sequence-by']];
+    for (const [i, x] of (c.columns?.exclude ?? []).entries())
+      if (protectedCols.includes(x)) ctx.addIssue({ code: 'custom', path: ['columns', 'exclude', i], message: `"${x}" is a key or sequence column and cannot be excluded` });
+  });
 
-function planV1(ctx: JobContext, config: CdcSilverMergeV1): JobPlan {
+export type CdcSilverMergeV1 = z.infer<typeof v1Schema>;
+export type CdcSilverMergeV2 = z.infer<typeof v2Schema>;
+
+/** Both versions, normalised: what the plan is built from. */
+interface MergeSpec {
+  sourceTable: string;
+  where?: string | undefined;
+  keys: string[];
+  sequence: string[];
+  isDelete: Expr;
+  /** Columns of bronze that never reach silver besides the bronze metadata (the op column). */
+  cdcOnly: string[];
+  include?: string[] | undefined;
+  exclude?: string[] | undefined;
+  schemaEvolution: 'fail' | 'add-columns';
+  tombstoneRetentionDays: number;
+  target: { table: string; catalog?: string | undefined; format?: 'iceberg' | 'delta' | undefined };
+}
+
+function opDelete(op: string | undefined, values: string[] | undefined): Expr {
+  // A NULL op is an upsert: only an explicit delete value deletes.
+  return op ? fn('coalesce', isIn(col(op), (values ?? ['d']).map(lit)), lit(false)) : lit(false);
+}
+
+const fromV1 = (c: CdcSilverMergeV1): MergeSpec => ({
+  sourceTable: c.source.table,
+  where: c.source.where,
+  keys: c.cdc['primary-key'],
+  sequence: [c.cdc['sequence-by']],
+  isDelete: opDelete(c.cdc['op-column'], c.cdc['delete-values']),
+  cdcOnly: c.cdc['op-column'] ? [c.cdc['op-column']] : [],
+  schemaEvolution: 'fail',
+  tombstoneRetentionDays: 30,
+  target: c.target,
+});
+
+const fromV2 = (c: CdcSilverMergeV2): MergeSpec => ({
+  sourceTable: c.source.table,
+  where: c.source.where,
+  keys: c.cdc['primary-key'],
+  sequence: c.cdc['sequence-by'],
+  isDelete: c.cdc['delete-when'] ? fn('coalesce', sqlExpr(c.cdc['delete-when']), lit(false)) : opDelete(c.cdc['op-column'], c.cdc['delete-values']),
+  cdcOnly: c.cdc['op-column'] ? [c.cdc['op-column']] : [],
+  include: c.columns?.include,
+  exclude: c.columns?.exclude,
+  schemaEvolution: c['schema-evolution'],
+  tombstoneRetentionDays: c.cdc['tombstone-retention-days'],
+  target: c.target,
+});
+
+// ---------------------------------------------------------------------------------------------
+// The plan
+
+/** `a > b` for sequences compared left to right: (a1 > b1) or (a1 = b1 and a2 > b2) … */
+export function sequenceGreater(columns: string[], a: string, b: string): Expr {
+  const [first, ...rest] = columns;
+  if (first === undefined) return lit(false);
+  const head = gt(col(a, first), col(b, first));
+  return rest.length === 0 ? head : or(head, and(eq(col(a, first), col(b, first)), sequenceGreater(rest, a, b)));
+}
+
+function pickCatalog(ctx: JobContext, spec: MergeSpec): CatalogRef {
+  const catalog = ctx.catalog(spec.target.catalog, 'target.catalog');
+  if (spec.target.format && catalog.format !== spec.target.format)
+    throw new ConfigError([{ path: 'target.format', message: `is ${spec.target.format}, but catalog "${catalog.name}" holds ${catalog.format} tables` }]);
+  return catalog;
+}
+
+function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   const { tenant } = ctx;
-  const catalog = ctx.catalog(config.target.catalog, 'target.catalog');
-  const target = tenant.table(catalog.name, 'silver', config.target.table);
-  const location = tenant.location('silver', config.target.table);
-  const bronzePath = tenant.location('bronze', config.source.table);
-  const keys = config.cdc['primary-key'];
-  const seq = config.cdc['sequence-by'];
-  const op = config.cdc['op-column'];
-  const deleteValues = config.cdc['delete-values'] ?? ['d'];
+  const catalog = pickCatalog(ctx, spec);
+  const target = tenant.table(catalog.name, 'silver', spec.target.table);
+  const tombstones = tenant.table(catalog.name, 'silver', `${spec.target.table}${TOMBSTONE_SUFFIX}`);
+  const location = tenant.location('silver', spec.target.table);
+  const bronzePath = tenant.location('bronze', spec.sourceTable);
+  const { keys, sequence } = spec;
+  const keyAndSeq = [...keys, ...sequence];
 
   let events = Query.read('parquet', { paths: [bronzePath] });
-  if (config.source.where) events = events.filter(sqlExpr(config.source.where));
+  if (spec.where) events = events.filter(sqlExpr(spec.where));
+  const payload = events.drop(...BRONZE_METADATA_COLUMNS);
 
-  // A NULL op is an upsert: only an explicit delete value deletes.
-  const isDelete: Expr = op ? fn('coalesce', isIn(col(op), deleteValues.map(lit)), lit(false)) : lit(false);
-
-  const latest = events
+  // The latest event per key, with its delete flag; only silver columns (plus the flag) remain.
+  let latest = payload
     .withColumns([
-      [ROW_NUMBER, over(fn('row_number'), keys.map((k) => col(k)), [desc(col(seq))])],
-      [DELETE_FLAG, isDelete],
+      [ROW_NUMBER, over(fn('row_number'), keys.map((k) => col(k)), sequence.map((s) => desc(col(s))))],
+      [DELETE_FLAG, spec.isDelete],
     ])
     .filter(eq(col(ROW_NUMBER), lit(1)))
-    .drop(ROW_NUMBER, ...BRONZE_METADATA_COLUMNS, ...(op ? [op] : []));
+    .drop(ROW_NUMBER, ...spec.cdcOnly);
+  if (spec.include) latest = latest.select(...[...new Set([...keyAndSeq, ...spec.include])], DELETE_FLAG);
+  if (spec.exclude) latest = latest.drop(...spec.exclude);
+  const silverColumns = latest.drop(DELETE_FLAG);
 
-  const targetParts = tableParts(target);
-  const onKeys = and(...keys.map((k) => eqNullSafe(col(target.table, k), col(SOURCE, k))));
+  // Tombstones known before this run decide whether an upsert is newer than a delete.
+  const knownTombstones = Query.table(tableParts(tombstones)).select(...keyAndSeq).as(TOMB);
+  const tombstoneMatch = and(...keys.map((k) => eqNullSafe(col(RESOLVED, k), col(TOMB, k))));
+  const source = latest
+    .as(RESOLVED)
+    .join(knownTombstones, tombstoneMatch, 'left')
+    .select(star(RESOLVED), alias(or(isNull(col(TOMB, keys[0]!)), sequenceGreater(sequence, RESOLVED, TOMB)), AFTER_TOMBSTONE));
 
+  const tableProps = (loc: string): Record<string, string> => (catalog.format === 'iceberg' ? { location: loc, 'format-version': '2' } : { location: loc });
+  const newerThanRow = sequenceGreater(sequence, SOURCE, target.table);
   const steps: Step[] = [
     {
       kind: 'query',
       id: 'reject-null-keys',
       title: 'Reject events with a NULL key or sequence value',
-      query: events.filter(or(...[...keys, seq].map((c) => isNull(col(c))))).select(...keys, seq).limit(5),
+      query: events.filter(or(...keyAndSeq.map((c) => isNull(col(c))))).select(...keyAndSeq).limit(5),
       interpret: (rows) =>
         rows.length === 0
           ? {}
           : {
               fail: new DataError(
-                `${rows.length === 5 ? 'at least 5' : rows.length} CDC event(s) have a NULL in cdc.primary-key or cdc.sequence-by, e.g. ${JSON.stringify(rows[0], jsonSafe)}`,
+                `${rows.length === 5 ? 'at least 5' : rows.length} CDC event(s) have a NULL in cdc.primary-key or cdc.sequence-by, e.g. ${json(rows[0])}`,
                 { code: 'CDC_NULL_KEY' },
               ),
             },
@@ -135,8 +261,27 @@ function planV1(ctx: JobContext, config: CdcSilverMergeV1): JobPlan {
       query: events.aggregate([], [alias(fn('count', lit(1)), 'events')]),
       interpret: (rows) => {
         const n = Number(rows[0]?.events ?? 0);
-        return n === 0 ? { skip: `no CDC events in ${config.source.table}${config.source.where ? ' matching source.where' : ''}` } : { metrics: { rowsRead: n } };
+        return n === 0 ? { skip: `no CDC events in ${spec.sourceTable}${spec.where ? ' matching source.where' : ''}` } : { metrics: { rowsRead: n } };
       },
+    },
+    {
+      kind: 'query',
+      id: 'reject-ambiguous-ties',
+      title: 'Reject keys with different events at the same sequence',
+      query: payload
+        .aggregate(keyAndSeq.map((c) => col(c)), [alias(countDistinct(fn('to_json', fn('struct', star()))), 'variants')])
+        .filter(gt(col('variants'), lit(1)))
+        .select(...keyAndSeq, 'variants')
+        .limit(5),
+      interpret: (rows) =>
+        rows.length === 0
+          ? {}
+          : {
+              fail: new DataError(
+                `CDC events with the same key and sequence but different contents (cannot tell which is latest): ${rows.map((r) => json(pick(r, keyAndSeq))).join(', ')}`,
+                { code: 'CDC_AMBIGUOUS_SEQUENCE' },
+              ),
+            },
     },
     {
       kind: 'command',
@@ -149,27 +294,47 @@ function planV1(ctx: JobContext, config: CdcSilverMergeV1): JobPlan {
       id: 'create-table',
       title: `Create ${displayTable(target)} at ${location} if missing`,
       table: target,
+      create: silverColumns.limit(0).writeTo(tableParts(target), 'create', { provider: catalog.format, properties: tableProps(location) }),
+    },
+    {
+      kind: 'ensureTable',
+      id: 'create-tombstones',
+      title: `Create ${displayTable(tombstones)} if missing`,
+      table: tombstones,
       create: latest
-        .drop(DELETE_FLAG)
+        .select(...keyAndSeq, alias(fn('current_timestamp'), DELETED_AT), alias(lit(ctx.runId), RUN_ID))
         .limit(0)
-        .writeTo(targetParts, 'create', {
-          provider: catalog.format,
-          properties: catalog.format === 'iceberg' ? { location, 'format-version': '2' } : { location },
-        }),
+        .writeTo(tableParts(tombstones), 'create', { provider: catalog.format, properties: tableProps(tenant.location('silver', tombstones.table)) }),
+    },
+    {
+      kind: 'compareSchemas',
+      id: 'check-schema',
+      title: `Compare the batch's columns with ${displayTable(target)}`,
+      source: silverColumns,
+      table: target,
+      interpret: (diff) => {
+        if (diff.missing.length)
+          return { fail: new DataError(`the batch lacks columns that ${displayTable(target)} has: ${diff.missing.join(', ')}`, { code: 'SCHEMA_CHANGED' }) };
+        if (!diff.added.length) return {};
+        if (spec.schemaEvolution === 'fail')
+          return {
+            fail: new DataError(
+              `the batch has new columns ${diff.added.map((f) => `${f.name} ${f.type}`).join(', ')}; set schema-evolution = add-columns (schema-version 2) to add them`,
+              { code: 'SCHEMA_CHANGED' },
+            ),
+          };
+        const columns = diff.added.map((f) => `${quoteIdentifier(f.name)} ${f.type}`).join(', ');
+        return { commands: [sqlCommand(`ALTER TABLE ${quoteName(tableParts(target))} ADD COLUMNS (${columns})`)] };
+      },
     },
     {
       kind: 'query',
       id: 'measure',
-      title: 'Count the inserts, updates and deletes the merge will apply',
-      query: measure(latest, target, keys, seq),
+      title: 'Count the inserts, updates, deletes and late events of this batch',
+      query: measure(source, target, keys, sequence),
       interpret: (rows) => {
         const r = rows[0] ?? {};
-        const metrics = {
-          inserted: Number(r.inserted ?? 0),
-          updated: Number(r.updated ?? 0),
-          deleted: Number(r.deleted ?? 0),
-          late: Number(r.late ?? 0),
-        };
+        const metrics = { inserted: Number(r.inserted ?? 0), updated: Number(r.updated ?? 0), deleted: Number(r.deleted ?? 0), late: Number(r.late ?? 0) };
         return {
           output: { table: displayTable(target), format: catalog.format, location, metrics },
           metrics: { rowsWritten: metrics.inserted + metrics.updated + metrics.deleted },
@@ -177,46 +342,68 @@ function planV1(ctx: JobContext, config: CdcSilverMergeV1): JobPlan {
       },
     },
     {
+      // Tombstones first: if the run dies between the two merges, a rerun still deletes the rows.
+      kind: 'command',
+      id: 'record-tombstones',
+      title: `Record the deleted keys in ${displayTable(tombstones)}`,
+      command: latest
+        .filter(col(DELETE_FLAG))
+        .select(...keyAndSeq, alias(fn('current_timestamp'), DELETED_AT), alias(lit(ctx.runId), RUN_ID))
+        .as(SOURCE)
+        .mergeInto(tableParts(tombstones), and(...keys.map((k) => eqNullSafe(col(tombstones.table, k), col(SOURCE, k)))), {
+          whenMatched: [{ action: 'updateAll', condition: sequenceGreater(sequence, SOURCE, tombstones.table) }],
+          whenNotMatched: [{ action: 'insertAll' }],
+        }),
+    },
+    {
       kind: 'command',
       id: 'merge',
       title: `MERGE the latest event per key into ${displayTable(target)}`,
-      // An event applies only when it is newer than what the target holds: a late or replayed
-      // batch never moves a row backwards, and rerunning a batch changes nothing.
-      command: latest.as(SOURCE).mergeInto(targetParts, onKeys, {
+      command: source.as(SOURCE).mergeInto(tableParts(target), and(...keys.map((k) => eqNullSafe(col(target.table, k), col(SOURCE, k)))), {
         whenMatched: [
-          { action: 'delete', condition: and(col(SOURCE, DELETE_FLAG), gt(col(SOURCE, seq), col(target.table, seq))) },
-          { action: 'updateAll', condition: gt(col(SOURCE, seq), col(target.table, seq)) },
+          { action: 'delete', condition: and(col(SOURCE, DELETE_FLAG), newerThanRow) },
+          { action: 'updateAll', condition: and(not(col(SOURCE, DELETE_FLAG)), newerThanRow, col(SOURCE, AFTER_TOMBSTONE)) },
         ],
-        whenNotMatched: [{ action: 'insertAll', condition: not(col(SOURCE, DELETE_FLAG)) }],
+        whenNotMatched: [{ action: 'insertAll', condition: and(not(col(SOURCE, DELETE_FLAG)), col(SOURCE, AFTER_TOMBSTONE)) }],
       }),
     },
+    {
+      kind: 'command',
+      id: 'expire-tombstones',
+      title: `Forget tombstones older than ${spec.tombstoneRetentionDays} days`,
+      // The number of days is a validated integer; no text from config enters this statement.
+      command: sqlCommand(
+        `DELETE FROM ${quoteName(tableParts(tombstones))} WHERE ${quoteIdentifier(DELETED_AT)} < current_timestamp() - make_dt_interval(${Math.trunc(spec.tombstoneRetentionDays)})`,
+      ),
+    },
+    catalog.format === 'iceberg' ? icebergSnapshotStep(target) : deltaVersionStep(target),
   ];
-  if (catalog.format === 'iceberg') steps.push(icebergSnapshotStep(target));
   return { steps };
 }
 
 /**
- * Left-join the resolved batch to the target's keys and sequences: what the merge will insert,
- * update and delete, and which events it ignores because the target already holds a newer or
- * equal sequence for the key (late or replayed events).
+ * Join the resolved batch (with its tombstone flag) to the target's keys and sequences: what the
+ * merge will insert, update and delete, and which events it ignores because silver or a tombstone
+ * already holds a newer or equal sequence for the key (late or replayed events).
  */
-function measure(latest: Query, target: TableName, keys: string[], seq: string): Query {
+function measure(source: Query, target: TableName, keys: string[], sequence: string[]): Query {
   const present = '__lake_present';
   const existing = Query.table(tableParts(target))
-    .select(...keys.map((k) => col(k)), alias(col(seq), TARGET_SEQ), alias(lit(true), present))
-    .as('__target');
-  const joined = latest.as(SOURCE).join(existing, and(...keys.map((k) => eqNullSafe(col(SOURCE, k), col('__target', k)))), 'left');
-  const matched = isNotNull(col('__target', present));
-  const newer = gt(col(SOURCE, seq), col('__target', TARGET_SEQ));
+    .select(...keys.map((k) => col(k)), ...sequence.map((s) => col(s)), alias(lit(true), present))
+    .as(ROW);
+  const joined = source.as(SOURCE).join(existing, and(...keys.map((k) => eqNullSafe(col(SOURCE, k), col(ROW, k)))), 'left');
+  const matched = isNotNull(col(ROW, present));
+  const newer = sequenceGreater(sequence, SOURCE, ROW);
+  const afterTomb = col(SOURCE, AFTER_TOMBSTONE);
   const del = col(SOURCE, DELETE_FLAG);
   const countIf = (cond: Expr) => fn('count_if', cond);
   return joined.aggregate(
     [],
     [
-      alias(countIf(and(not(matched), not(del))), 'inserted'),
-      alias(countIf(and(matched, newer, not(del))), 'updated'),
+      alias(countIf(and(not(matched), not(del), afterTomb)), 'inserted'),
+      alias(countIf(and(matched, newer, not(del), afterTomb)), 'updated'),
       alias(countIf(and(matched, newer, del)), 'deleted'),
-      alias(countIf(and(matched, not(newer))), 'late'),
+      alias(countIf(or(and(matched, not(newer)), and(not(del), not(afterTomb)), and(not(matched), del, not(afterTomb)))), 'late'),
     ],
   );
 }
@@ -227,7 +414,7 @@ function icebergSnapshotStep(target: TableName): Step {
     id: 'read-snapshot',
     title: `Read the current snapshot of ${displayTable(target)}`,
     query: Query.table([...tableParts(target), 'snapshots'])
-      .select('snapshot_id', 'committed_at', 'operation')
+      .select('snapshot_id', 'committed_at')
       .sort(desc(col('committed_at')))
       .limit(1),
     interpret: (rows: Row[]) => {
@@ -237,22 +424,46 @@ function icebergSnapshotStep(target: TableName): Step {
   };
 }
 
-function jsonSafe(_key: string, value: unknown): unknown {
-  return typeof value === 'bigint' ? value.toString() : value;
+function deltaVersionStep(target: TableName): Step {
+  return {
+    kind: 'query',
+    id: 'read-version',
+    title: `Read the current version of ${displayTable(target)}`,
+    query: Query.sql(`DESCRIBE HISTORY ${quoteName(tableParts(target))}`).select('version').sort(desc(col('version'))).limit(1),
+    interpret: (rows: Row[]) => {
+      const v = rows[0]?.version;
+      return v === undefined || v === null ? {} : { output: { table: displayTable(target), format: 'delta', snapshotId: String(v) } };
+    },
+  };
+}
+
+function pick(row: Row, columns: string[]): Row {
+  return Object.fromEntries(columns.map((c) => [c, row[c]]));
+}
+
+function json(value: unknown): string {
+  return JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
 }
 
 const v1: TemplateVersion<CdcSilverMergeV1> = {
   version: 1,
   schema: v1Schema,
   example: 'configs/examples/cdc-silver-merge.v1.conf',
-  plan: planV1,
+  plan: (ctx, c) => plan(ctx, fromV1(c)),
+};
+
+const v2: TemplateVersion<CdcSilverMergeV2> = {
+  version: 2,
+  schema: v2Schema,
+  example: 'configs/examples/cdc-silver-merge.v2.conf',
+  plan: (ctx, c) => plan(ctx, fromV2(c)),
 };
 
 export const cdcSilverMerge: JobTemplate = {
   name: TEMPLATE,
   layer: 'silver',
   summary:
-    'Resolve CDC events from bronze to the latest event per business key and MERGE them into a silver table: deletes applied, updates upserted, namespace and table created on first run.',
+    'Resolve CDC events from bronze to the latest event per business key and MERGE them into a silver Iceberg or Delta table: deletes applied (with tombstones), updates upserted, late and replayed events ignored, namespace and table created on first run.',
   stability: 'beta',
-  versions: [v1],
+  versions: [v1, v2],
 };

@@ -63,6 +63,14 @@ async function run(day: string) {
   return { ...result, status };
 }
 
+/** Append CDC rows `(id, name, amount, ts, op, snapshot_date)` to bronze. */
+async function appendBronze(values: string) {
+  const q = Query.sql(`SELECT id, name, CAST(amount AS DECIMAL(12,2)) AS amount, CAST(ts AS TIMESTAMP) AS ts, op,
+    'x' AS _lake_tenant, 'it.orders' AS _lake_source, current_timestamp() AS _lake_ingested_at, CAST(d AS DATE) AS _snapshot_date
+    FROM VALUES ${values} AS t(id, name, amount, ts, op, d)`);
+  await client.execute(compileCommandPlan(q.writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }), { reveal: true }));
+}
+
 function silver() {
   return readIcebergWithPyIceberg(`${tenant.id}_silver`, 'orders')
     .map((r) => ({ id: r.id, name: r.name, amount: String(r.amount) }))
@@ -121,7 +129,8 @@ describe('cdc-silver-merge v1 on the real stack', () => {
     const before = silver();
     const { code, status } = await run('2026-07-05');
     expect(code).toBe(0);
-    expect(status.outputs[0].metrics).toEqual({ inserted: 0, updated: 0, deleted: 0, late: 3 });
+    // 1, 2 and 4 are not newer than their rows; 3's delete is not newer than its tombstone.
+    expect(status.outputs[0].metrics).toEqual({ inserted: 0, updated: 0, deleted: 0, late: 4 });
     expect(silver()).toEqual(before);
   });
 
@@ -134,6 +143,30 @@ describe('cdc-silver-merge v1 on the real stack', () => {
       { id: 2, name: 'two*', amount: '2.50' },
       { id: 4, name: 'fünf', amount: '4.00' }, // its update (07-04) is older than the row
     ]);
+  });
+
+  it('never resurrects a deleted key with a late insert, but a newer insert brings it back', async () => {
+    await appendBronze(`(3, 'three-late', '3.30', '2026-07-05 09:30:00', 'c', '2026-07-09'), (3, 'three-new', '3.40', '2026-07-05 11:00:00', 'c', '2026-07-10')`);
+    const late = await run('2026-07-09');
+    expect(late.code).toBe(0);
+    expect(late.status.outputs[0].metrics).toEqual({ inserted: 0, updated: 0, deleted: 0, late: 1 });
+    expect(silver().map((r) => r.id)).toEqual([1, 2, 4]);
+    const newer = await run('2026-07-10');
+    expect(newer.status.outputs[0].metrics).toEqual({ inserted: 1, updated: 0, deleted: 0, late: 0 });
+    expect(silver()).toContainEqual({ id: 3, name: 'three-new', amount: '3.40' });
+  });
+
+  it('treats equal sequences with identical payloads as one event, and rejects different payloads (65) naming the key', async () => {
+    await appendBronze(`(7, 'seven', '7.00', '2026-07-11 08:00:00', 'c', '2026-07-11'), (7, 'seven', '7.00', '2026-07-11 08:00:00', 'c', '2026-07-11')`);
+    const same = await run('2026-07-11');
+    expect(same.code).toBe(0);
+    expect(same.status.outputs[0].metrics).toMatchObject({ inserted: 1 });
+    await appendBronze(`(8, 'eight', '8.00', '2026-07-12 08:00:00', 'c', '2026-07-12'), (8, 'EIGHT', '8.00', '2026-07-12 08:00:00', 'c', '2026-07-12')`);
+    const before = silver();
+    const differ = await run('2026-07-12');
+    expect(differ.code).toBe(65);
+    expect(differ.status.error).toMatchObject({ code: 'CDC_AMBIGUOUS_SEQUENCE', message: expect.stringContaining('"id":8') });
+    expect(silver()).toEqual(before);
   });
 
   it('exits 99 (skipped) when the batch is empty', async () => {

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, InputMissingError, UsageError } from '../../../src/core/errors.js';
 import { loadJob } from '../../../src/core/config/load.js';
-import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
+import { stepPlan } from '../../../src/runner/executor.js';
 import { toJson } from '@bufbuild/protobuf';
 import { PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
 import { tempFiles } from '../../support/files.js';
@@ -50,10 +50,15 @@ describe('cdc-silver-merge v1 config', () => {
     expect(job.plan.steps.map((s) => s.id)).toEqual([
       'reject-null-keys',
       'count-events',
+      'reject-ambiguous-ties',
       'create-namespace',
       'create-table',
+      'create-tombstones',
+      'check-schema',
       'measure',
+      'record-tombstones',
       'merge',
+      'expire-tombstones',
       'read-snapshot',
     ]);
   });
@@ -93,7 +98,7 @@ target { table = "orders; DROP TABLE x" }
 
   it('rejects an unsupported schema-version, naming the supported ones', async () => {
     const issues = await configIssues(valid.replace('schema-version = 1', 'schema-version = 7'));
-    expect(issues[0]).toEqual({ path: 'job.schema-version', message: '7 is not supported by cdc-silver-merge (supported: 1)' });
+    expect(issues[0]).toEqual({ path: 'job.schema-version', message: '7 is not supported by cdc-silver-merge (supported: 1, 2)' });
   });
 
   it('rejects the sequence column inside the key and bronze metadata columns as CDC columns', async () => {
@@ -132,18 +137,69 @@ describe('cdc-silver-merge v1 plans', () => {
   it('sends config values as literals and expressions, never inside statement text', async () => {
     const job = await load(valid.replace('delete-values = ["d"]', `delete-values = ["d'); DROP TABLE x; --"]`), { platform });
     const json = JSON.stringify(
-      job.plan.steps.map((s) =>
-        toJson(PlanSchema, s.kind === 'query' ? compileRelationPlan(s.query.rel, { reveal: false }) : compileCommandPlan(s.kind === 'command' ? s.command : s.create, { reveal: false })),
-      ),
+      job.plan.steps.map((s) => toJson(PlanSchema, stepPlan(s, { reveal: false }))),
     );
     // The hostile delete value travels only as a string literal.
     expect(json).toContain(`"string":"d'); DROP TABLE x; --"`);
     const statements = [...json.matchAll(/"query":"([^"]*)"/g)].map((m) => m[1]);
-    expect(statements).toEqual(['CREATE NAMESPACE IF NOT EXISTS `lake`.`acme_silver`']);
+    expect(statements).toEqual([
+      'CREATE NAMESPACE IF NOT EXISTS `lake`.`acme_silver`',
+      'DELETE FROM `lake`.`acme_silver`.`orders__cdc_tombstones` WHERE `_cdc_deleted_at` < current_timestamp() - make_dt_interval(30)',
+    ]);
     // source.where is one expression string, used as a filter condition.
     expect(json).toContain(`"expressionString":{"expression":"_snapshot_date = '2026-07-05'"}`);
     // MERGE into the quoted target, keys compared null-safely.
     expect(json).toContain('"targetTableName":"`lake`.`acme_silver`.`orders`"');
     expect(json).toContain('"functionName":"<=>"');
+  });
+});
+
+const v2 = `
+job    { template = "cdc-silver-merge", schema-version = 2 }
+tenant { id = "acme", storage-root = "file:///lake/acme" }
+source { table = "orders_cdc" }
+cdc {
+  primary-key = ["order_id"]
+  sequence-by = ["source_ts", "kafka_offset"]
+  delete-when = "op = 'd'"
+  tombstone-retention-days = 7
+}
+columns { exclude = ["raw"] }
+schema-evolution = add-columns
+target { table = "orders", format = delta, catalog = "spark_catalog" }
+`;
+const platform2 = `
+catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }
+`;
+
+describe('cdc-silver-merge v2 config', () => {
+  it('accepts ordered sequences, delete-when, column selection, schema evolution and the format', async () => {
+    const job = await load(v2, { platform: platform2 });
+    expect(job.version.version).toBe(2);
+    expect(job.config.cdc['sequence-by']).toEqual(['source_ts', 'kafka_offset']);
+    expect(job.plan.steps.at(-1)?.id).toBe('read-version');
+    const json = JSON.stringify(job.plan.steps.map((s) => toJson(PlanSchema, stepPlan(s, { reveal: false }))));
+    expect(json).toContain(`"expression":"op = 'd'"`);
+    expect(json).toContain('make_dt_interval(7)');
+  });
+
+  it('accepts a single sequence column as a string', async () => {
+    const job = await load(v2.replace('["source_ts", "kafka_offset"]', '"source_ts"'), { platform: platform2 });
+    expect(job.config.cdc['sequence-by']).toEqual(['source_ts']);
+  });
+
+  it('rejects delete-when together with op-column, excluding a key, include with exclude, and a format the catalog does not hold', async () => {
+    const both = await configIssues(v2.replace('tombstone-retention-days = 7', 'tombstone-retention-days = 7, op-column = "op"'), { platform: platform2 });
+    expect(both.map((i) => i.path)).toContain('cdc.delete-when');
+    const key = await configIssues(v2.replace('exclude = ["raw"]', 'exclude = ["raw", "order_id"]'), { platform: platform2 });
+    expect(key).toContainEqual({ path: 'columns.exclude[1]', message: '"order_id" is a key or sequence column and cannot be excluded' });
+    const inc = await configIssues(v2.replace('exclude = ["raw"]', 'exclude = ["raw"], include = ["x"]'), { platform: platform2 });
+    expect(inc.map((i) => i.path)).toContain('columns');
+    const fmt = await configIssues(v2.replace('catalog = "spark_catalog"', 'catalog = "lake"'), { platform: platform2 });
+    expect(fmt).toEqual([{ path: 'target.format', message: 'is delta, but catalog "lake" holds iceberg tables' }]);
+    const evo = await configIssues(v2.replace('schema-evolution = add-columns', 'schema-evolution = merge'), { platform: platform2 });
+    expect(evo[0]).toMatchObject({ path: 'schema-evolution', message: expect.stringContaining('"fail", "add-columns"') });
+    const ret = await configIssues(v2.replace('tombstone-retention-days = 7', 'tombstone-retention-days = 0'), { platform: platform2 });
+    expect(ret[0]?.path).toBe('cdc.tombstone-retention-days');
   });
 });

@@ -1,0 +1,27 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * The orchestrator examples users copy, checked without Airflow, Kubernetes or extra packages:
+ * the system Python (with PyYAML for the manifests). The integration project repeats these checks
+ * with Airflow, its Kubernetes provider and the Kubernetes schemas installed
+ * (test/integration/examples/airflow.test.ts).
+ */
+const repo = fileURLToPath(new URL('../../../', import.meta.url));
+const python = process.env.PYTHON ?? 'python3';
+
+function check(script: string): string {
+  return execFileSync(python, [join(repo, script)], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
+}
+
+describe('orchestrator examples', () => {
+  it('the Airflow DAG compiles and passes the static (AST) checks of its operator arguments', () => {
+    expect(check('configs/examples/airflow/check_dag.py').trim()).toBe('ok');
+  });
+
+  it('the Kubernetes manifests parse and have the required fields and wiring', () => {
+    expect(check('configs/examples/kubernetes/check_manifests.py').trim()).toMatch(/^ok: \d+ documents in \d+ files$/);
+  });
+});

@@ -1,0 +1,90 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+/**
+ * compose.yaml (for laptops with Docker; not run here) must start Spark Connect with the local
+ * stack's own settings: scripts/stack/spark-connect.conf is the one source. The test runs the
+ * compose service's own preparation script (with the mounted paths mapped to this checkout) and
+ * compares the properties it produces with the conf file, filled in the way scripts/spark-connect
+ * fills it; and it checks that nothing else sets a Spark setting.
+ */
+const repo = fileURLToPath(new URL('../../../', import.meta.url));
+const python = process.env.PYTHON ?? 'python3';
+
+interface Service {
+  image?: string;
+  command?: string[];
+  volumes?: string[];
+}
+const compose = JSON.parse(
+  execFileSync(python, ['-c', 'import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))', join(repo, 'compose.yaml')], { encoding: 'utf8' }),
+) as { services: Record<string, Service> };
+const spark = compose.services['spark-connect']!;
+const jars = compose.services['spark-jars']!;
+/** Compose turns `$$` into `$` before the shell sees it. */
+const script = (s: Service) => s.command![2]!.replaceAll('$$', '$');
+const stackConf = readFileSync(join(repo, 'scripts/stack/spark-connect.conf'), 'utf8');
+const versions = readFileSync(join(repo, 'scripts/stack/versions.env'), 'utf8');
+
+function settings(text: string): Map<string, string> {
+  const out = new Map<string, string>();
+  for (const raw of text.split('\n')) {
+    const line = raw.trim();
+    if (!line || line.startsWith('#')) continue;
+    const m = /^(\S+)\s+(.*)$/.exec(line);
+    if (m) out.set(m[1]!, m[2]!.trim());
+  }
+  return out;
+}
+
+describe('compose.yaml', () => {
+  it('mounts the stack folder read-only into the Spark and jar services', () => {
+    expect(spark.volumes).toContain('./scripts/stack:/stack:ro');
+    expect(jars.volumes).toContain('./scripts/stack:/stack:ro');
+  });
+
+  it("fills in spark-connect.conf itself: the properties equal the local stack's, placeholder for placeholder", () => {
+    const prep = script(spark).split('exec /opt/spark/bin/spark-submit')[0]!;
+    const dir = mkdtempSync(join(tmpdir(), 'compose-test-'));
+    const mapped = prep
+      .replaceAll('/stack/', '@STACK@/')
+      .replaceAll('/state', join(dir, 'state'))
+      .replaceAll('/lake', join(dir, 'lake'))
+      .replaceAll('@STACK@', join(repo, 'scripts/stack'));
+    let produced: Map<string, string>;
+    try {
+      execFileSync('bash', ['-ec', mapped], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });
+      produced = settings(readFileSync(join(dir, 'state/spark-connect.properties'), 'utf8'));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+    const placeholders = new Set([...stackConf.matchAll(/\$\{([A-Z_]+)\}/g)].map((m) => m[1]));
+    expect([...placeholders].sort()).toEqual(['LAKE_HOME', 'STATE_DIR']);
+    const expected = settings(stackConf.replaceAll('${LAKE_HOME}', join(dir, 'lake')).replaceAll('${STATE_DIR}', join(dir, 'state')));
+    expect(Object.fromEntries(produced)).toEqual(Object.fromEntries(expected));
+    expect(produced.size).toBeGreaterThan(10);
+  });
+
+  it('passes no Spark setting of its own besides the per-launch binding address and port', () => {
+    const submit = script(spark).split('exec /opt/spark/bin/spark-submit')[1]!;
+    expect(submit).toContain('--properties-file /state/spark-connect.properties');
+    expect(submit).toContain('--class org.apache.spark.sql.connect.service.SparkConnectServer');
+    expect(submit).toContain("--master 'local[2]'");
+    const confs = [...submit.matchAll(/--conf\s+(\S+?)=/g)].map((m) => m[1]);
+    expect(confs.sort()).toEqual(['spark.connect.grpc.binding.address', 'spark.connect.grpc.binding.port']);
+    for (const key of settings(stackConf).keys()) expect(JSON.stringify(compose)).not.toContain(`${key}=`);
+  });
+
+  it("runs the local stack's Spark version and copies exactly its SPARK_EXTRA_JARS", () => {
+    const pyspark = /^PYSPARK_VERSION=(\S+)$/m.exec(versions)![1];
+    expect(spark.image).toBe(`apache/spark:${pyspark}`);
+    const copy = script(jars);
+    expect(copy).toContain('source /stack/versions.env');
+    expect(copy).toMatch(/for artifact in \$SPARK_EXTRA_JARS; do\s+mvn [^\n]*dependency:copy -Dartifact="\$artifact"/);
+    expect(script(spark)).toContain('--jars "$(ls /jars/*.jar');
+  });
+});

@@ -168,6 +168,10 @@ def job_check(d: dict, where: str, secrets: set[tuple[str, str]]) -> None:
     conf = volumes.get(mounts.get("/conf"), {})
     if not get(conf, "configMap.name"):
         problem(where, "/conf must be a ConfigMap volume")
+    rules = get(d, "spec.podFailurePolicy.rules") or []
+    counted = [get(r, "onExitCodes.values") for r in rules if r.get("action") == "Count" and r.get("onExitCodes")]
+    if counted != [[69, 70, 75, 130, 143]]:
+        problem(where, "podFailurePolicy must retry (Count) exactly the retryable exit codes 69, 70, 75, 130, 143")
     args = container.get("args") or []
     if "--config=/conf/tenant.conf" not in args:
         problem(where, "args must pass --config=/conf/tenant.conf")

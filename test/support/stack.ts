@@ -42,6 +42,16 @@ export function readIcebergWithPyIceberg(namespace: string, table: string): Reco
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
+/** Rows of a Delta table read by delta-rs, not by Spark. */
+export function readDeltaWithDeltaRs(path: string): Record<string, unknown>[] {
+  const out = execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support/read_delta.py'), path.replace(/^file:\/\//, '')]);
+  return out
+    .toString()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+}
+
 export interface CliResult {
   code: number | null;
   stdout: string;

@@ -1,6 +1,8 @@
 import type { z } from 'zod';
+import type { SecretRef } from '../core/config/platform.js';
 import type { LakehouseError } from '../core/errors.js';
 import type { Layer, TableName } from '../core/naming.js';
+import type { Secret } from '../core/secrets.js';
 import type { TenantContext } from '../core/tenant.js';
 import type { Cmd } from '../spark/plan/commands.js';
 import type { Query } from '../spark/plan/query.js';
@@ -37,8 +39,21 @@ export interface JobContext {
   readonly tenant: TenantContext;
   /** The platform's catalog by name, or its default catalog. Throws a ConfigError naming `path`. */
   catalog(name: string | undefined, path: string): CatalogRef;
+  /** A named JDBC connection of the platform config. Throws a ConfigError naming `path` when unknown. */
+  jdbcConnection(name: string, path: string): JdbcConnectionRef;
+  /** A secret by reference; resolved (environment or mounted file) only when revealed, i.e. when the plan runs. */
+  secret(ref: SecretRef, path: string): Secret;
   readonly runId: string;
   readonly logicalDate?: string;
+}
+
+export interface JdbcConnectionRef {
+  readonly name: string;
+  readonly url: string;
+  readonly user?: string;
+  readonly driver?: string;
+  /** Resolved when the plan runs, like every secret. */
+  readonly password?: Secret;
 }
 
 export interface OutputReport {

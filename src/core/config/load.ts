@@ -1,9 +1,10 @@
 import { ConfigError, type ConfigIssue, UsageError } from '../errors.js';
 import { isUnderRoot, tenantContext, type TenantContext } from '../tenant.js';
 import { findTemplate } from '../../jobs/registry.js';
-import type { CatalogRef, JobContext, JobPlan, JobTemplate, TemplateVersion } from '../../jobs/template.js';
+import type { CatalogRef, JdbcConnectionRef, JobContext, JobPlan, JobTemplate, TemplateVersion } from '../../jobs/template.js';
+import { Secret } from '../secrets.js';
 import { parseHocon, readHoconFile } from './hocon.js';
-import { localPlatformDefaults, type PlatformConfig, platformSchema } from './platform.js';
+import { localPlatformDefaults, type PlatformConfig, platformSchema, resolveSecret, type SecretRef } from './platform.js';
 import { keysAt, toConfigIssues } from './validate.js';
 
 /**
@@ -84,6 +85,8 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
     runId: req.runId,
     ...(req.logicalDate ? { logicalDate: req.logicalDate } : {}),
     catalog: (name, path) => resolveCatalog(platform, name, path),
+    jdbcConnection: (name, path) => resolveJdbcConnection(platform, name, path, req.env),
+    secret: (ref, path) => deferredSecret(ref, path, req.env),
   };
   // Templates may reject combinations only the plan reveals (an unknown catalog): still config errors.
   const plan = version.plan(context, config);
@@ -110,6 +113,34 @@ function resolveCatalog(platform: PlatformConfig, name: string | undefined, path
   if (!found)
     throw new ConfigError([{ path, message: `catalog "${name}" is not configured by the platform (configured: ${entries.map(([n]) => n).join(', ') || 'none'})` }]);
   return { name, format: found.format };
+}
+
+function resolveJdbcConnection(platform: PlatformConfig, name: string, path: string, env: Record<string, string | undefined>): JdbcConnectionRef {
+  const c = platform.jdbc.connections[name];
+  if (!c) {
+    const known = Object.keys(platform.jdbc.connections);
+    throw new ConfigError([{ path, message: `connection "${name}" is not configured by the platform (jdbc.connections: ${known.join(', ') || 'none'})` }]);
+  }
+  return {
+    name,
+    url: c.url,
+    ...(c.user === undefined ? {} : { user: c.user }),
+    ...(c.driver === undefined ? {} : { driver: c.driver }),
+    ...(c.password === undefined ? {} : { password: deferredSecret(c.password, `(platform) jdbc.connections.${name}.password`, env) }),
+  };
+}
+
+/**
+ * Secrets are resolved at the moment of use (the executor reveals them), not when the config is
+ * loaded: `validate` and `plan` need no secrets, and a missing one fails the run with its path (78).
+ */
+function deferredSecret(ref: SecretRef, path: string, env: Record<string, string | undefined>): Secret {
+  let resolved: Secret | undefined;
+  return new (class extends Secret {
+    override reveal(): string {
+      return (resolved ??= resolveSecret(ref, path, env)).reveal();
+    }
+  })('');
 }
 
 /** A tenant may only use the storage roots the platform allows it (when the platform lists tenants). */

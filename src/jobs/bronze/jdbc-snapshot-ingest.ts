@@ -1,0 +1,249 @@
+import { z } from 'zod';
+import { secretRef } from '../../core/config/platform.js';
+import { columnName, isoDate, jobSection, name, tenantSection } from '../../core/config/validate.js';
+import { alias, col, eq, fn, lit, sqlExpr } from '../../spark/plan/expressions.js';
+import { Query } from '../../spark/plan/query.js';
+import type { OptionValue } from '../../spark/plan/relations.js';
+import type { JobContext, JobPlan, JobTemplate, TemplateVersion } from '../template.js';
+
+/**
+ * jdbc-snapshot-ingest: snapshot one RDBMS table (or the tenant's own query) through Spark's JDBC
+ * source into the tenant's bronze layer, as metadata-stamped parquet under
+ * `<storage-root>/bronze/<target.table>` partitioned by `_snapshot_date` (+ `target.partition-by`).
+ *
+ * A rerun of the same snapshot date replaces exactly that date's partition (Spark's dynamic partition
+ * overwrite); other dates are never touched. Schema-version 1 is the seed project's shape, with one
+ * deliberate break: a literal `source.password` is refused (exit 78). Passwords are references
+ * (`{ env = NAME }` or `{ file = /mounted/secret }`) or come from a named platform connection.
+ */
+
+const TEMPLATE = 'jdbc-snapshot-ingest';
+
+/** The stamps every bronze row carries (DESIGN.md §4). */
+export const SNAPSHOT_DATE = '_snapshot_date';
+const STAMPS = ['_lake_tenant', '_lake_source', '_lake_ingested_at', SNAPSHOT_DATE] as const;
+
+/** JDBC sub-protocols an inline `source.url` may use: the drivers the platform ships. */
+const INLINE_PROTOCOLS = ['postgresql', 'sqlite', 'mysql', 'mariadb', 'sqlserver', 'oracle', 'db2'] as const;
+
+/**
+ * A source table as the database names it: `orders`, `public.orders`, `crm.public.orders`. Spark
+ * splices `dbtable` into its own SELECT, so only plain identifier parts pass (no quotes, no spaces).
+ */
+const SOURCE_TABLE = /^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*){0,2}$/;
+
+/** Driver-URL parameters that carry credentials or make the driver load classes or write files. */
+const REFUSED_URL_PARAMS =
+  /[?&;:](password|pwd|user|socketfactory|socketfactoryarg|sslfactory|sslfactoryarg|sslhostnameverifier|sslpasswordcallback|authenticationpluginclassname|loggerfile|autodeserialize|allowloadlocalinfile|init)=/i;
+
+const LITERAL_PASSWORD =
+  'a literal password is not accepted (it would live in the orchestration repo and in logs): reference it as password { env = "NAME" } or password { file = "/mounted/secret" }, or name a platform connection in source.connection';
+
+const bound = z.union([
+  z.number().int('must be a whole number'),
+  z.string().regex(/^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?)?$/, 'must be a whole number, a date (2026-07-05) or a timestamp (2026-07-05 12:00:00)'),
+]);
+
+const v1Schema = z
+  .object({
+    job: jobSection(TEMPLATE, 1),
+    tenant: tenantSection(),
+    source: z
+      .object({
+        table: z
+          .string()
+          .regex(SOURCE_TABLE, 'must be a table name, optionally schema-qualified (public.orders): letters, digits, _ and $ in up to 3 dot-separated parts')
+          .optional()
+          .describe('The table to snapshot, as the database names it. Exactly one of table and query.'),
+        query: z
+          .string()
+          .trim()
+          .min(1, 'must not be empty')
+          .max(100_000, 'is too long')
+          .optional()
+          .describe("The tenant's own SQL, run by the database with the connection's rights (Spark's JDBC `query` option). Exactly one of table and query."),
+        where: z
+          .string()
+          .trim()
+          .min(1, 'must not be empty')
+          .max(10_000, 'is too long')
+          .optional()
+          .describe('A Spark SQL condition on source.table, sent as one filter expression; Spark pushes what it can down to the database.'),
+        connection: name().optional().describe('A named connection of the platform config (jdbc.connections.<name>): url, user and password come from there.'),
+        url: z
+          .string()
+          .regex(new RegExp(`^jdbc:(${INLINE_PROTOCOLS.join('|')}):`), `must be a JDBC url of one of: ${INLINE_PROTOCOLS.map((p) => `jdbc:${p}:`).join(', ')}`)
+          .optional(),
+        user: z.string().min(1).optional(),
+        password: z.union([secretRef, z.string().describe(`Refused (exit 78): ${LITERAL_PASSWORD}`)]).optional(),
+        driver: z
+          .string()
+          .regex(/^[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)+$/, 'must be a Java class name such as org.postgresql.Driver')
+          .optional(),
+        'partition-column': columnName().optional().describe('A numeric, date or timestamp column: Spark reads num-partitions ranges of it in parallel.'),
+        'lower-bound': bound.optional(),
+        'upper-bound': bound.optional(),
+        'num-partitions': z.number().int().min(1).max(256, 'at most 256 parallel connections').optional(),
+        'fetch-size': z.number().int().min(1).max(1_000_000).optional(),
+      })
+      .strict()
+      .superRefine((s, ctx) => {
+        const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: path ? [path] : [], message });
+        // Seed v1 configs carried `password = "…"`: they keep working once the password is a reference.
+        if (typeof s.password === 'string') issue('password', LITERAL_PASSWORD);
+        if (s.table === undefined && s.query === undefined) issue('table', 'is required (or source.query)');
+        if (s.table !== undefined && s.query !== undefined) issue('query', 'cannot be combined with source.table: give one of them');
+        if (s.query !== undefined && s.where !== undefined) issue('where', 'filters source.table; with source.query put the condition inside the query');
+        if (s.query !== undefined && s['partition-column'] !== undefined)
+          issue('partition-column', 'needs source.table (Spark cannot partition a source.query); use source.table with source.where');
+        if (s.connection !== undefined) {
+          for (const k of ['url', 'user', 'password', 'driver'] as const)
+            if (s[k] !== undefined) issue(k, `comes from the platform connection "${s.connection}"; remove it here`);
+        } else if (s.url === undefined) {
+          issue('connection', 'is required: name a platform connection (jdbc.connections.<name>) or give source.url');
+        } else if (/\/\/[^/?#]*@/.test(s.url) || REFUSED_URL_PARAMS.test(s.url)) {
+          issue('url', 'must not carry credentials or driver plug-ins (user, password, socket/ssl factories, …): use source.user and source.password { env = "NAME" }');
+        }
+        const partitioned = ['lower-bound', 'upper-bound', 'num-partitions'] as const;
+        if (s['partition-column'] === undefined) {
+          for (const k of partitioned) if (s[k] !== undefined) issue(k, 'needs source.partition-column (the column whose range is split)');
+        } else {
+          for (const k of partitioned) if (s[k] === undefined) issue(k, 'is required with source.partition-column');
+          const lo = s['lower-bound'];
+          const hi = s['upper-bound'];
+          if (lo !== undefined && hi !== undefined) {
+            if (typeof lo !== typeof hi) issue('upper-bound', 'must be of the same kind as lower-bound (both numbers, or both dates/timestamps)');
+            else if (lo >= hi) issue('upper-bound', 'must be greater than lower-bound');
+          }
+        }
+      }),
+    target: z
+      .object({
+        table: name(),
+        'snapshot-date': isoDate().describe('The date this snapshot stands for, e.g. --set target.snapshot-date={{ ds }}; its partition is replaced on a rerun.'),
+        'partition-by': z.array(columnName()).default([]).describe('Source columns to partition by, after _snapshot_date.'),
+      })
+      .strict()
+      .superRefine((t, ctx) => {
+        const cols = t['partition-by'];
+        cols.forEach((c, i) => {
+          if (cols.findIndex((x) => x.toLowerCase() === c.toLowerCase()) !== i)
+            ctx.addIssue({ code: 'custom', path: ['partition-by', i], message: `"${c}" appears twice` });
+          if ((STAMPS as readonly string[]).includes(c.toLowerCase()))
+            ctx.addIssue({ code: 'custom', path: ['partition-by', i], message: `"${c}" is a bronze metadata column (${SNAPSHOT_DATE} always comes first)` });
+        });
+      }),
+  })
+  .strict();
+
+export type JdbcSnapshotIngestV1 = z.infer<typeof v1Schema>;
+
+function planV1(ctx: JobContext, config: JdbcSnapshotIngestV1): JobPlan {
+  const { tenant } = ctx;
+  const { source, target } = config;
+  const bronzePath = tenant.location('bronze', target.table);
+  const snapshotDate = lit({ date: target['snapshot-date'] });
+
+  const connection = source.connection !== undefined ? ctx.jdbcConnection(source.connection, 'source.connection') : undefined;
+  const url = connection?.url ?? source.url!;
+  const user = connection?.user ?? source.user;
+  const driver = connection?.driver ?? source.driver;
+  const password =
+    connection?.password ?? (source.password !== undefined && typeof source.password !== 'string' ? ctx.secret(source.password, 'source.password') : undefined);
+
+  const options: Record<string, OptionValue> = {
+    url,
+    ...(source.table !== undefined ? { dbtable: source.table } : { query: source.query! }),
+    ...(user !== undefined ? { user } : {}),
+    ...(password !== undefined ? { password: { secret: password } } : {}),
+    ...(driver !== undefined ? { driver } : {}),
+    ...(source['fetch-size'] !== undefined ? { fetchsize: String(source['fetch-size']) } : {}),
+    ...(source['partition-column'] !== undefined
+      ? {
+          partitionColumn: source['partition-column'],
+          lowerBound: String(source['lower-bound']),
+          upperBound: String(source['upper-bound']),
+          numPartitions: String(source['num-partitions']),
+        }
+      : {}),
+  };
+  let rows = Query.read('jdbc', { options });
+  if (source.where !== undefined) rows = rows.filter(sqlExpr(source.where));
+
+  // Where the rows came from, without credentials: the connection's name, or the url's host.
+  const origin = `${connection ? connection.name : describeUrl(url)}/${source.table ?? 'query'}`;
+  const stamped = rows.withColumns([
+    ['_lake_tenant', lit(tenant.id)],
+    ['_lake_source', lit(origin)],
+    ['_lake_ingested_at', fn('current_timestamp')],
+    [SNAPSHOT_DATE, snapshotDate],
+  ]);
+  const output = { table: `${tenant.namespace('bronze')}.${target.table}`, format: 'parquet', location: bronzePath };
+  const written = Query.read('parquet', { paths: [bronzePath] }).filter(eq(col(SNAPSHOT_DATE), snapshotDate));
+
+  return {
+    steps: [
+      {
+        kind: 'query',
+        id: 'probe-source',
+        title: `Check that ${origin} returns rows`,
+        // An empty snapshot would replace nothing (dynamic overwrite only replaces partitions it
+        // writes): say so and skip rather than report a success that left an older copy in place.
+        query: rows.select(alias(lit(1), 'one')).limit(1),
+        interpret: (r) =>
+          r.length === 0
+            ? { skip: `the source ${origin} returned no rows: nothing written for snapshot-date ${target['snapshot-date']}` }
+            : {},
+      },
+      {
+        kind: 'command',
+        id: 'write-snapshot',
+        title: `Write the ${target['snapshot-date']} snapshot of ${origin} to ${bronzePath}`,
+        // Overwrite with dynamic partition overwrite replaces only the partitions this write
+        // produces (this snapshot date), so a rerun leaves no duplicates and other dates untouched.
+        command: stamped.writeFiles(bronzePath, 'parquet', {
+          mode: 'overwrite',
+          partitionBy: [SNAPSHOT_DATE, ...target['partition-by']],
+          options: { partitionOverwriteMode: 'dynamic' },
+        }),
+      },
+      {
+        kind: 'query',
+        id: 'count-snapshot',
+        title: `Count the rows of ${SNAPSHOT_DATE}=${target['snapshot-date']} in ${bronzePath}`,
+        query: written.aggregate([], [alias(fn('count', lit(1)), 'rows')]),
+        interpret: (r) => {
+          const n = Number(r[0]?.rows ?? 0);
+          return { output: { ...output, metrics: { rowsWritten: n } }, metrics: { rowsRead: n, rowsWritten: n } };
+        },
+      },
+    ],
+  };
+}
+
+/** `db.example:5432/crm` for `jdbc:postgresql://user@db.example:5432/crm?ssl=true`; `sqlite:shop.db` for a file. */
+export function describeUrl(url: string): string {
+  const rest = url.replace(/^jdbc:/, '');
+  const m = /^([a-z0-9]+):\/\/(?:[^/@?#]*@)?([^/?#;]*)(\/[^?#;]*)?/i.exec(rest);
+  if (m) return `${m[2]}${(m[3] ?? '').replace(/\/+$/, '')}`;
+  const [protocol, ...path] = rest.split(':');
+  const file = path.join(':').split(/[?;]/)[0]!.split('/').pop();
+  return `${protocol}:${file || 'memory'}`;
+}
+
+const v1: TemplateVersion<JdbcSnapshotIngestV1> = {
+  version: 1,
+  schema: v1Schema,
+  example: 'configs/examples/jdbc-snapshot-ingest.v1.conf',
+  secretPaths: ['source.password'],
+  plan: planV1,
+};
+
+export const jdbcSnapshotIngest: JobTemplate = {
+  name: TEMPLATE,
+  layer: 'bronze',
+  summary:
+    'Snapshot one RDBMS table (or query) through JDBC into the bronze layer as metadata-stamped parquet partitioned by _snapshot_date; a rerun replaces that date only.',
+  stability: 'beta',
+  versions: [v1],
+};

@@ -1,0 +1,328 @@
+import { join } from 'node:path';
+import { toJson } from '@bufbuild/protobuf';
+import { describe, expect, it } from 'vitest';
+import { ConfigError } from '../../../src/core/errors.js';
+import { loadJob } from '../../../src/core/config/load.js';
+import { describeUrl } from '../../../src/jobs/bronze/jdbc-snapshot-ingest.js';
+import type { Step } from '../../../src/jobs/template.js';
+import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
+import { PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
+import { tempFiles } from '../../support/files.js';
+import { repoRoot } from '../../support/stack.js';
+
+const valid = `
+job    { template = "jdbc-snapshot-ingest", schema-version = 1, name = "acme-orders" }
+tenant { id = "acme", storage-root = "file:///lake/acme" }
+source {
+  table = "public.orders"
+  url = "jdbc:postgresql://db.example:5432/shop", user = "reader", password { env = "SHOP_PW" }, driver = "org.postgresql.Driver"
+}
+target { table = "orders", snapshot-date = "2026-07-05", partition-by = [] }
+`;
+
+const named = `
+job    { template = "jdbc-snapshot-ingest", schema-version = 1 }
+tenant { id = "acme", storage-root = "file:///lake/acme" }
+source { connection = "crm", table = "public.customers" }
+target { table = "customers", snapshot-date = "2026-07-05" }
+`;
+
+const platform = `
+jdbc.connections {
+  crm { url = "jdbc:postgresql://crm-db:5432/crm", user = "acme_reader", password { env = "CRM_PW" } }
+  erp { url = "jdbc:postgresql://erp-db:5432/erp" }
+}
+tenants { acme { storage-roots = ["file:///lake/acme"] } }
+`;
+
+const PASSWORD = 'pw-5f0c1e7b-never-printed';
+
+async function load(config: string, opts: { platform?: string; set?: string[]; env?: Record<string, string> } = {}) {
+  const dir = tempFiles({ 'job.conf': config, ...(opts.platform ? { 'platform.conf': opts.platform } : {}) });
+  return loadJob({
+    configFile: join(dir, 'job.conf'),
+    ...(opts.platform ? { envFile: join(dir, 'platform.conf') } : {}),
+    overrides: opts.set ?? [],
+    env: opts.env ?? {},
+    runId: 'test-run',
+  });
+}
+
+async function configIssues(config: string, opts: Parameters<typeof load>[1] = {}) {
+  const err = await load(config, opts).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ConfigError);
+  expect((err as ConfigError).exitCode).toBe(78);
+  return (err as ConfigError).issues;
+}
+
+function byPath(issues: readonly { path: string; message: string }[]) {
+  return Object.fromEntries(issues.map((i) => [i.path, i.message]));
+}
+
+function compile(step: Step, reveal: boolean) {
+  const plan =
+    step.kind === 'query'
+      ? compileRelationPlan(step.query.rel, { reveal })
+      : compileCommandPlan(step.kind === 'command' ? step.command : step.create, { reveal });
+  return JSON.stringify(toJson(PlanSchema, plan));
+}
+
+describe('jdbc-snapshot-ingest v1 config', () => {
+  it('accepts the seed shape with a password reference, and plans probe, write, count', async () => {
+    const job = await load(valid);
+    expect(job.template.name).toBe('jdbc-snapshot-ingest');
+    expect(job.version.secretPaths).toEqual(['source.password']);
+    expect(job.plan.steps.map((s) => s.id)).toEqual(['probe-source', 'write-snapshot', 'count-snapshot']);
+  });
+
+  it('accepts every example config', async () => {
+    const env = { LAKEHOUSE_LAKE_HOME: '/lake' };
+    const sqlite = await loadJob({ configFile: join(repoRoot, 'configs/examples/jdbc-snapshot-ingest.v1.conf'), env, runId: 'x' });
+    expect(sqlite.plan.steps).toHaveLength(3);
+    const pg = await loadJob({
+      configFile: join(repoRoot, 'configs/examples/jdbc-snapshot-ingest.postgres.v1.conf'),
+      envFile: join(repoRoot, 'configs/examples/jdbc-snapshot-ingest.platform.conf'),
+      env,
+      runId: 'x',
+    });
+    expect(pg.plan.steps).toHaveLength(3);
+  });
+
+  it('reports every error at once, each with its path', async () => {
+    const issues = await configIssues(`
+job    { template = "jdbc-snapshot-ingest", schema-version = 1 }
+tenant { id = "acme", storage-root = "file:///lake/acme" }
+source { tabel = "orders", url = "jdbc:h2:mem:x", fetch-size = 0, lower-bound = 1 }
+target { table = "Orders", snapshot-date = "2026-02-30", partition-by = ["region", "region", "_lake_tenant"] }
+`);
+    const p = byPath(issues);
+    expect(p['source.tabel']).toMatch(/did you mean "table"/);
+    expect(p['source.url']).toMatch(/must be a JDBC url of one of: jdbc:postgresql:/);
+    expect(p['source.fetch-size']).toBeDefined();
+    expect(p['target.table']).toMatch(/must match/);
+    expect(p['target.snapshot-date']).toBe('is not a valid calendar date');
+    expect(p['target.partition-by[1]']).toBe('"region" appears twice');
+    expect(p['target.partition-by[2]']).toMatch(/bronze metadata column/);
+    // Checks across fields run only once the fields themselves are valid (zod), so the
+    // missing-table and bound errors arrive with the next attempt; see the tests below.
+    expect(issues.length).toBeGreaterThanOrEqual(7);
+  });
+
+  it('reports the cross-field problems of source together', async () => {
+    const issues = await configIssues(`
+job    { template = "jdbc-snapshot-ingest", schema-version = 1 }
+tenant { id = "acme", storage-root = "file:///lake/acme" }
+source { lower-bound = 1, num-partitions = 4 }
+target { table = "orders", snapshot-date = "2026-07-05" }
+`);
+    expect(byPath(issues)).toEqual({
+      'source.table': 'is required (or source.query)',
+      'source.connection': 'is required: name a platform connection (jdbc.connections.<name>) or give source.url',
+      'source.lower-bound': 'needs source.partition-column (the column whose range is split)',
+      'source.num-partitions': 'needs source.partition-column (the column whose range is split)',
+    });
+  });
+
+  it('refuses a literal password (the v1 seed shape) and says how to reference it', async () => {
+    const issues = await configIssues(valid.replace('password { env = "SHOP_PW" }', `password = "${PASSWORD}"`));
+    expect(issues).toEqual([{ path: 'source.password', message: expect.stringMatching(/password \{ env = "NAME" \}.*password \{ file = /) }]);
+    expect(JSON.stringify(issues)).not.toContain(PASSWORD);
+  });
+
+  it('refuses a malformed password reference', async () => {
+    const env = await configIssues(valid.replace('password { env = "SHOP_PW" }', 'password { env = "SHOP PW" }'));
+    expect(env[0]?.path).toBe('source.password.env');
+    const file = await configIssues(valid.replace('password { env = "SHOP_PW" }', 'password { file = "secrets/pw" }'));
+    expect(file[0]).toEqual({ path: 'source.password.file', message: 'a mounted file must be an absolute path' });
+  });
+
+  it('refuses credentials and driver plug-ins inside the url', async () => {
+    for (const url of [
+      'jdbc:postgresql://db:5432/shop?password=hunter2',
+      'jdbc:postgresql://reader:hunter2@db:5432/shop',
+      'jdbc:sqlserver://db:1433;user=sa;password=hunter2',
+      'jdbc:postgresql://db/shop?socketFactory=org.example.Evil',
+      'jdbc:postgresql://db/shop?loggerFile=/etc/passwd',
+    ]) {
+      const issues = await configIssues(valid.replace('jdbc:postgresql://db.example:5432/shop', url));
+      expect(issues, url).toEqual([{ path: 'source.url', message: expect.stringMatching(/must not carry credentials/) }]);
+    }
+  });
+
+  it('refuses an unknown connection, naming the configured ones', async () => {
+    const issues = await configIssues(named.replace('"crm"', '"crmm"'), { platform });
+    expect(issues).toEqual([{ path: 'source.connection', message: 'connection "crmm" is not configured by the platform (jdbc.connections: crm, erp)' }]);
+    const none = await configIssues(named);
+    expect(none[0]?.message).toMatch(/\(jdbc.connections: none\)/);
+  });
+
+  it('refuses url, user, password and driver next to a named connection', async () => {
+    const issues = await configIssues(
+      named.replace('table = "public.customers"', 'table = "public.customers", url = "jdbc:postgresql://x/y", user = "u", password { env = "X" }, driver = "a.B"'),
+      { platform },
+    );
+    expect(issues.map((i) => i.path).sort()).toEqual(['source.driver', 'source.password', 'source.url', 'source.user']);
+    expect(issues[0]?.message).toMatch(/comes from the platform connection "crm"/);
+  });
+
+  it('refuses query together with table, where or partition-column', async () => {
+    const both = await configIssues(valid.replace('table = "public.orders"', 'table = "public.orders", query = "SELECT 1"'));
+    expect(byPath(both)).toEqual({ 'source.query': 'cannot be combined with source.table: give one of them' });
+    const where = await configIssues(valid.replace('table = "public.orders"', 'query = "SELECT * FROM orders", where = "id > 1"'));
+    expect(byPath(where)).toEqual({ 'source.where': 'filters source.table; with source.query put the condition inside the query' });
+    const partitioned = await configIssues(
+      valid.replace('table = "public.orders"', 'query = "SELECT * FROM orders", partition-column = "id", lower-bound = 1, upper-bound = 9, num-partitions = 2'),
+    );
+    expect(byPath(partitioned)['source.partition-column']).toMatch(/needs source.table/);
+  });
+
+  it('refuses incomplete or inverted partitioned-read bounds', async () => {
+    const incomplete = await configIssues(valid.replace('table = "public.orders"', 'table = "public.orders", partition-column = "id", lower-bound = 1'));
+    expect(byPath(incomplete)).toEqual({
+      'source.upper-bound': 'is required with source.partition-column',
+      'source.num-partitions': 'is required with source.partition-column',
+    });
+    const inverted = await configIssues(
+      valid.replace('table = "public.orders"', 'table = "public.orders", partition-column = "id", lower-bound = 10, upper-bound = 10, num-partitions = 2'),
+    );
+    expect(byPath(inverted)).toEqual({ 'source.upper-bound': 'must be greater than lower-bound' });
+    const mixed = await configIssues(
+      valid.replace('table = "public.orders"', 'table = "public.orders", partition-column = "id", lower-bound = 1, upper-bound = "2026-07-05", num-partitions = 2'),
+    );
+    expect(byPath(mixed)['source.upper-bound']).toMatch(/same kind/);
+    const tooMany = await configIssues(
+      valid.replace('table = "public.orders"', 'table = "public.orders", partition-column = "id", lower-bound = 1, upper-bound = 9, num-partitions = 1000'),
+    );
+    expect(byPath(tooMany)['source.num-partitions']).toMatch(/at most 256/);
+  });
+
+  it('refuses source tables that are not plain identifiers and hostile partition columns', async () => {
+    for (const table of ['orders; DROP TABLE x', '(SELECT 1) t', 'a.b.c.d', '"Orders"', 'orders--']) {
+      const issues = await configIssues(valid.replace('"public.orders"', JSON.stringify(table)));
+      expect(issues[0]?.path, table).toBe('source.table');
+    }
+    const col = await configIssues(valid.replace('partition-by = []', 'partition-by = ["a b"]'));
+    expect(col[0]?.path).toBe('target.partition-by[0]');
+  });
+
+  it('refuses a bad snapshot date, also from --set', async () => {
+    const issues = await configIssues(valid, { set: ['target.snapshot-date=05.07.2026'] });
+    // (isoDate() in core/config/validate.ts also adds "is not a valid calendar date" for a malformed value.)
+    expect(issues[0]).toEqual({ path: 'target.snapshot-date', message: 'must be a date like 2026-07-05' });
+    expect(issues.every((i) => i.path === 'target.snapshot-date')).toBe(true);
+    const job = await load(valid, { set: ['target.snapshot-date=2026-07-06'] });
+    expect(job.config.target['snapshot-date']).toBe('2026-07-06');
+  });
+
+  it('enforces the tenant policy of the platform config', async () => {
+    const issues = await configIssues(named.replace('file:///lake/acme', 'file:///lake/globex'), { platform });
+    expect(issues[0]?.path).toBe('tenant.storage-root');
+  });
+});
+
+describe('jdbc-snapshot-ingest v1 plans', () => {
+  it('reads through JDBC, stamps, and overwrites only its snapshot date, partitioned', async () => {
+    const job = await load(valid.replace('partition-by = []', 'partition-by = ["region"]'), { env: { SHOP_PW: PASSWORD } });
+    const [probe, write, count] = job.plan.steps.map((s) => compile(s, false));
+    expect(probe).toContain('"format":"jdbc"');
+    expect(probe).toContain('"dbtable":"public.orders"');
+    expect(probe).toContain('"limit":1');
+    expect(write).toContain('"path":"file:///lake/acme/bronze/orders"');
+    expect(write).toContain('"mode":"SAVE_MODE_OVERWRITE"');
+    // Without dynamic partition overwrite, mode overwrite would delete every other snapshot date.
+    expect(write).toContain('"options":{"partitionOverwriteMode":"dynamic"}');
+    expect(write).toContain('"partitioningColumns":["_snapshot_date","region"]');
+    expect(write).toContain('"name":["_lake_tenant"]');
+    expect(write).toContain('"string":"db.example:5432/shop/public.orders"');
+    expect(write).toContain('"functionName":"current_timestamp"');
+    expect(write).toContain('"date":20639'); // 2026-07-05 in days since the epoch
+    expect(count).toContain('"paths":["file:///lake/acme/bronze/orders"]');
+    expect(count).toContain('"date":20639');
+  });
+
+  it('sends where as one filter expression and query as the JDBC query option, never building SQL', async () => {
+    const hostile = "id > 1) OR (1 = 1"; // whatever it is, it stays one expression for Spark to parse
+    const where = await load(valid.replace('table = "public.orders"', `table = "public.orders", where = "${hostile}"`));
+    const json = compile(where.plan.steps[1]!, false);
+    expect(json).toContain(`"expressionString":{"expression":"${hostile}"}`);
+    expect(json).toContain('"dbtable":"public.orders"');
+    expect(json).not.toMatch(/"query":/);
+    const query = await load(valid.replace('table = "public.orders"', 'query = "SELECT id, name FROM public.orders WHERE id > 1"'));
+    const q = compile(query.plan.steps[1]!, false);
+    expect(q).toContain('"query":"SELECT id, name FROM public.orders WHERE id > 1"');
+    expect(q).not.toContain('dbtable');
+    expect(q).toContain('"string":"db.example:5432/shop/query"');
+  });
+
+  it('maps the partitioned-read options to Spark', async () => {
+    const job = await load(
+      valid.replace('table = "public.orders"', 'table = "public.orders", partition-column = "id", lower-bound = 1, upper-bound = 1000, num-partitions = 4, fetch-size = 500'),
+    );
+    const json = compile(job.plan.steps[0]!, false);
+    expect(json).toContain('"fetchsize":"500","partitionColumn":"id","lowerBound":"1","upperBound":"1000","numPartitions":"4"');
+  });
+
+  it('puts the password into the JDBC option only when executing; plan output shows [redacted]', async () => {
+    const job = await load(valid, { env: { SHOP_PW: PASSWORD } });
+    for (const step of job.plan.steps.filter((s) => s.id !== 'count-snapshot')) {
+      const shown = compile(step, false);
+      expect(shown).toContain('"password":"[redacted]"');
+      expect(shown).not.toContain(PASSWORD);
+      expect(compile(step, true)).toContain(`"password":"${PASSWORD}"`);
+    }
+    expect(JSON.stringify(job.plan)).not.toContain(PASSWORD);
+    expect(JSON.stringify(job.config)).not.toContain(PASSWORD);
+  });
+
+  it('takes url, user and password from a named connection; the source stamp names the connection', async () => {
+    const job = await load(named, { platform, env: { CRM_PW: PASSWORD } });
+    const json = compile(job.plan.steps[1]!, true);
+    expect(json).toContain('"url":"jdbc:postgresql://crm-db:5432/crm"');
+    expect(json).toContain('"user":"acme_reader"');
+    expect(json).toContain(`"password":"${PASSWORD}"`);
+    expect(json).toContain('"string":"crm/public.customers"');
+  });
+
+  it('resolves secrets only when executing: validate and plan need none; a missing one is a config error then', async () => {
+    const job = await load(valid); // SHOP_PW is not set, and loading succeeds
+    expect(compile(job.plan.steps[0]!, false)).toContain('[redacted]');
+    let err: unknown;
+    try {
+      compile(job.plan.steps[0]!, true);
+    } catch (e) {
+      err = e;
+    }
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues).toEqual([{ path: 'source.password', message: 'environment variable SHOP_PW is not set' }]);
+    const fromPlatform = await load(named, { platform });
+    expect(() => compile(fromPlatform.plan.steps[0]!, true)).toThrow(/\(platform\) jdbc.connections.crm.password: environment variable CRM_PW is not set/);
+  });
+
+  it('reads the password from a mounted file', async () => {
+    const dir = tempFiles({ pw: `${PASSWORD}\n` });
+    const job = await load(valid.replace('password { env = "SHOP_PW" }', `password { file = "${join(dir, 'pw')}" }`));
+    expect(compile(job.plan.steps[0]!, true)).toContain(`"password":"${PASSWORD}"`);
+  });
+
+  it('reports rows written and the bronze location, and skips an empty source', async () => {
+    const job = await load(valid);
+    const [probe, , count] = job.plan.steps;
+    if (probe?.kind !== 'query' || count?.kind !== 'query') throw new Error('expected query steps');
+    expect(probe.interpret([])).toEqual({ skip: expect.stringMatching(/returned no rows: nothing written for snapshot-date 2026-07-05/) });
+    expect(probe.interpret([{ one: 1 }])).toEqual({});
+    expect(count.interpret([{ rows: 42n }])).toEqual({
+      output: { table: 'acme_bronze.orders', format: 'parquet', location: 'file:///lake/acme/bronze/orders', metrics: { rowsWritten: 42 } },
+      metrics: { rowsRead: 42, rowsWritten: 42 },
+    });
+  });
+
+  it('describes a url without credentials', () => {
+    expect(describeUrl('jdbc:postgresql://db.example:5432/shop?ssl=true')).toBe('db.example:5432/shop');
+    expect(describeUrl('jdbc:postgresql://reader@db/shop')).toBe('db/shop');
+    expect(describeUrl('jdbc:sqlite:/lake/sources/shop.db')).toBe('sqlite:shop.db');
+    expect(describeUrl('jdbc:sqlserver://db:1433;databaseName=x')).toBe('db:1433');
+  });
+});

@@ -140,6 +140,7 @@ async function execute(
   spark.sessionId = client.sessionId;
   spark.serverVersion = await client.analyze.sparkVersion();
   logger.info({ remote: spark.remote, sessionId: client.sessionId, serverVersion: spark.serverVersion }, 'connected to Spark Connect');
+  await client.config.set(commitMetadata(loaded, runId, req.logicalDate));
   const report = await executePlan(loaded.plan, {
     session: client,
     logger,
@@ -148,6 +149,22 @@ async function execute(
     onOperation: (id) => spark.operationIds.push(id),
   });
   return { state: report.skipped ? 'skipped' : 'succeeded', report };
+}
+
+/**
+ * Session settings that stamp every commit of this run with the orchestrator's run: Iceberg copies
+ * `spark.sql.iceberg.snapshot-property.*` into each snapshot summary, Delta puts
+ * `commitInfo.userMetadata` into each commit. A table's history then leads back to the Airflow run.
+ */
+export function commitMetadata(loaded: LoadedJob, runId: string, logicalDate: string | undefined): Record<string, string> {
+  const job = `${loaded.template.name}/v${loaded.version.version}${loaded.config.job?.name ? `/${loaded.config.job.name}` : ''}`;
+  const iceberg = 'spark.sql.iceberg.snapshot-property.lakehouse-jobs.';
+  return {
+    [`${iceberg}run-id`]: runId,
+    [`${iceberg}job`]: job,
+    ...(logicalDate ? { [`${iceberg}logical-date`]: logicalDate } : {}),
+    'spark.databricks.delta.commitInfo.userMetadata': JSON.stringify({ 'lakehouse-jobs': { runId, job, ...(logicalDate ? { logicalDate } : {}) } }),
+  };
 }
 
 /** The plans exactly as they would be sent (secrets redacted), one entry per step. */

@@ -52,6 +52,18 @@ export function readDeltaWithDeltaRs(path: string): Record<string, unknown>[] {
     .map((l) => JSON.parse(l) as Record<string, unknown>);
 }
 
+/** The current snapshot's summary of an Iceberg table, read by PyIceberg. */
+export function icebergSnapshotSummary(namespace: string, table: string): Record<string, string> {
+  const out = execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support/read_iceberg.py'), lakeHome(), namespace, table, 'summary']);
+  return JSON.parse(out.toString()) as Record<string, string>;
+}
+
+/** The latest commit info of a Delta table, read by delta-rs. */
+export function deltaLastCommit(path: string): Record<string, unknown> {
+  const out = execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support/read_delta.py'), path.replace(/^file:\/\//, ''), 'history']);
+  return JSON.parse(out.toString()) as Record<string, unknown>;
+}
+
 export interface CliResult {
   code: number | null;
   stdout: string;

@@ -212,7 +212,9 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   const { keys, sequence } = spec;
   const keyAndSeq = [...keys, ...sequence];
 
-  let events = Query.read('parquet', { paths: [bronzePath] });
+  // mergeSchema: bronze partitions written before and after a source schema change must all show
+  // their columns; without it Spark takes one file's schema and new columns silently vanish.
+  let events = Query.read('parquet', { paths: [bronzePath], options: { mergeSchema: 'true' } });
   if (spec.where) events = events.filter(sqlExpr(spec.where));
   const payload = events.drop(...BRONZE_METADATA_COLUMNS);
 

@@ -5,7 +5,7 @@ import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, readIcebergWithPyIceberg, remote, runCli } from '../../support/stack.js';
+import { connect, freshTenant, icebergSnapshotSummary, readIcebergWithPyIceberg, remote, runCli } from '../../support/stack.js';
 
 /**
  * The example job end to end through the real CLI on the real local Spark Connect server: bronze
@@ -56,6 +56,7 @@ async function run(day: string) {
     '--remote', remote(),
     '--set', `source.where="_snapshot_date = '${day}'"`,
     '--run-id', `it__${day}`,
+    '--logical-date', day,
     '--status-file', statusFile,
   ]);
   const status = JSON.parse(readFileSync(statusFile, 'utf8'));
@@ -112,6 +113,13 @@ describe('cdc-silver-merge v1 on the real stack', () => {
       }),
     ]);
     expect(status.spark.operationIds.length).toBeGreaterThan(3);
+    // The Iceberg snapshot leads back to the orchestrator's run.
+    expect(icebergSnapshotSummary(`${tenant.id}_silver`, 'orders')).toMatchObject({
+      snapshot_id: status.outputs[0].snapshotId,
+      'lakehouse-jobs.run-id': 'it__2026-07-05',
+      'lakehouse-jobs.logical-date': '2026-07-05',
+      'lakehouse-jobs.job': 'cdc-silver-merge/v1/it-orders',
+    });
     // Read back by a second engine: latest per key, 3 deleted, a NULL op is an upsert.
     expect(silver()).toEqual([
       { id: 1, name: 'one*', amount: '1.20' },

@@ -1,0 +1,28 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { repoRoot } from './stack.js';
+
+/** The throw-away PostgreSQL of scripts/postgres (started, or reused when running), for JDBC tests. */
+export interface Postgres {
+  /** jdbc:postgresql://127.0.0.1:<port>/<db> */
+  readonly url: string;
+  readonly user: string;
+  /** The test role's password: hand it to the CLI by reference (an environment variable), never inline. */
+  readonly password: string;
+  /** Run SQL as the test role; returns psql's unaligned, tuples-only output. */
+  psql(sql: string): string;
+}
+
+const script = join(repoRoot, 'scripts/postgres');
+const run = (...args: string[]) => execFileSync('bash', [script, ...args], { encoding: 'utf8', stdio: ['pipe', 'pipe', 'inherit'] }).trim();
+
+export function startPostgres(): Postgres {
+  const url = run('start').split('\n').pop()!;
+  return {
+    url,
+    user: run('user'),
+    password: run('password'),
+    psql: (sql) =>
+      execFileSync('bash', [script, 'psql', '-tA', '-q', '-v', 'ON_ERROR_STOP=1', '-f', '-'], { input: sql, encoding: 'utf8' }).trim(),
+  };
+}

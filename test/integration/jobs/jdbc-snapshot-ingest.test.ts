@@ -124,9 +124,7 @@ function expectNoPassword(...texts: string[]) {
 beforeAll(() => {
   pg = startPostgres();
   pg.psql(SETUP(schema));
-  dir = tempFiles({});
-  // platform.conf is written once the database's url and user are known.
-  execFileSync('bash', ['-c', 'cat > "$1"', '_', join(dir, 'platform.conf')], { input: platform() });
+  dir = tempFiles({ 'platform.conf': platform() });
 });
 
 describe('jdbc-snapshot-ingest v1 from PostgreSQL', () => {

@@ -63,11 +63,9 @@ function byPath(issues: readonly { path: string; message: string }[]) {
 }
 
 function compile(step: Step, reveal: boolean) {
-  const plan =
-    step.kind === 'query'
-      ? compileRelationPlan(step.query.rel, { reveal })
-      : compileCommandPlan(step.kind === 'command' ? step.command : step.create, { reveal });
-  return JSON.stringify(toJson(PlanSchema, plan));
+  if (step.kind === 'query') return JSON.stringify(toJson(PlanSchema, compileRelationPlan(step.query.rel, { reveal })));
+  if (step.kind === 'command') return JSON.stringify(toJson(PlanSchema, compileCommandPlan(step.command, { reveal })));
+  throw new Error(`unexpected step kind ${step.kind}`);
 }
 
 describe('jdbc-snapshot-ingest v1 config', () => {

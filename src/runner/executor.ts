@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Table } from 'apache-arrow';
 import type { Logger } from 'pino';
 import type { Plan } from '../spark/proto/gen/spark/connect/base_pb.js';
-import { CancelledError, LakehouseError } from '../core/errors.js';
+import { CancelledError } from '../core/errors.js';
+import { errorClassOf } from '../spark/errors.js';
 import { displayTable, tableParts } from '../core/naming.js';
 import { compileCommandPlan, compileRelationPlan } from '../spark/plan/compile.js';
 import { Query } from '../spark/plan/query.js';
@@ -141,10 +142,6 @@ function mergeOutput(outputs: OutputReport[], next: OutputReport): void {
     return;
   }
   Object.assign(existing, { ...next, metrics: { ...existing.metrics, ...next.metrics } });
-}
-
-function errorClassOf(e: unknown): string | undefined {
-  return e instanceof LakehouseError ? ((e as unknown as { errorClass?: string }).errorClass ?? undefined) : undefined;
 }
 
 function throwIfAborted(signal: AbortSignal): void {

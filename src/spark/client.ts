@@ -18,6 +18,7 @@ import {
   isRetryableGrpcError,
   withErrorDetails,
   type SparkFailure,
+  errorClassOf,
 } from './errors.js';
 import { Execution, ResultStream, type ExecuteOptions, type ExecuteSummary } from './execution.js';
 import {
@@ -308,7 +309,8 @@ export class SparkConnectClient {
       ? { operationId, release: { case: 'releaseUntil', value: { responseId: until } } }
       : { operationId, release: { case: 'releaseAll', value: {} } };
     this.unary(method.releaseExecute, init, { deadlineMs: QUICK_DEADLINE_MS }).catch((e: unknown) =>
-      this.logger.warn(
+      // After the session is released the server has dropped the operation anyway: not worth a warning.
+      this.logger[errorClassOf(e)?.startsWith('INVALID_HANDLE.SESSION') ? 'debug' : 'warn'](
         { event: 'spark.release_failed', operationId, releaseUntil: until, err: e instanceof Error ? e.message : String(e) },
         'ReleaseExecute failed',
       ),

@@ -61,6 +61,18 @@ export interface ErrorRule {
 export const errorRules: readonly ErrorRule[] = [
   { code: 'SPARK_AUTH', outcome: 'permission', grpc: ['UNAUTHENTICATED', 'PERMISSION_DENIED'] },
   { code: 'SPARK_AUTH', outcome: 'permission', errorClass: ['INSUFFICIENT_PERMISSIONS'] },
+  // A JDBC source refused our credentials (PostgreSQL, MySQL/MariaDB, SQL Server, Oracle).
+  {
+    code: 'SOURCE_AUTH',
+    outcome: 'permission',
+    exception: /password authentication failed|Access denied for user|Login failed for user|ORA-01017|invalid username\/password/i,
+  },
+  // A JDBC source that cannot be reached (the server connects to it, we only see its error).
+  {
+    code: 'SOURCE_UNAVAILABLE',
+    outcome: 'unavailable',
+    exception: /\bjava\.net\.(?:ConnectException|UnknownHostException|NoRouteToHostException)\b|Connection to [^ ]+ refused|Communications link failure/,
+  },
   {
     code: 'SPARK_SESSION_LOST',
     outcome: 'transient',

@@ -1,0 +1,49 @@
+/**
+ * Ours for "collect 1M rows × 10 columns": `client.execute(plan)` → one apache-arrow Table, as a job
+ * would call it. One JSON line on stdout. The channel and session are set up with one AnalyzePlan
+ * before the clock starts (as peer_collect.py does with spark.version); the checksum (sum of `a`) is
+ * computed after it stops.
+ *
+ *   node .cache/bench/build/bench/collect.js REMOTE SQL
+ */
+import { SparkConnectClient } from '../src/spark/client.js';
+import { parseConnectionString } from '../src/spark/connection.js';
+import { compileRelationPlan } from '../src/spark/plan/compile.js';
+import { Query } from '../src/spark/plan/query.js';
+
+const [remote, sql] = process.argv.slice(2);
+if (!remote || !sql) throw new Error('usage: collect.js REMOTE SQL');
+const spec = parseConnectionString(remote);
+if (spec.kind !== 'remote') throw new Error(`${remote} is not an sc:// remote`);
+
+const client = SparkConnectClient.connect(spec, { userAgent: 'lakehouse-jobs-bench' });
+try {
+  await client.analyze.sparkVersion();
+  const plan = compileRelationPlan(Query.sql(sql).rel, { reveal: true });
+  const cpu0 = process.cpuUsage();
+  const t0 = performance.now();
+  const result = await client.execute(plan);
+  const ms = performance.now() - t0;
+  const cpu = process.cpuUsage(cpu0);
+  const table = result.table;
+  if (!table) throw new Error('the query returned no Arrow data');
+  let sumA = 0n;
+  const a = table.getChild('a');
+  if (a) for (const v of a.toArray() as BigInt64Array) sumA += v;
+  process.stdout.write(
+    JSON.stringify({
+      rows: table.numRows,
+      rowCount: result.rowCount,
+      cols: table.numCols,
+      batches: table.batches.length,
+      sumA: sumA.toString(),
+      ms,
+      /** CPU time of this process (all threads) during the collect. */
+      cpuMs: (cpu.user + cpu.system) / 1000,
+      rowsPerSec: table.numRows / (ms / 1000),
+      maxRssKb: process.resourceUsage().maxRSS,
+    }) + '\n',
+  );
+} finally {
+  client.close();
+}

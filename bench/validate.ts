@@ -1,0 +1,41 @@
+/**
+ * Ours for "validate 1,000 configs": the loader `lakehouse-jobs validate` runs (loadJob: hardened
+ * HOCON parse, zod schema, tenant rules, plan building) on every *.conf of a folder, in one process,
+ * so the number is validation and not 1,000 process starts. One JSON line on stdout.
+ *
+ *   node .cache/bench/build/bench/validate.js DIR
+ */
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { loadJob } from '../src/core/config/load.js';
+import { ConfigError } from '../src/core/errors.js';
+
+const dir = process.argv[2];
+if (!dir) throw new Error('usage: validate.js DIR');
+const files = readdirSync(dir)
+  .filter((f) => f.endsWith('.conf'))
+  .sort();
+// Any absolute path: it is substituted into tenant.storage-root, never touched.
+const env = { LAKEHOUSE_LAKE_HOME: process.env.LAKEHOUSE_LAKE_HOME ?? '/bench/lake' };
+
+const invalidFiles: string[] = [];
+const t0 = performance.now();
+for (const f of files) {
+  try {
+    await loadJob({ configFile: join(dir, f), env, runId: 'bench', overrides: [] });
+  } catch (e) {
+    if (!(e instanceof ConfigError)) throw e;
+    invalidFiles.push(f);
+  }
+}
+const ms = performance.now() - t0;
+process.stdout.write(
+  JSON.stringify({
+    files: files.length,
+    valid: files.length - invalidFiles.length,
+    invalid: invalidFiles.length,
+    invalidFiles,
+    ms,
+    maxRssKb: process.resourceUsage().maxRSS,
+  }) + '\n',
+);

@@ -26,9 +26,28 @@ export const storageUri = () =>
     )
     .refine((v) => !v.split('/').includes('..'), 'must not contain ".." segments');
 
+/**
+ * What a config expression may not contain. An expression sees the row it is given: a subquery could
+ * read any table the server can (another tenant's), and reflection runs arbitrary Java on the server.
+ * Checked on the whole text, string literals included: a false alarm on a literal 'select' is a
+ * clear config error, while parsing literals the way Spark does (escapes, raw strings) is a place
+ * for a bypass to hide.
+ */
+const FORBIDDEN_IN_EXPRESSIONS: readonly [RegExp, string][] = [
+  [/\bselect\b/i, 'subqueries (SELECT) are not allowed: an expression may only use the columns of its row'],
+  [/\b(?:reflect|java_method|try_reflect)\s*\(/i, 'reflection functions (reflect, java_method) are not allowed'],
+];
+
 /** A Spark SQL expression from config (sent as one expression, never spliced into a statement). */
 export const expression = (what: string) =>
-  z.string().trim().min(1, `${what} must not be empty`).max(10_000, `${what} is too long`);
+  z
+    .string()
+    .trim()
+    .min(1, `${what} must not be empty`)
+    .max(10_000, `${what} is too long`)
+    .superRefine((sql, ctx) => {
+      for (const [pattern, message] of FORBIDDEN_IN_EXPRESSIONS) if (pattern.test(sql)) ctx.addIssue({ code: 'custom', message });
+    });
 
 /** An ISO calendar date, as `--set target.snapshot-date={{ ds }}` gives it. */
 export const isoDate = () =>

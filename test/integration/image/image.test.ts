@@ -54,11 +54,12 @@ source { table = "orders_cdc" }
 cdc    { sequence-by = "ts", primry-key = ["id"] }
 target { table = "orders", catalog = "lake" }
 `,
-  // source.where is evaluated by Spark: a scalar subquery over a huge range keeps the first step busy.
+  // source.where is evaluated by Spark for each row: hashing a long string for each of 2M rows keeps
+  // the job busy for minutes (config expressions may not use subqueries).
   'slow.conf': `
 job    { template = "cdc-silver-merge", schema-version = 1 }
 tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
-source { table = "events", where = "(SELECT count(*) FROM range(0, 100000000000)) > 0" }
+source { table = "events", where = "sha2(repeat(CAST(id AS STRING), 20000), 512) <> ''" }
 cdc    { primary-key = ["id"], sequence-by = "ts" }
 target { table = "events", catalog = "lake" }
 `,
@@ -110,7 +111,7 @@ beforeAll(async () => {
   await client.execute(
     compileCommandPlan(Query.sql(BRONZE).writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'overwrite', partitionBy: ['_snapshot_date'] }), { reveal: true }),
   );
-  const events = Query.sql(`SELECT 1 AS id, TIMESTAMP'2026-07-05 00:00:00' AS ts, 'x' AS v`).writeFiles(`${tenant.root}/bronze/events`, 'parquet', { mode: 'overwrite' });
+  const events = Query.sql(`SELECT id, TIMESTAMP'2026-07-05 00:00:00' AS ts, 'x' AS v FROM range(2000000)`).writeFiles(`${tenant.root}/bronze/events`, 'parquet', { mode: 'overwrite' });
   await client.execute(compileCommandPlan(events, { reveal: true }));
 }, 1_500_000);
 
@@ -203,8 +204,9 @@ describe('container image', () => {
     const status = readJson(join(dir, 'status-stop.json'));
     expect(status).toMatchObject({ status: 'cancelled', exitCode: 143, error: { code: 'CANCELLED', retryable: true }, runId: 'it_image_stop' });
     // The server's answer to Interrupt: exactly the operation the run had in flight.
-    expect(status.spark.operationIds).toHaveLength(1);
-    expect(status.spark.interruptedOperationIds).toEqual(status.spark.operationIds);
+    // The server confirms it interrupted exactly the operation the run had in flight (the last one).
+    expect(status.spark.operationIds.length).toBeGreaterThanOrEqual(1);
+    expect(status.spark.interruptedOperationIds).toEqual([status.spark.operationIds.at(-1)]);
     expect(JSON.parse(readFileSync(join(term, 'message'), 'utf8'))).toMatchObject({ status: 'cancelled', exitCode: 143 });
     // The interrupted operation no longer holds the server.
     const q0 = Date.now();

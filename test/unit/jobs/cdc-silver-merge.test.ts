@@ -203,3 +203,13 @@ describe('cdc-silver-merge v2 config', () => {
     expect(ret[0]?.path).toBe('cdc.tombstone-retention-days');
   });
 });
+
+describe('config expressions', () => {
+  it('refuse subqueries and reflection: an expression sees only its row', async () => {
+    const sub = await configIssues(valid.replace(`where = "_snapshot_date = '2026-07-05'"`, `where = "id IN (SELECT id FROM lake.globex_silver.orders)"`));
+    expect(sub).toEqual([{ path: 'source.where', message: 'subqueries (SELECT) are not allowed: an expression may only use the columns of its row' }]);
+    const refl = await configIssues(valid.replace(`where = "_snapshot_date = '2026-07-05'"`, `where = "java_method('java.lang.System', 'exit', 1) IS NULL"`));
+    expect(refl[0]?.path).toBe('source.where');
+    expect(refl[0]?.message).toMatch(/reflection/);
+  });
+});

@@ -1,0 +1,242 @@
+"""Driver of bench/merge (run by it, in the scripts/py-tools venv): data setup, interleaved rounds of
+A (our CLI), B1 (pyspark-client, same requests) and B2 (pyspark-client, bare MERGE), restore of the
+silver and tombstone tables to their pre-merge snapshots between runs (not timed), verification of
+the result after every run (not timed), medians and ratios.
+
+Everything lives under --workdir (bronze parquet, silver and tombstone tables, configs, logs); the
+Iceberg tables are lake.<tenant>_silver.items and lake.<tenant>_silver.items__cdc_tombstones.
+"""
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+
+from pyspark.sql import SparkSession
+from pyspark.sql import functions as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def log(msg: str) -> None:
+    print(f"bench/merge: {msg}", file=sys.stderr, flush=True)
+
+
+def session(remote: str) -> SparkSession:
+    # A new server-side session each time: a fresh Iceberg catalog cache, so what we read or restore
+    # is the table as the contender left it.
+    return SparkSession.builder.remote(remote).create()
+
+
+def bronze(spark: SparkSession, path: str, parts: list[tuple[int, int, str, str]], ingest: str) -> None:
+    """parts: (first id, count, op, version tag). One event per key; ts grows with the version."""
+    dfs = []
+    for first, count, op, tag in parts:
+        base = 1767225600 if tag == "v1" else 1769904000  # 2026-01-01 / 2026-02-01
+        df = spark.range(first, first + count).select(
+            F.col("id"),
+            F.concat(F.lit("item-"), F.col("id").cast("string"), F.lit("-" + tag)).alias("name"),
+            (F.col("id") * F.lit(0.01 if tag == "v1" else 0.011)).alias("amount"),
+            ((F.col("id") % 100) + (0 if tag == "v1" else 1)).cast("int").alias("qty"),
+            F.lit({"c": "new", "u": "updated", "d": "deleted"}[op]).alias("status"),
+            F.timestamp_seconds(F.lit(base) + F.col("id") % 86400).alias("ts"),
+            F.lit(op).alias("op"),
+            F.lit("bench").alias("_lake_tenant"),
+            F.lit("events").alias("_lake_source"),
+            F.lit(ingest).cast("timestamp").alias("_lake_ingested_at"),
+            F.lit(ingest[:10]).alias("_snapshot_date"),
+        )
+        dfs.append(df)
+    out = dfs[0]
+    for d in dfs[1:]:
+        out = out.unionByName(d)
+    # Round-robin into 4 files: arrival order, keys of all kinds mixed in every file.
+    out.repartition(4).write.mode("overwrite").parquet(path)
+
+
+def current_snapshot(spark: SparkSession, table: str) -> int:
+    return spark.sql(f"SELECT snapshot_id FROM {table}.refs WHERE name = 'main'").collect()[0][0]
+
+
+def checksum(spark: SparkSession, table: str, tombs: str) -> dict:
+    r = spark.sql(
+        f"SELECT count(*) AS n, sum(cast(xxhash64(id, name, amount, qty, status, ts) AS decimal(38,0))) AS h FROM {table}"
+    ).collect()[0]
+    t = spark.sql(f"SELECT count(*) AS n, sum(cast(xxhash64(id, ts) AS decimal(38,0))) AS h FROM {tombs}").collect()[0]
+    return {"rows": r["n"], "checksum": str(r["h"]), "tombstones": t["n"], "tombstoneChecksum": str(t["h"])}
+
+
+def restore(remote: str, table: str, tombs: str, s0: int, t0: int) -> None:
+    spark = session(remote)
+    for t, s in ((table, s0), (tombs, t0)):
+        ns_t = t.split(".", 1)[1]
+        if current_snapshot(spark, t) != s:
+            spark.sql(f"CALL lake.system.set_current_snapshot(table => '{ns_t}', snapshot_id => {s})").collect()
+        spark.sql(f"REFRESH TABLE {t}")
+        assert current_snapshot(spark, t) == s, f"{t} not restored"
+    spark.stop()
+
+
+def run(cmd: list[str], log_path: str) -> tuple[float, str, str]:
+    t = time.perf_counter()
+    p = subprocess.run(cmd, capture_output=True, text=True)
+    wall = time.perf_counter() - t
+    with open(log_path, "w") as f:
+        f.write(p.stdout + "\n--- stderr ---\n" + p.stderr)
+    if p.returncode != 0:
+        raise SystemExit(f"{cmd[:3]} failed ({p.returncode}); see {log_path}\n{p.stderr[-3000:]}")
+    return wall, p.stdout, p.stderr
+
+
+def our_steps(stderr: str) -> dict:
+    steps = {}
+    for line in stderr.splitlines():
+        try:
+            o = json.loads(line)
+        except ValueError:
+            continue
+        if isinstance(o, dict) and "durationMs" in o and "step" in o:
+            steps[o["step"]] = o["durationMs"]
+    return steps
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--remote", required=True)
+    ap.add_argument("--workdir", required=True)
+    ap.add_argument("--cli", required=True, help="path of dist/cli.js")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=1)
+    ap.add_argument("--rows", type=int, default=1_000_000, help="silver rows = events in the batch")
+    ap.add_argument("--tenant", default="mergebench")
+    a = ap.parse_args()
+
+    wd = os.path.abspath(a.workdir)
+    root = f"file://{wd}/root"
+    ns = f"{a.tenant}_silver"
+    table, tombs = f"lake.{ns}.items", f"lake.{ns}.items__cdc_tombstones"
+    n = a.rows
+    os.makedirs(f"{wd}/logs", exist_ok=True)
+
+    def write_configs() -> None:
+        with open(f"{wd}/platform.conf", "w") as f:
+            f.write(
+                f'spark {{ remote = "{a.remote}" }}\n'
+                "catalogs { lake { format = iceberg, default = true } }\n"
+                f'tenants {{ {a.tenant} {{ storage-roots = ["{root}"] }} }}\n'
+            )
+        for name, src in (("job-init", "events_init"), ("job", "events")):
+            with open(f"{wd}/{name}.conf", "w") as f:
+                f.write(
+                    f'job    {{ template = "cdc-silver-merge", schema-version = 1, name = "bench-merge" }}\n'
+                    f'tenant {{ id = "{a.tenant}", storage-root = "{root}" }}\n'
+                    f'source {{ table = "{src}" }}\n'
+                    'cdc    { primary-key = ["id"], sequence-by = "ts", op-column = "op", delete-values = ["d"] }\n'
+                    'target { table = "items", catalog = "lake" }\n'
+                )
+
+    ours = lambda conf, status: [  # noqa: E731
+        "node", a.cli, "--job", "cdc-silver-merge", "--config", f"{wd}/{conf}.conf", "--env", f"{wd}/platform.conf",
+        "--remote", a.remote, "--status-file", status,
+    ]
+    peer = lambda mode: [  # noqa: E731
+        sys.executable, os.path.join(HERE, "merge_peer.py"), mode, "--remote", a.remote, "--bronze", f"{root}/bronze/events", "--table", table,
+    ]
+
+    # --- setup (not measured) --------------------------------------------------------------------
+    t_setup = time.perf_counter()
+    spark = session(a.remote)
+    server_version = spark.version
+    try:
+        for t in (table, tombs):
+            spark.sql(f"DROP TABLE IF EXISTS {t}")
+    except Exception as e:  # a leftover whose files are gone (an interrupted earlier run)
+        a.tenant = f"{a.tenant}{os.getpid()}"
+        log(f"cannot drop the old tables ({type(e).__name__}); using tenant {a.tenant}")
+        ns = f"{a.tenant}_silver"
+        table, tombs = f"lake.{ns}.items", f"lake.{ns}.items__cdc_tombstones"
+    write_configs()
+    hot, new, dele = n // 2, n * 4 // 10, n // 10
+    old_tombs = max(n // 100, 1)
+    log(f"bronze: initial batch of {n} inserts + {old_tombs} deletes of never-seen keys")
+    bronze(spark, f"{wd}/root/bronze/events_init", [(0, n, "c", "v1"), (2 * n, old_tombs, "d", "v1")], "2026-01-31 23:00:00")
+    log(f"bronze: measured batch of {hot} updates, {new} inserts, {dele} deletes")
+    bronze(spark, f"{wd}/root/bronze/events", [(0, hot, "u", "v2"), (n, new, "c", "v2"), (hot, dele, "d", "v2")], "2026-02-28 23:00:00")
+    spark.stop()
+    log("silver: our job on the initial batch (creates the table, tombstones, and the first snapshot)")
+    run(ours("job-init", f"{wd}/status-init.json"), f"{wd}/logs/init.log")
+    spark = session(a.remote)
+    s0, t0 = current_snapshot(spark, table), current_snapshot(spark, tombs)
+    base = checksum(spark, table, tombs)
+    files = spark.sql(f"SELECT count(*) FROM {table}.files").collect()[0][0]
+    spark.stop()
+    log(f"silver base: {base} in {files} files; snapshots {s0} / {t0}; setup {time.perf_counter() - t_setup:.0f} s")
+    assert base["rows"] == n
+
+    contenders = {"A": lambda i: ours("job", f"{wd}/status-{i}.json"), "B1": lambda i: peer("b1"), "B2": lambda i: peer("b2")}
+    order = list(contenders)
+    samples: dict[str, list[float]] = {k: [] for k in order}
+    a_steps: list[dict] = []
+    b1_steps: list[dict] = []
+    results: dict[str, set] = {k: set() for k in order}
+    total_rounds = a.warmup + a.rounds
+    for r in range(total_rounds):
+        warm = r < a.warmup
+        rot = order[r % len(order):] + order[: r % len(order)]  # rotate who goes first
+        for k in rot:
+            restore(a.remote, table, tombs, s0, t0)
+            wall, out, err = run(contenders[k](r), f"{wd}/logs/{k}-{r}.log")
+            spark = session(a.remote)
+            c = checksum(spark, table, tombs)
+            spark.stop()
+            # B2 writes no tombstones: compare silver only for it.
+            results[k].add(json.dumps(c if k != "B2" else {"rows": c["rows"], "checksum": c["checksum"]}, sort_keys=True))
+            log(f"round {r}{' (warm-up)' if warm else ''} {k}: {wall:.2f} s  silver {c['rows']} rows, tombstones {c['tombstones']}")
+            if warm:
+                continue
+            samples[k].append(wall)
+            if k == "A":
+                a_steps.append(our_steps(err))
+            elif k == "B1":
+                b1_steps.append(json.loads(out.strip().splitlines()[-1])["steps"])
+    spark = session(a.remote)
+    for t in (table, tombs):  # the work dir goes away: no catalog entry may outlive it
+        spark.sql(f"DROP TABLE IF EXISTS {t}")
+    spark.stop()
+
+    med = {k: statistics.median(v) for k, v in samples.items()}
+    silver_of = lambda k: {x for x in (json.loads(s) for s in results[k])}  # noqa: E731
+    same_ab1 = results["A"] == results["B1"] and len(results["A"]) == 1
+    same_silver = len({(json.loads(s)["rows"], json.loads(s)["checksum"]) for k in order for s in results[k]}) == 1
+    step_ids = list(a_steps[0]) if a_steps else []
+    out = {
+        "date": time.strftime("%Y-%m-%d %H:%M %Z"),
+        "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
+        "sparkServer": server_version,
+        "rows": n,
+        "batch": {"updates": hot, "inserts": new, "deletes": dele, "oldTombstones": old_tombs},
+        "silverFiles": files,
+        "rounds": a.rounds,
+        "warmup": a.warmup,
+        "samples": samples,
+        "median": med,
+        "ratio": {"A/B1": med["A"] / med["B1"], "A/B2": med["A"] / med["B2"]},
+        "base": base,
+        "results": {k: [json.loads(s) for s in v] for k, v in results.items()},
+        "identicalA_B1": same_ab1,
+        "identicalSilverAll": same_silver,
+        "stepsA": {s: statistics.median([d.get(s, 0) for d in a_steps]) for s in step_ids},
+        "stepsB1": {s: statistics.median([d.get(s, 0) for d in b1_steps]) for s in (b1_steps[0] if b1_steps else {})},
+    }
+    with open(f"{wd}/merge-results.json", "w") as f:
+        json.dump(out, f, indent=2)
+    print(json.dumps(out, indent=2))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -206,6 +206,7 @@ def main() -> int:
     spark = session(a.remote)
     for t in (table, tombs):  # the work dir goes away: no catalog entry may outlive it
         spark.sql(f"DROP TABLE IF EXISTS {t}")
+    spark.sql(f"DROP NAMESPACE IF EXISTS lake.{ns}")
     spark.stop()
 
     med = {k: statistics.median(v) for k, v in samples.items()}

@@ -7,7 +7,6 @@ import {
   alias,
   and,
   col,
-  countDistinct,
   desc,
   eq,
   eqNullSafe,
@@ -243,47 +242,26 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   const steps: Step[] = [
     {
       kind: 'query',
-      id: 'reject-null-keys',
-      title: 'Reject events with a NULL key or sequence value',
-      query: events.filter(or(...keyAndSeq.map((c) => isNull(col(c))))).select(...keyAndSeq).limit(5),
-      interpret: (rows) =>
-        rows.length === 0
-          ? {}
-          : {
-              fail: new DataError(
-                `${rows.length === 5 ? 'at least 5' : rows.length} CDC event(s) have a NULL in cdc.primary-key or cdc.sequence-by, e.g. ${json(rows[0])}`,
-                { code: 'CDC_NULL_KEY' },
-              ),
-            },
-    },
-    {
-      kind: 'query',
-      id: 'count-events',
-      title: `Count the CDC events in ${bronzePath}`,
-      query: events.aggregate([], [alias(fn('count', lit(1)), 'events')]),
+      id: 'check-batch',
+      title: `Check the CDC batch in ${bronzePath}: events, NULL keys or sequences, ambiguous ties`,
+      query: batchChecks(payload, keyAndSeq),
       interpret: (rows) => {
-        const n = Number(rows[0]?.events ?? 0);
-        return n === 0 ? { skip: `no CDC events in ${spec.sourceTable}${spec.where ? ' matching source.where' : ''}` } : { metrics: { rowsRead: n } };
+        const r = rows[0] ?? {};
+        const events = Number(r.events ?? 0);
+        if (events === 0) return { skip: `no CDC events in ${spec.sourceTable}${spec.where ? ' matching source.where' : ''}` };
+        if (Number(r.null_groups ?? 0) > 0)
+          return {
+            fail: new DataError(`CDC events have a NULL in cdc.primary-key or cdc.sequence-by, e.g. ${String(r.null_example)}`, { code: 'CDC_NULL_KEY' }),
+          };
+        if (Number(r.ties ?? 0) > 0)
+          return {
+            fail: new DataError(
+              `${Number(r.ties)} key(s) have different CDC events at the same sequence (which is latest cannot be told), e.g. ${String(r.tie_example)}`,
+              { code: 'CDC_AMBIGUOUS_SEQUENCE' },
+            ),
+          };
+        return { metrics: { rowsRead: events } };
       },
-    },
-    {
-      kind: 'query',
-      id: 'reject-ambiguous-ties',
-      title: 'Reject keys with different events at the same sequence',
-      query: payload
-        .aggregate(keyAndSeq.map((c) => col(c)), [alias(countDistinct(fn('to_json', fn('struct', star()))), 'variants')])
-        .filter(gt(col('variants'), lit(1)))
-        .select(...keyAndSeq, 'variants')
-        .limit(5),
-      interpret: (rows) =>
-        rows.length === 0
-          ? {}
-          : {
-              fail: new DataError(
-                `CDC events with the same key and sequence but different contents (cannot tell which is latest): ${rows.map((r) => json(pick(r, keyAndSeq))).join(', ')}`,
-                { code: 'CDC_AMBIGUOUS_SEQUENCE' },
-              ),
-            },
     },
     {
       kind: 'command',
@@ -384,6 +362,31 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
 }
 
 /**
+ * Every check of a batch in one scan: group the events by key and sequence (one shuffle), then one
+ * row with the number of events, the groups with a NULL key or sequence, and the groups whose events
+ * differ (min and max of the payload's JSON differ), each with an example.
+ */
+function batchChecks(payload: Query, keyAndSeq: string[]): Query {
+  const asJson = fn('to_json', fn('struct', star()));
+  const perGroup = payload.aggregate(
+    keyAndSeq.map((c) => col(c)),
+    [alias(fn('count', lit(1)), '__n'), alias(not(eq(fn('min', asJson), fn('max', asJson))), '__tie')],
+  );
+  const nullish = or(...keyAndSeq.map((c) => isNull(col(c))));
+  const example = (cond: Expr) => fn('max', fn('if', cond, fn('to_json', fn('named_struct', ...keyAndSeq.flatMap((c) => [lit(c), col(c)]))), lit(null)));
+  return perGroup.aggregate(
+    [],
+    [
+      alias(fn('coalesce', fn('sum', col('__n')), lit(0)), 'events'),
+      alias(fn('count_if', nullish), 'null_groups'),
+      alias(example(nullish), 'null_example'),
+      alias(fn('count_if', col('__tie')), 'ties'),
+      alias(example(col('__tie')), 'tie_example'),
+    ],
+  );
+}
+
+/**
  * Join the resolved batch (with its tombstone flag) to the target's keys and sequences: what the
  * merge will insert, update and delete, and which events it ignores because silver or a tombstone
  * already holds a newer or equal sequence for the key (late or replayed events).
@@ -437,14 +440,6 @@ function deltaVersionStep(target: TableName): Step {
       return v === undefined || v === null ? {} : { output: { table: displayTable(target), format: 'delta', snapshotId: String(v) } };
     },
   };
-}
-
-function pick(row: Row, columns: string[]): Row {
-  return Object.fromEntries(columns.map((c) => [c, row[c]]));
-}
-
-function json(value: unknown): string {
-  return JSON.stringify(value, (_k, v: unknown) => (typeof v === 'bigint' ? v.toString() : v));
 }
 
 const v1: TemplateVersion<CdcSilverMergeV1> = {

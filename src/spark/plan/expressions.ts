@@ -62,4 +62,3 @@ export const isNull = (a: Expr): Expr => fn('isnull', a);
 export const isNotNull = (a: Expr): Expr => fn('isnotnull', a);
 export const isIn = (a: Expr, values: Expr[]): Expr => fn('in', a, ...values);
 export const coalesce = (...xs: Expr[]): Expr => fn('coalesce', ...xs);
-export const countDistinct = (x: Expr): Expr => freeze({ kind: 'fn', name: 'count', args: freeze([x]), distinct: true });

@@ -190,8 +190,8 @@ describe('container image', () => {
     let stderr = '';
     child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
     const deadline = Date.now() + 90_000;
-    while (!stderr.includes('"step":"reject-null-keys"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
-    expect(stderr, 'the first Spark step never started').toContain('"step":"reject-null-keys"');
+    while (!stderr.includes('"step":"check-batch"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+    expect(stderr, 'the first Spark step never started').toContain('"step":"check-batch"');
     await new Promise((r) => setTimeout(r, 2_000));
     const sentAt = Date.now();
     const stop = spawnSync('bash', [script, 'podman', 'stop', '-t', '20', name], { encoding: 'utf8', timeout: 60_000 });

@@ -44,7 +44,7 @@ async function cancelMidRun(signal: 'SIGTERM' | 'SIGINT') {
   child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
   // Wait until the first Spark step is running.
   const deadline = Date.now() + 60_000;
-  while (!stderr.includes('"step":"reject-null-keys"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
+  while (!stderr.includes('"step":"check-batch"') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 100));
   await new Promise((r) => setTimeout(r, 2_000));
   const sentAt = Date.now();
   child.kill(signal);

@@ -271,7 +271,7 @@ async function collect() {
     return { wallMs: r.wallMs, rssKb: r.rssKb, workMs: out.ms, selfRssKb: out.maxRssKb, cpuMs: out.cpuMs };
   };
   return interleave(
-    `collect ${ROWS} rows × 10 columns`,
+    `collect ${ROWS.toLocaleString('en-US')} rows × 10 columns`,
     [
       { id: 'ours', run: ours },
       { id: 'peerToArrow', run: peer('toArrow') },
@@ -325,13 +325,25 @@ interface Line {
   target?: number;
 }
 
-function table(lines: Line[]): string {
-  const head = ['', 'ours median', 'ours p90', 'peer median', 'peer p90', 'ours/peer', 'target'];
-  const rows = lines.map((l) => {
+const HEAD = ['', 'ours median', 'ours p90', 'peer median', 'peer p90', 'ours/peer', 'target'];
+
+function cells(lines: Line[]): string[][] {
+  return lines.map((l) => {
     const ratio = l.ours && l.peer ? l.ours.median / l.peer.median : undefined;
     const target = l.target === undefined ? '' : ratio === undefined ? `≤ ${l.target}×` : `≤ ${l.target}× ${ratio <= l.target ? 'met' : 'MISSED'}`;
     return [l.name, l.fmt(l.ours?.median), l.fmt(l.ours?.p90), l.fmt(l.peer?.median), l.fmt(l.peer?.p90), ratio === undefined ? '–' : `${ratio.toFixed(2)}×`, target];
   });
+}
+
+/** The same table in Markdown, for bench/RESULTS.md. */
+function markdown(lines: Line[]): string {
+  const row = (r: string[]) => `| ${r.map((x, c) => (c === 0 ? x.replace(/^ {2}/, '↳ ') : x)).join(' | ')} |`;
+  return [row(HEAD), `|${HEAD.map((_, c) => (c === 0 ? ' --- ' : ' ---: ')).join('|')}|`, ...cells(lines).map(row)].join('\n');
+}
+
+function table(lines: Line[]): string {
+  const head = HEAD;
+  const rows = cells(lines);
   const widths = head.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c]!.length)));
   const line = (r: string[]) => r.map((x, c) => (c === 0 ? x.padEnd(widths[c]!) : x.padStart(widths[c]!))).join('  ').trimEnd();
   return [line(head), ...rows.map(line)].join('\n');
@@ -355,7 +367,8 @@ async function main(): Promise<void> {
     const perProc = await validatePerProcess(dir, generated.valid);
     const col = await collect();
 
-    const n = CONFIGS + INVALID;
+    const n = (CONFIGS + INVALID).toLocaleString('en-US');
+    const rows = ROWS.toLocaleString('en-US');
     /** Rows per second at the median and at the p90 (slow) collect time. */
     const rowsPerSec = (s: Sample[]): Stats | null => {
       const t = pick(s, (x) => x.workMs);
@@ -368,16 +381,16 @@ async function main(): Promise<void> {
       { name: `validate ${n} configs (in process)`, ours: pick(val.ours!, (s) => s.workMs), peer: pick(val.peer!, (s) => s.workMs), fmt: fmtMs },
       { name: '  whole process wall', ours: pick(val.ours!, (s) => s.wallMs), peer: pick(val.peer!, (s) => s.wallMs), fmt: fmtMs },
       { name: '  peak RSS', ours: pick(val.ours!, (s) => s.rssKb ?? s.selfRssKb), peer: pick(val.peer!, (s) => s.rssKb ?? s.selfRssKb), fmt: fmtMb },
-      { name: `validate 1 config per process (${perProc.ours!.length}×)`, ours: pick(perProc.ours!, (s) => s.wallMs), peer: pick(perProc.peer!, (s) => s.wallMs), fmt: fmtMs },
+      { name: `validate 1 config per process (n=${perProc.ours!.length})`, ours: pick(perProc.ours!, (s) => s.wallMs), peer: pick(perProc.peer!, (s) => s.wallMs), fmt: fmtMs },
       { name: '  peak RSS', ours: pick(perProc.ours!, (s) => s.rssKb), peer: pick(perProc.peer!, (s) => s.rssKb), fmt: fmtMb },
-      { name: `collect ${ROWS}×10 → Arrow (vs toArrow)`, ours: pick(col.ours!, (s) => s.workMs), peer: pick(col.peerToArrow!, (s) => s.workMs), fmt: fmtMs, target: 1.0 },
+      { name: `collect ${rows} × 10 → Arrow (vs toArrow)`, ours: pick(col.ours!, (s) => s.workMs), peer: pick(col.peerToArrow!, (s) => s.workMs), fmt: fmtMs, target: 1.0 },
       { name: '  rows/s (at median, p90 time)', ours: rowsPerSec(col.ours!), peer: rowsPerSec(col.peerToArrow!), fmt: (x) => (x === undefined ? '–' : `${Math.round(x / 1000)}k`) },
       { name: '  client CPU during the collect', ours: pick(col.ours!, (s) => s.cpuMs), peer: pick(col.peerToArrow!, (s) => s.cpuMs), fmt: fmtMs },
       { name: '  peak RSS', ours: pick(col.ours!, (s) => s.rssKb ?? s.selfRssKb), peer: pick(col.peerToArrow!, (s) => s.rssKb ?? s.selfRssKb), fmt: fmtMb },
       { name: '  whole process wall', ours: pick(col.ours!, (s) => s.wallMs), peer: pick(col.peerToArrow!, (s) => s.wallMs), fmt: fmtMs },
       ...(col.peerCollect?.length
         ? [
-            { name: `collect vs peer collect() → Rows (${col.peerCollect.length}×)`, ours: pick(col.ours!, (s) => s.workMs), peer: pick(col.peerCollect, (s) => s.workMs), fmt: fmtMs },
+            { name: `collect vs peer collect() → Rows (n=${col.peerCollect.length})`, ours: pick(col.ours!, (s) => s.workMs), peer: pick(col.peerCollect, (s) => s.workMs), fmt: fmtMs },
             { name: '  peak RSS', ours: pick(col.ours!, (s) => s.rssKb ?? s.selfRssKb), peer: pick(col.peerCollect, (s) => s.rssKb ?? s.selfRssKb), fmt: fmtMb },
           ]
         : []),
@@ -385,11 +398,12 @@ async function main(): Promise<void> {
     const env = machine(cold.serverVersion, loadBefore);
     const text = table(lines);
     process.stdout.write(
-      `\n${env.date}  ${env.nproc} CPUs (${env.cpu}), ${env.memGiB} GiB; Node ${env.node}, Python ${env.python}, pyspark-client ${env.pysparkClient}; ${env.server}; load ${env.load.before.toFixed(1)} → ${env.load.after.toFixed(1)}\n\n${text}\n\nbench: ${Math.round((Date.now() - t0) / 1000)} s; raw samples in ${OUT_DIR}/last.json\n`,
+      `\n${env.date}  ${env.nproc} CPUs (${env.cpu}), ${env.memGiB} GiB; Node ${env.node}, Python ${env.python}, pyspark-client ${env.pysparkClient}; ${env.server}; load ${env.load.before.toFixed(1)} → ${env.load.after.toFixed(1)}\n\n${text}\n\nbench: ${Math.round((Date.now() - t0) / 1000)} s; raw samples in ${OUT_DIR}/last.json, the table in Markdown in ${OUT_DIR}/last.md\n`,
     );
     const ratios = Object.fromEntries(
       lines.filter((l) => !l.name.startsWith('  ') && l.ours && l.peer).map((l) => [l.name, l.ours!.median / l.peer!.median]),
     );
+    writeFileSync(join(OUT_DIR, 'last.md'), `${markdown(lines)}\n`);
     writeFileSync(
       join(OUT_DIR, 'last.json'),
       JSON.stringify(

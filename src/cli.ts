@@ -3,11 +3,7 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ExitCode, UsageError, asLakehouseError } from './core/errors.js';
 import { TERMINATION_LOG, XCOM_DIR } from './core/status.js';
-import { findTemplate, templates } from './jobs/registry.js';
-import { runJob } from './runner/run.js';
-import { ping } from './runner/ping.js';
 import { VERSION } from './version.js';
-import { jsonSchemaOf } from './jobs/json-schema.js';
 
 /**
  * The command line (DESIGN.md §2). Thin: parse arguments, hand over to the runner, exit with its code.
@@ -49,6 +45,8 @@ async function main(argv: string[]): Promise<number> {
   const run = (command: 'run' | 'validate' | 'plan') => async (args: unknown) => {
     const a = withEnvironment(args as Argv);
     if (!a.config) throw new UsageError('--config <file> is required');
+    // Each command loads only what it needs: a cold start is what an orchestrator pays per task.
+    const { runJob } = await import('./runner/run.js');
     exitCode = await runJob({
       command,
       config: a.config,
@@ -89,9 +87,11 @@ async function main(argv: string[]): Promise<number> {
     .command('plan', 'print the Spark Connect plans a run would submit; sends and writes nothing', {}, run('plan'))
     .command('ping', 'one round trip to Spark Connect (readiness check); exits 0 or 69', {}, async (args) => {
       const a = withEnvironment(args as unknown as Argv);
+      const { ping } = await import('./runner/ping.js');
       exitCode = await ping(a.remote ?? process.env.SPARK_REMOTE ?? 'local', a['log-level']);
     })
-    .command('templates', 'the job catalog with schema versions', {}, () => {
+    .command('templates', 'the job catalog with schema versions', {}, async () => {
+      const { templates } = await import('./jobs/registry.js');
       const list = templates.map((t) => ({
         name: t.name,
         layer: t.layer,
@@ -106,7 +106,9 @@ async function main(argv: string[]): Promise<number> {
       'schema <template>',
       "JSON Schema of a template's config",
       (y) => y.positional('template', { type: 'string', demandOption: true }).option('schema-version', { type: 'number' }),
-      (a) => {
+      async (a) => {
+        const { findTemplate } = await import('./jobs/registry.js');
+        const { jsonSchemaOf } = await import('./jobs/json-schema.js');
         const t = findTemplate(a.template as string);
         const wanted = a['schema-version'] as number | undefined;
         const v = wanted === undefined ? t.versions.at(-1)! : t.versions.find((x) => x.version === wanted);

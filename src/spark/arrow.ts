@@ -20,6 +20,7 @@
  * | null                    | null                                                             |
  * Other types (intervals, time, variant) come as apache-arrow returns them.
  */
+import { floorDiv, formatUnscaled, isoMicros } from './values.js';
 import {
   type Data,
   type DataType,
@@ -149,19 +150,6 @@ function toMicros(v: bigint, unit: TimeUnit): bigint {
   }
 }
 
-function floorDiv(a: bigint, b: bigint): bigint {
-  const q = a / b;
-  return a % b !== 0n && a < 0n !== b < 0n ? q - 1n : q;
-}
-
-/** Microseconds since the epoch as ISO-8601 with six fraction digits; `Z` only for instants. */
-export function isoMicros(micros: bigint, instant: boolean): string {
-  const ms = floorDiv(micros, 1000n);
-  const sub = Number(micros - ms * 1000n);
-  const iso = new Date(Number(ms)).toISOString(); // …T12:00:00.123Z
-  return `${iso.slice(0, -1)}${String(sub).padStart(3, '0')}${instant ? 'Z' : ''}`;
-}
-
 function decimalString(data: Data, index: number): string {
   const type = data.type as DataType & { scale: number; bitWidth: number };
   const words = data.values as Uint32Array;
@@ -172,15 +160,4 @@ function decimalString(data: Data, index: number): string {
   return formatUnscaled(v, type.scale);
 }
 
-/** An unscaled integer with `scale` fraction digits as a decimal string. */
-export function formatUnscaled(unscaled: bigint, scale: number): string {
-  const negative = unscaled < 0n;
-  let digits = (negative ? -unscaled : unscaled).toString();
-  if (scale > 0) {
-    digits = digits.padStart(scale + 1, '0');
-    digits = `${digits.slice(0, -scale)}.${digits.slice(-scale)}`;
-  } else if (scale < 0) {
-    digits = digits + '0'.repeat(-scale);
-  }
-  return negative ? `-${digits}` : digits;
-}
+export { formatUnscaled, isoMicros } from './values.js';

@@ -9,7 +9,6 @@ import { create, type DescMessage, type DescMethodUnary, type MessageInitShape, 
 import type { RecordBatch, Table } from 'apache-arrow';
 import { pino, type Logger } from 'pino';
 import { InternalError, LakehouseError, UsageError } from '../core/errors.js';
-import { concatBatches } from './arrow.js';
 import { describeRemote, grpcAddress, isLoopback, type ConnectionSpec, type RemoteSpec } from './connection.js';
 import {
   SparkError,
@@ -20,7 +19,7 @@ import {
   type SparkFailure,
   errorClassOf,
 } from './errors.js';
-import { Execution, ResultStream, type ExecuteOptions, type ExecuteSummary } from './execution.js';
+import { Execution, ResultStream, loadArrow, type ExecuteOptions, type ExecuteSummary } from './execution.js';
 import {
   AnalyzePlanRequestSchema,
   AnalyzePlanRequest_Explain_ExplainMode as ExplainModeEnum,
@@ -246,7 +245,7 @@ export class SparkConnectClient {
     const batches: RecordBatch[] = [];
     for await (const batch of stream) batches.push(batch);
     const s = stream.summary;
-    return { ...s, ...(s.arrowSchema ? { table: concatBatches(s.arrowSchema, batches) } : {}) };
+    return { ...s, ...(s.arrowSchema ? { table: (await loadArrow()).concatBatches(s.arrowSchema, batches) } : {}) };
   }
 
   /**

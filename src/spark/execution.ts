@@ -11,7 +11,11 @@
 import type { Logger } from 'pino';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { InternalError, LakehouseError } from '../core/errors.js';
-import { decodeArrowBatch, formatUnscaled, isoMicros } from './arrow.js';
+import { formatUnscaled, isoMicros } from './values.js';
+
+/** apache-arrow is loaded with the first Arrow batch: commands and `ping` never pay for it. */
+let arrowModule: Promise<typeof import('./arrow.js')> | undefined;
+export const loadArrow = (): Promise<typeof import('./arrow.js')> => (arrowModule ??= import('./arrow.js'));
 import { OperationCancelledError, errorClassOf } from './errors.js';
 import { systemClock } from './retry.js';
 import type {
@@ -242,7 +246,7 @@ export class ResultStream implements AsyncIterable<RecordBatch> {
                 `operation ${s.operationId}: Arrow batch starts at row ${batch.startOffset}, expected ${s.rowCount} (lost or repeated rows)`,
               );
             }
-            const { schema, batches } = decodeArrowBatch(batch.data);
+            const { schema, batches } = (await loadArrow()).decodeArrowBatch(batch.data);
             s.arrowSchema ??= schema;
             const rows = batches.reduce((n, b) => n + b.numRows, 0);
             if (BigInt(rows) !== batch.rowCount) {

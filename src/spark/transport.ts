@@ -72,6 +72,9 @@ export class Transport {
     this.#client = new grpc.Client(opts.address, credentials, {
       'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
       'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+      // grpc-js defaults to a 64 KiB HTTP/2 window: the server would wait for window updates between
+      // Arrow batches. 16 MiB lets a result stream at the server's pace (measured: collect -10..25 %).
+      'grpc-node.flow_control_window': 16 * 1024 * 1024,
       ...(opts.userAgent ? { 'grpc.primary_user_agent': opts.userAgent } : {}),
     });
     this.#token = opts.token;

@@ -103,4 +103,6 @@ export type Step =
 
 export interface JobPlan {
   readonly steps: readonly Step[];
+  /** Spark session settings the steps rely on, set before the first step. */
+  readonly sessionConf?: Readonly<Record<string, string>>;
 }

@@ -140,7 +140,7 @@ async function execute(
   spark.sessionId = client.sessionId;
   spark.serverVersion = await client.analyze.sparkVersion();
   logger.info({ remote: spark.remote, sessionId: client.sessionId, serverVersion: spark.serverVersion }, 'connected to Spark Connect');
-  await client.config.set(commitMetadata(loaded, runId, req.logicalDate));
+  await client.config.set({ ...loaded.plan.sessionConf, ...commitMetadata(loaded, runId, req.logicalDate) });
   const report = await executePlan(loaded.plan, {
     session: client,
     logger,

@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import { secretRef } from '../../core/config/platform.js';
-import { columnName, isoDate, jobSection, name, tenantSection } from '../../core/config/validate.js';
+import { catalogName, columnName, isoDate, jobSection, name, tenantSection } from '../../core/config/validate.js';
 import { alias, col, eq, fn, lit, sqlExpr } from '../../spark/plan/expressions.js';
-import { Query } from '../../spark/plan/query.js';
+import { Query, sqlCommand } from '../../spark/plan/query.js';
 import type { OptionValue } from '../../spark/plan/relations.js';
-import type { JobContext, JobPlan, JobTemplate, TemplateVersion } from '../template.js';
+import type { JobContext, JobPlan, JobTemplate, OutputReport, Step, TemplateVersion } from '../template.js';
+import { ConfigError } from '../../core/errors.js';
+import { displayTable, quoteName, tableParts } from '../../core/naming.js';
 
 /**
  * jdbc-snapshot-ingest: snapshot one RDBMS table (or the tenant's own query) through Spark's JDBC
@@ -43,6 +45,40 @@ const bound = z.union([
   z.number().int('must be a whole number'),
   z.string().regex(/^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?)?$/, 'must be a whole number, a date (2026-07-05) or a timestamp (2026-07-05 12:00:00)'),
 ]);
+
+
+const targetBase = z
+  .object({
+    table: name(),
+    'snapshot-date': isoDate().describe('The date this snapshot stands for, e.g. --set target.snapshot-date={{ ds }}; its partition is replaced on a rerun.'),
+    'partition-by': z.array(columnName()).default([]).describe('Source columns to partition by, after _snapshot_date.'),
+  })
+  .strict();
+
+/** Partition columns: no duplicates, no bronze stamps (_snapshot_date always comes first). */
+function checkPartitionBy(t: { 'partition-by': string[] }, ctx: z.RefinementCtx): void {
+  const cols = t['partition-by'];
+  cols.forEach((c, i) => {
+    if (cols.findIndex((x) => x.toLowerCase() === c.toLowerCase()) !== i)
+      ctx.addIssue({ code: 'custom', path: ['partition-by', i], message: `"${c}" appears twice` });
+    if ((STAMPS as readonly string[]).includes(c.toLowerCase()))
+      ctx.addIssue({ code: 'custom', path: ['partition-by', i], message: `"${c}" is a bronze metadata column (${SNAPSHOT_DATE} always comes first)` });
+  });
+}
+
+const targetV1 = targetBase.superRefine(checkPartitionBy);
+
+/** v2: the bronze layer may be an Iceberg or Delta table instead of bare parquet. */
+const targetV2 = targetBase
+  .extend({
+    format: z.enum(['parquet', 'iceberg', 'delta']).default('parquet').describe('parquet files (as v1), or a bronze Iceberg or Delta table'),
+    catalog: catalogName().optional().describe("For iceberg and delta: the platform's catalog (default: its default catalog)"),
+  })
+  .superRefine((t, ctx) => {
+    checkPartitionBy(t, ctx);
+    if (t.format === 'parquet' && t.catalog !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['catalog'], message: 'applies to iceberg and delta tables; parquet files need no catalog' });
+  });
 
 const v1Schema = z
   .object({
@@ -117,30 +153,19 @@ const v1Schema = z
           }
         }
       }),
-    target: z
-      .object({
-        table: name(),
-        'snapshot-date': isoDate().describe('The date this snapshot stands for, e.g. --set target.snapshot-date={{ ds }}; its partition is replaced on a rerun.'),
-        'partition-by': z.array(columnName()).default([]).describe('Source columns to partition by, after _snapshot_date.'),
-      })
-      .strict()
-      .superRefine((t, ctx) => {
-        const cols = t['partition-by'];
-        cols.forEach((c, i) => {
-          if (cols.findIndex((x) => x.toLowerCase() === c.toLowerCase()) !== i)
-            ctx.addIssue({ code: 'custom', path: ['partition-by', i], message: `"${c}" appears twice` });
-          if ((STAMPS as readonly string[]).includes(c.toLowerCase()))
-            ctx.addIssue({ code: 'custom', path: ['partition-by', i], message: `"${c}" is a bronze metadata column (${SNAPSHOT_DATE} always comes first)` });
-        });
-      }),
+    target: targetV1,
   })
   .strict();
 
 export type JdbcSnapshotIngestV1 = z.infer<typeof v1Schema>;
 
-function planV1(ctx: JobContext, config: JdbcSnapshotIngestV1): JobPlan {
+const v2Schema = v1Schema.extend({ job: jobSection(TEMPLATE, 2), target: targetV2 });
+export type JdbcSnapshotIngestV2 = z.infer<typeof v2Schema>;
+
+function plan(ctx: JobContext, config: JdbcSnapshotIngestV1 | JdbcSnapshotIngestV2): JobPlan {
   const { tenant } = ctx;
   const { source, target } = config;
+  const format = 'format' in target ? target.format : 'parquet';
   const bronzePath = tenant.location('bronze', target.table);
   const snapshotDate = lit({ date: target['snapshot-date'] });
 
@@ -178,45 +203,87 @@ function planV1(ctx: JobContext, config: JdbcSnapshotIngestV1): JobPlan {
     ['_lake_ingested_at', fn('current_timestamp')],
     [SNAPSHOT_DATE, snapshotDate],
   ]);
-  const output = { table: `${tenant.namespace('bronze')}.${target.table}`, format: 'parquet', location: bronzePath };
-  const written = Query.read('parquet', { paths: [bronzePath] }).filter(eq(col(SNAPSHOT_DATE), snapshotDate));
 
+  const probe: Step = {
+    kind: 'query',
+    id: 'probe-source',
+    title: `Check that ${origin} returns rows`,
+    // An empty snapshot would replace nothing (a dynamic overwrite only replaces partitions it
+    // writes): say so and skip rather than report a success that left an older copy in place.
+    query: rows.select(alias(lit(1), 'one')).limit(1),
+    interpret: (r) =>
+      r.length === 0 ? { skip: `the source ${origin} returned no rows: nothing written for snapshot-date ${target['snapshot-date']}` } : {},
+  };
+  const count = (snapshot: Query, output: OutputReport): Step => ({
+    kind: 'query',
+    id: 'count-snapshot',
+    title: `Count the rows of ${SNAPSHOT_DATE}=${target['snapshot-date']} in ${output.table}`,
+    query: snapshot.filter(eq(col(SNAPSHOT_DATE), snapshotDate)).aggregate([], [alias(fn('count', lit(1)), 'rows')]),
+    interpret: (r) => {
+      const n = Number(r[0]?.rows ?? 0);
+      return { output: { ...output, metrics: { rowsWritten: n } }, metrics: { rowsRead: n, rowsWritten: n } };
+    },
+  });
+
+  if (format === 'parquet') {
+    const output = { table: `${tenant.namespace('bronze')}.${target.table}`, format: 'parquet', location: bronzePath };
+    return {
+      steps: [
+        probe,
+        {
+          kind: 'command',
+          id: 'write-snapshot',
+          title: `Write the ${target['snapshot-date']} snapshot of ${origin} to ${bronzePath}`,
+          // Overwrite with dynamic partition overwrite replaces only the partitions this write
+          // produces (this snapshot date), so a rerun leaves no duplicates and other dates untouched.
+          command: stamped.writeFiles(bronzePath, 'parquet', {
+            mode: 'overwrite',
+            partitionBy: [SNAPSHOT_DATE, ...target['partition-by']],
+            options: { partitionOverwriteMode: 'dynamic' },
+          }),
+        },
+        count(Query.read('parquet', { paths: [bronzePath] }), output),
+      ],
+    };
+  }
+
+  // A bronze table (v2): <catalog>.<tenant>_bronze.<table> at <storage-root>/bronze/<table>.
+  const catalog = ctx.catalog('catalog' in target ? target.catalog : undefined, 'target.catalog');
+  if (catalog.format !== format)
+    throw new ConfigError([{ path: 'target.format', message: `is ${format}, but catalog "${catalog.name}" holds ${catalog.format} tables` }]);
+  const table = tenant.table(catalog.name, 'bronze', target.table);
+  const parts = tableParts(table);
   return {
+    // Bronze keeps text as text: JDBC drivers report varchar lengths (SQLite even 0) that Delta
+    // would enforce as constraints on every write.
+    sessionConf: { 'spark.sql.legacy.charVarcharAsString': 'true' },
     steps: [
+      probe,
       {
-        kind: 'query',
-        id: 'probe-source',
-        title: `Check that ${origin} returns rows`,
-        // An empty snapshot would replace nothing (dynamic overwrite only replaces partitions it
-        // writes): say so and skip rather than report a success that left an older copy in place.
-        query: rows.select(alias(lit(1), 'one')).limit(1),
-        interpret: (r) =>
-          r.length === 0
-            ? { skip: `the source ${origin} returned no rows: nothing written for snapshot-date ${target['snapshot-date']}` }
-            : {},
+        kind: 'command',
+        id: 'create-namespace',
+        title: `Create namespace ${catalog.name}.${table.namespace} if missing`,
+        command: sqlCommand(`CREATE NAMESPACE IF NOT EXISTS ${quoteName([catalog.name, table.namespace])}`),
+      },
+      {
+        kind: 'ensureTable',
+        id: 'create-table',
+        title: `Create ${displayTable(table)} at ${bronzePath} if missing`,
+        table,
+        create: stamped.limit(0).writeTo(parts, 'create', {
+          provider: format,
+          partitionBy: [col(SNAPSHOT_DATE), ...target['partition-by'].map((c) => col(c))],
+          properties: format === 'iceberg' ? { location: bronzePath, 'format-version': '2' } : { location: bronzePath },
+        }),
       },
       {
         kind: 'command',
         id: 'write-snapshot',
-        title: `Write the ${target['snapshot-date']} snapshot of ${origin} to ${bronzePath}`,
-        // Overwrite with dynamic partition overwrite replaces only the partitions this write
-        // produces (this snapshot date), so a rerun leaves no duplicates and other dates untouched.
-        command: stamped.writeFiles(bronzePath, 'parquet', {
-          mode: 'overwrite',
-          partitionBy: [SNAPSHOT_DATE, ...target['partition-by']],
-          options: { partitionOverwriteMode: 'dynamic' },
-        }),
+        title: `Replace the ${target['snapshot-date']} snapshot of ${origin} in ${displayTable(table)}`,
+        // One atomic commit that replaces exactly this snapshot date: no duplicates on a rerun.
+        command: stamped.writeTo(parts, 'overwrite', { overwriteCondition: eq(col(SNAPSHOT_DATE), snapshotDate) }),
       },
-      {
-        kind: 'query',
-        id: 'count-snapshot',
-        title: `Count the rows of ${SNAPSHOT_DATE}=${target['snapshot-date']} in ${bronzePath}`,
-        query: written.aggregate([], [alias(fn('count', lit(1)), 'rows')]),
-        interpret: (r) => {
-          const n = Number(r[0]?.rows ?? 0);
-          return { output: { ...output, metrics: { rowsWritten: n } }, metrics: { rowsRead: n, rowsWritten: n } };
-        },
-      },
+      count(Query.table(parts), { table: displayTable(table), format, location: bronzePath }),
     ],
   };
 }
@@ -236,14 +303,22 @@ const v1: TemplateVersion<JdbcSnapshotIngestV1> = {
   schema: v1Schema,
   example: 'configs/examples/jdbc-snapshot-ingest.v1.conf',
   secretPaths: ['source.password'],
-  plan: planV1,
+  plan,
+};
+
+const v2: TemplateVersion<JdbcSnapshotIngestV2> = {
+  version: 2,
+  schema: v2Schema,
+  example: 'configs/examples/jdbc-snapshot-ingest.v2.conf',
+  secretPaths: ['source.password'],
+  plan,
 };
 
 export const jdbcSnapshotIngest: JobTemplate = {
   name: TEMPLATE,
   layer: 'bronze',
   summary:
-    'Snapshot one RDBMS table (or query) through JDBC into the bronze layer as metadata-stamped parquet partitioned by _snapshot_date; a rerun replaces that date only.',
+    'Snapshot one RDBMS table (or query) through JDBC into the bronze layer as metadata-stamped parquet (or, v2, an Iceberg or Delta table) partitioned by _snapshot_date; a rerun replaces that date only.',
   stability: 'beta',
-  versions: [v1],
+  versions: [v1, v2],
 };

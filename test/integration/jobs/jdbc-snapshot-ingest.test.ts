@@ -6,7 +6,7 @@ import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tempFiles } from '../../support/files.js';
 import { type Postgres, startPostgres } from '../../support/postgres.js';
-import { freshTenant, remote, repoRoot, runCli } from '../../support/stack.js';
+import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, repoRoot, runCli } from '../../support/stack.js';
 
 /**
  * jdbc-snapshot-ingest end to end through the real CLI on the real local Spark Connect server:
@@ -255,4 +255,49 @@ db.commit()`,
     ]);
     expect(new Set(rows.map((r) => `${r._lake_tenant} ${r._lake_source}`))).toEqual(new Set(['acme sqlite:shop.db/orders_cdc']));
   });
+});
+
+describe('jdbc-snapshot-ingest v2 into bronze Iceberg and Delta tables', () => {
+  for (const [format, catalog] of [['iceberg', 'lake'], ['delta', 'spark_catalog']] as const) {
+    it(`replaces exactly the snapshot date in a ${format} table, read back by a second engine`, async () => {
+      const t = freshTenant();
+      const dbDir = tempFiles({});
+      const db = join(dbDir, 'shop.db');
+      const fill = (rows: string) =>
+        execFileSync('python3', ['-c', `import sqlite3, sys\ndb = sqlite3.connect(sys.argv[1])\ndb.execute("CREATE TABLE IF NOT EXISTS orders (id INTEGER, name TEXT)")\ndb.execute("DELETE FROM orders")\ndb.executemany("INSERT INTO orders VALUES (?, ?)", ${rows})\ndb.commit()`, db]);
+      const conf = tempFiles({
+        'job.conf': `
+job    { template = "jdbc-snapshot-ingest", schema-version = 2 }
+tenant { id = "${t.id}", storage-root = "${t.root}" }
+source { table = "orders", url = "jdbc:sqlite:${db}", driver = "org.sqlite.JDBC" }
+target { table = "orders", snapshot-date = "2026-07-05", format = ${format}, catalog = "${catalog}" }
+`,
+        'platform.conf': `catalogs { lake { format = iceberg }, spark_catalog { format = delta } }`,
+      });
+      const ingest = async (date: string) => {
+        const r = await runCli(['--config', join(conf, 'job.conf'), '--env', join(conf, 'platform.conf'), '--remote', remote(), '--set', `target.snapshot-date=${date}`]);
+        expect(r.code, r.stderr).toBe(0);
+        return JSON.parse(r.stdout);
+      };
+      const read = (): Record<string, unknown>[] =>
+        (format === 'iceberg' ? readIcebergWithPyIceberg(`${t.id}_bronze`, 'orders') : readDeltaWithDeltaRs(`${t.root}/bronze/orders`))
+          .map((r) => ({ id: r.id, name: r.name, day: String(r._snapshot_date), tenant: r._lake_tenant }))
+          .sort((a, b) => `${a.day}${a.id}`.localeCompare(`${b.day}${b.id}`));
+
+      fill(`[(1, "one"), (2, "two")]`);
+      const first = await ingest('2026-07-05');
+      expect(first.outputs[0]).toMatchObject({ table: `${catalog}.${t.id}_bronze.orders`, format, location: `${t.root}/bronze/orders`, metrics: { rowsWritten: 2 } });
+      fill(`[(1, "one*"), (2, "two"), (3, "three")]`);
+      await ingest('2026-07-05'); // rerun of the same date with changed source rows: replaced, not appended
+      await ingest('2026-07-06');
+      expect(read()).toEqual([
+        { id: 1, name: 'one*', day: '2026-07-05', tenant: t.id },
+        { id: 2, name: 'two', day: '2026-07-05', tenant: t.id },
+        { id: 3, name: 'three', day: '2026-07-05', tenant: t.id },
+        { id: 1, name: 'one*', day: '2026-07-06', tenant: t.id },
+        { id: 2, name: 'two', day: '2026-07-06', tenant: t.id },
+        { id: 3, name: 'three', day: '2026-07-06', tenant: t.id },
+      ]);
+    });
+  }
 });

@@ -324,3 +324,25 @@ describe('jdbc-snapshot-ingest v1 plans', () => {
     expect(describeUrl('jdbc:sqlserver://db:1433;databaseName=x')).toBe('db:1433');
   });
 });
+
+describe('jdbc-snapshot-ingest v2', () => {
+  const v2 = (target: string) =>
+    valid.replace('schema-version = 1', 'schema-version = 2').replace('target { table = "orders", snapshot-date = "2026-07-05", partition-by = [] }', `target { table = "orders", snapshot-date = "2026-07-05", ${target} }`);
+  const catalogs = `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }`;
+
+  it('writes a bronze Iceberg table: create if missing, then replace exactly the snapshot date', async () => {
+    const job = await load(v2('format = iceberg'), { platform: catalogs });
+    expect(job.plan.steps.map((s) => s.id)).toEqual(['probe-source', 'create-namespace', 'create-table', 'write-snapshot', 'count-snapshot']);
+    expect(job.plan.sessionConf).toEqual({ 'spark.sql.legacy.charVarcharAsString': 'true' });
+    const write = String(compile(job.plan.steps[3]!, false));
+    expect(write).toContain('"tableName":"`lake`.`acme_bronze`.`orders`"');
+    expect(write).toContain('"mode":"MODE_OVERWRITE"');
+    expect(write).toContain('"overwriteCondition"');
+  });
+
+  it('keeps parquet as the default, refuses a catalog for parquet and a format the catalog does not hold', async () => {
+    expect((await load(v2('partition-by = []'), { platform: catalogs })).plan.steps.map((s) => s.id)).toEqual(['probe-source', 'write-snapshot', 'count-snapshot']);
+    expect(await configIssues(v2('catalog = "lake"'), { platform: catalogs })).toContainEqual({ path: 'target.catalog', message: 'applies to iceberg and delta tables; parquet files need no catalog' });
+    expect(await configIssues(v2('format = delta, catalog = "lake"'), { platform: catalogs })).toEqual([{ path: 'target.format', message: 'is delta, but catalog "lake" holds iceberg tables' }]);
+  });
+});

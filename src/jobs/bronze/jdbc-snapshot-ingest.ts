@@ -2,11 +2,11 @@ import { z } from 'zod';
 import { secretRef } from '../../core/config/platform.js';
 import { catalogName, columnName, isoDate, jobSection, name, tenantSection } from '../../core/config/validate.js';
 import { alias, col, eq, fn, lit, sqlExpr } from '../../spark/plan/expressions.js';
-import { Query, sqlCommand } from '../../spark/plan/query.js';
+import { Query } from '../../spark/plan/query.js';
 import type { OptionValue } from '../../spark/plan/relations.js';
 import type { JobContext, JobPlan, JobTemplate, OutputReport, Step, TemplateVersion } from '../template.js';
-import { ConfigError } from '../../core/errors.js';
-import { displayTable, quoteName, tableParts } from '../../core/naming.js';
+import { displayTable, tableParts } from '../../core/naming.js';
+import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js';
 
 /**
  * jdbc-snapshot-ingest: snapshot one RDBMS table (or the tenant's own query) through Spark's JDBC
@@ -248,9 +248,7 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestV1 | JdbcSnapshotIngest
   }
 
   // A bronze table (v2): <catalog>.<tenant>_bronze.<table> at <storage-root>/bronze/<table>.
-  const catalog = ctx.catalog('catalog' in target ? target.catalog : undefined, 'target.catalog');
-  if (catalog.format !== format)
-    throw new ConfigError([{ path: 'target.format', message: `is ${format}, but catalog "${catalog.name}" holds ${catalog.format} tables` }]);
+  const catalog = tableCatalog(ctx, 'catalog' in target ? target.catalog : undefined, format);
   const table = tenant.table(catalog.name, 'bronze', target.table);
   const parts = tableParts(table);
   return {
@@ -259,12 +257,7 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestV1 | JdbcSnapshotIngest
     sessionConf: { 'spark.sql.legacy.charVarcharAsString': 'true' },
     steps: [
       probe,
-      {
-        kind: 'command',
-        id: 'create-namespace',
-        title: `Create namespace ${catalog.name}.${table.namespace} if missing`,
-        command: sqlCommand(`CREATE NAMESPACE IF NOT EXISTS ${quoteName([catalog.name, table.namespace])}`),
-      },
+      createNamespaceStep(table),
       {
         kind: 'ensureTable',
         id: 'create-table',
@@ -273,7 +266,7 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestV1 | JdbcSnapshotIngest
         create: stamped.limit(0).writeTo(parts, 'create', {
           provider: format,
           partitionBy: [col(SNAPSHOT_DATE), ...target['partition-by'].map((c) => col(c))],
-          properties: format === 'iceberg' ? { location: bronzePath, 'format-version': '2' } : { location: bronzePath },
+          properties: tableProperties(format, bronzePath),
         }),
       },
       {

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { ConfigError, DataError } from '../../core/errors.js';
+import { DataError } from '../../core/errors.js';
 import { type TableName, displayTable, quoteIdentifier, quoteName, tableParts } from '../../core/naming.js';
 import { catalogName, columnName, expression, jobSection, name, tenantSection } from '../../core/config/validate.js';
 import {
@@ -23,7 +23,8 @@ import {
   star,
 } from '../../spark/plan/expressions.js';
 import { Query, sqlCommand } from '../../spark/plan/query.js';
-import type { CatalogRef, JobContext, JobPlan, JobTemplate, Row, Step, TemplateVersion } from '../template.js';
+import type { JobContext, JobPlan, JobTemplate, Row, Step, TemplateVersion } from '../template.js';
+import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js';
 
 /**
  * cdc-silver-merge: resolve a batch of CDC events from the tenant's bronze layer to the latest
@@ -194,16 +195,9 @@ export function sequenceGreater(columns: string[], a: string, b: string): Expr {
   return rest.length === 0 ? head : or(head, and(eq(col(a, first), col(b, first)), sequenceGreater(rest, a, b)));
 }
 
-function pickCatalog(ctx: JobContext, spec: MergeSpec): CatalogRef {
-  const catalog = ctx.catalog(spec.target.catalog, 'target.catalog');
-  if (spec.target.format && catalog.format !== spec.target.format)
-    throw new ConfigError([{ path: 'target.format', message: `is ${spec.target.format}, but catalog "${catalog.name}" holds ${catalog.format} tables` }]);
-  return catalog;
-}
-
 function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   const { tenant } = ctx;
-  const catalog = pickCatalog(ctx, spec);
+  const catalog = tableCatalog(ctx, spec.target.catalog, spec.target.format);
   const target = tenant.table(catalog.name, 'silver', spec.target.table);
   const tombstones = tenant.table(catalog.name, 'silver', `${spec.target.table}${TOMBSTONE_SUFFIX}`);
   const location = tenant.location('silver', spec.target.table);
@@ -237,7 +231,6 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     .join(knownTombstones, tombstoneMatch, 'left')
     .select(star(RESOLVED), alias(or(isNull(col(TOMB, keys[0]!)), sequenceGreater(sequence, RESOLVED, TOMB)), AFTER_TOMBSTONE));
 
-  const tableProps = (loc: string): Record<string, string> => (catalog.format === 'iceberg' ? { location: loc, 'format-version': '2' } : { location: loc });
   const newerThanRow = sequenceGreater(sequence, SOURCE, target.table);
   const steps: Step[] = [
     {
@@ -263,18 +256,13 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
         return { metrics: { rowsRead: events } };
       },
     },
-    {
-      kind: 'command',
-      id: 'create-namespace',
-      title: `Create namespace ${target.catalog}.${target.namespace} if missing`,
-      command: sqlCommand(`CREATE NAMESPACE IF NOT EXISTS ${quoteName([target.catalog, target.namespace])}`),
-    },
+    createNamespaceStep(target),
     {
       kind: 'ensureTable',
       id: 'create-table',
       title: `Create ${displayTable(target)} at ${location} if missing`,
       table: target,
-      create: silverColumns.limit(0).writeTo(tableParts(target), 'create', { provider: catalog.format, properties: tableProps(location) }),
+      create: silverColumns.limit(0).writeTo(tableParts(target), 'create', { provider: catalog.format, properties: tableProperties(catalog.format, location) }),
     },
     {
       kind: 'ensureTable',
@@ -284,7 +272,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       create: latest
         .select(...keyAndSeq, alias(fn('current_timestamp'), DELETED_AT), alias(lit(ctx.runId), RUN_ID))
         .limit(0)
-        .writeTo(tableParts(tombstones), 'create', { provider: catalog.format, properties: tableProps(tenant.location('silver', tombstones.table)) }),
+        .writeTo(tableParts(tombstones), 'create', { provider: catalog.format, properties: tableProperties(catalog.format, tenant.location('silver', tombstones.table)) }),
     },
     {
       kind: 'compareSchemas',

@@ -1,5 +1,6 @@
 /**
- * One error hierarchy for the whole runner. Every failure that reaches the CLI is a LakehouseError
+ * One error hierarchy for the whole runner. Spark's own failures (transient 75, permission 77, …) are
+ * `SparkError`s, classified in src/spark/errors.ts. Every failure that reaches the CLI is a LakehouseError
  * (or becomes an InternalError), and its `exitCode` is the contract in DESIGN.md §5.
  */
 
@@ -114,25 +115,6 @@ export class UnavailableError extends LakehouseError {
   readonly category = 'unavailable' as const;
   readonly code = 'SPARK_UNAVAILABLE';
   override readonly retryable = true;
-}
-
-/** Timeout, commit conflict after retries, session lost (75). */
-export class TransientError extends LakehouseError {
-  readonly exitCode = ExitCode.transient;
-  readonly category = 'transient' as const;
-  readonly code: string;
-  override readonly retryable = true;
-  constructor(message: string, options?: { cause?: unknown; code?: string }) {
-    super(message, options);
-    this.code = options?.code ?? 'TRANSIENT';
-  }
-}
-
-/** Authentication or permission denied (77). */
-export class PermissionError extends LakehouseError {
-  readonly exitCode = ExitCode.permission;
-  readonly category = 'permission' as const;
-  readonly code = 'PERMISSION_DENIED';
 }
 
 /** Cancelled by a signal (130 for SIGINT, 143 for SIGTERM). */

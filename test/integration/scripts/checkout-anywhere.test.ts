@@ -1,5 +1,5 @@
 // The scripts work from a checkout wherever it is: here a copy of this checkout under a private
-// folder (mode 700, as `mktemp -d` or root's home make it) and a path with a space in it. Run as
+// folder (mode 700, as `mktemp -d` or root's home make it) and a path with a space and a quote. Run as
 // root, PostgreSQL's server user cannot even reach that folder, which is the case scripts/postgres
 // must survive. Nothing here needs Spark: spark-connect is asked only what needs no server.
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -12,7 +12,7 @@ import { repoRoot } from '../../support/stack.js';
 
 const asRoot = process.getuid?.() === 0;
 const scratch = mkdtempSync(join(tmpdir(), 'lakehouse-checkout-'));
-const checkout = join(scratch, 'dir with space', 'lakehouse jobs');
+const checkout = join(scratch, 'dir with space', "ann's lakehouse-jobs");
 // The user's cache for the lake-home fallback: a literal path of the test's own.
 const userCache = mkdtempSync(join(tmpdir(), 'lakehouse-xdg-'));
 let pgPort = 0;

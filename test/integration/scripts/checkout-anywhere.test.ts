@@ -126,6 +126,26 @@ describe('scripts from a private folder whose path has a space', () => {
     }
   });
 
+  it('scripts/postgres refuses a port another program holds, and leaves no cluster behind', async () => {
+    const holder = createServer();
+    await new Promise<void>((resolve) => holder.listen(pgPort, '127.0.0.1', resolve));
+    try {
+      const r = script('postgres', ['start']);
+      expect(r.code).toBe(1);
+      expect(r.stderr).toContain(`port ${pgPort} on 127.0.0.1 is taken by another program (set PGPORT)`);
+      expect(existsSync(join(checkout, '.cache/postgres', `run-${pgPort}`, 'cluster'))).toBe(false);
+    } finally {
+      await new Promise((resolve) => holder.close(resolve));
+    }
+  });
+
+  it('scripts/postgres refuses a runtime folder that does not exist', () => {
+    const r = script('postgres', ['start'], { LAKEHOUSE_POSTGRES_RUNTIME: join(scratch, 'absent') });
+    expect(r.code).toBe(1);
+    expect(r.stderr).toContain(`LAKEHOUSE_POSTGRES_RUNTIME is not a folder: ${join(scratch, 'absent')}`);
+    expect(script('postgres', ['status'])).toMatchObject({ code: 3, stdout: 'stopped' });
+  });
+
   it('scripts/spark-connect answers status, address and warehouse; the lake gets a literal path', () => {
     const status = script('spark-connect', ['status', '--port', String(sparkPort)]);
     expect(status).toMatchObject({ code: 3, stdout: 'stopped' });
@@ -134,6 +154,16 @@ describe('scripts from a private folder whose path has a space', () => {
     // $CACHE/lake has a space, and storage URIs built from it would be refused: the user's cache instead.
     expect(script('spark-connect', ['warehouse']).stdout).toMatch(new RegExp(`^${userCache}/lakehouse-jobs/lake-[0-9a-f]{16}$`));
     expect(script('spark-connect', ['warehouse'], { LAKEHOUSE_LAKE_HOME: '/srv/lake' }).stdout).toBe('/srv/lake');
+  });
+
+  it('refuses to pick a lake home when no literal path is at hand, and says what to set', () => {
+    const spaced = { XDG_CACHE_HOME: join(scratch, 'user cache') };
+    const warehouse = script('spark-connect', ['warehouse'], spaced);
+    expect(warehouse.code).toBe(1);
+    expect(warehouse.stderr).toContain('set LAKEHOUSE_LAKE_HOME to such a path');
+    const cli = script('lakehouse-jobs', ['templates'], spaced);
+    expect(cli.code).toBe(64);
+    expect(cli.stderr).toContain('set LAKEHOUSE_LAKE_HOME to such a path');
   });
 
   it('scripts/lakehouse-jobs validates the example with the local platform config', () => {

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -143,5 +144,51 @@ describe.each(['iceberg', 'delta'] as const)('a %s table at another location', (
     const again = await run(tenant, format);
     expect(again.code, again.stderr).toBe(0);
     expect(again.status.outputs[0]).toMatchObject({ location: `${tenant.root}/silver/orders`, metrics: { inserted: 0, late: 2 } });
+  });
+});
+
+describe('the tombstones table at another location', () => {
+  const tenant = freshTenant();
+  const name = `lake.${tenant.id}_silver.orders__cdc_tombstones`;
+  const elsewhere = `file://${mkdtempSync(join(tmpdir(), 'lakehouse-old-home-'))}/orders__cdc_tombstones`;
+
+  it('is refused with 78 before the silver table is written', async () => {
+    await bronze(tenant.root, '2026-09-01');
+    await sql(`CREATE NAMESPACE IF NOT EXISTS lake.${tenant.id}_silver`);
+    await sql(`CREATE TABLE ${name} (id INT, ts INT, _cdc_deleted_at TIMESTAMP, _lake_run_id STRING) USING iceberg LOCATION '${elsewhere}'`);
+    const r = await run(tenant, 'iceberg');
+    expect(r.code, r.stderr).toBe(78);
+    expect(r.status.error).toMatchObject({ path: 'target.table', message: expect.stringContaining(`${name} already exists at ${elsewhere.replace(/^file:\/\//, 'file:')}`) });
+    // The silver table was created (an earlier step) but nothing was merged into it.
+    expect(await sql(`SELECT count(*) AS n FROM lake.${tenant.id}_silver.orders`)).toEqual([{ n: 0n }]);
+  });
+});
+
+describe.each([
+  ['iceberg', 'lake'],
+  ['delta', 'spark_catalog'],
+] as const)('a jdbc-snapshot-ingest bronze %s table at another location', (format, catalog) => {
+  it('is refused with 78 and left untouched', async () => {
+    const t = freshTenant();
+    const name = `${catalog}.${t.id}_bronze.orders`;
+    const elsewhere = `file://${mkdtempSync(join(tmpdir(), 'lakehouse-old-home-'))}/orders`;
+    const conf = tempFiles({
+      'job.conf': `
+job    { template = "jdbc-snapshot-ingest", schema-version = 2 }
+tenant { id = "${t.id}", storage-root = "${t.root}" }
+source { table = "orders", url = "jdbc:sqlite:${join(dir, 'shop.db')}", driver = "org.sqlite.JDBC" }
+target { table = "orders", snapshot-date = "2026-09-01", format = ${format}, catalog = "${catalog}" }
+`,
+      'platform.conf': 'catalogs { lake { format = iceberg }, spark_catalog { format = delta } }',
+    });
+    execFileSync('python3', ['-c', 'import sqlite3, sys\ndb = sqlite3.connect(sys.argv[1])\ndb.execute("CREATE TABLE IF NOT EXISTS orders (id INTEGER, name TEXT)")\ndb.execute("DELETE FROM orders")\ndb.execute("INSERT INTO orders VALUES (1, \'one\')")\ndb.commit()', join(dir, 'shop.db')]);
+    await sql(`CREATE NAMESPACE IF NOT EXISTS ${catalog}.${t.id}_bronze`);
+    await sql(`CREATE TABLE ${name} (id BIGINT, name STRING, _snapshot_date DATE) USING ${format} LOCATION '${elsewhere}'`);
+    await sql(`INSERT INTO ${name} VALUES (7, 'old home', DATE'2026-09-01')`);
+    const r = await runCli(['--config', join(conf, 'job.conf'), '--env', join(conf, 'platform.conf'), '--remote', remote()]);
+    expect(r.code, r.stderr).toBe(78);
+    const status = JSON.parse(r.stdout);
+    expect(status.error).toMatchObject({ path: 'target.table', message: expect.stringContaining(`${name} already exists at ${elsewhere.replace(/^file:\/\//, 'file:')}, not at ${t.root}/bronze/orders`) });
+    expect(await sql(`SELECT id, name FROM ${name}`)).toEqual([{ id: 7n, name: 'old home' }]);
   });
 });

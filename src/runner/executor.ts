@@ -82,7 +82,7 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
         throw new ConfigError([
           {
             path: step.configPath,
-            message: `table ${displayTable(step.table)} already exists ${where}, not at ${step.location} where the tenant's storage layout puts it; nothing was written (move or drop the table, or fix tenant.storage-root)`,
+            message: `table ${displayTable(step.table)} already exists ${where}, not at ${step.location} where the tenant's storage layout puts it; nothing was written to it (move or drop the table, or fix tenant.storage-root)`,
           },
         ]);
       };

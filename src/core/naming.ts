@@ -44,7 +44,80 @@ export function displayTable(name: TableName): string {
   return tableParts(name).join('.');
 }
 
-/** `<storage-root>/<layer>/<table>`, with exactly one slash at each join. */
-export function storagePath(storageRoot: string, layer: Layer, table: string): string {
-  return `${storageRoot.replace(/\/+$/, '')}/${layer}/${table}`;
+/** `<storage-root>/<layer>/<table>[/<segment>…]`, with exactly one slash at each join. */
+export function storagePath(storageRoot: string, layer: Layer, table: string, ...segments: string[]): string {
+  // A file system's root (file:///) keeps its slash; any other root gets exactly one.
+  const base = storageRoot.endsWith(':///') ? storageRoot : `${storageRoot.replace(/\/+$/, '')}/`;
+  return base + [layer, table, ...segments].join('/');
+}
+
+/*
+ * Literal storage URIs. Spark hands paths to Hadoop, which expands glob syntax ({a,b}, [a-z], *, ?),
+ * unescapes backslashes and decodes percent-escapes: `…/acme/{x,../beta}` reads another tenant's
+ * data although no segment is "..". So a storage URI is accepted only from a conservative alphabet,
+ * in which nothing is special to Hadoop, and compared only after normalisation.
+ */
+
+/** One path segment: letters, digits and `_ - . = + @ ~`, neither starting nor ending with a dot (so no `.` or `..`). */
+export const PATH_SEGMENT_PATTERN = /^[A-Za-z0-9_=+@~-](?:[A-Za-z0-9_.=+@~-]*[A-Za-z0-9_=+@~-])?$/;
+/** `bucket`, `container@account.dfs.core.windows.net`, `host:8020`. */
+const AUTHORITY_PATTERN = /^(?:[A-Za-z0-9_-](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?@)?[A-Za-z0-9_-](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?(?::[0-9]{1,5})?$/;
+/** The shape as a JSON Schema pattern (the checks below give the precise reason). */
+export const STORAGE_URI_PATTERN = /^[A-Za-z][A-Za-z0-9+.-]*:(\/\/[A-Za-z0-9_@:.-]*)?(\/[A-Za-z0-9_.=+@~-]+)*\/?$/;
+const MAX_URI_LENGTH = 1024;
+
+type Parsed = { uri: string } | { problem: string };
+
+/**
+ * Why `uri` is not a literal storage URI, or its normal form: lower-case scheme and authority, no
+ * trailing slash, `file:/x` (as Spark reports locations) and `file:///x` (as configs write them)
+ * both as `file:///x`.
+ */
+export function parseStorageUri(uri: string): Parsed {
+  if (uri.length > MAX_URI_LENGTH) return { problem: `must be at most ${MAX_URI_LENGTH} characters` };
+  // eslint-disable-next-line no-control-regex
+  if (/[\s\u0000-\u001f\u007f]/.test(uri)) return { problem: 'must not contain whitespace or control characters' };
+  if (/[{}[\]*?\\]/.test(uri)) return { problem: 'must not contain glob or escape characters ({ } [ ] * ? \\): Spark would expand them into other paths' };
+  if (uri.includes('%')) return { problem: 'must not contain percent-encoding (%): paths are compared literally' };
+  if (/[^\x20-\x7e]/.test(uri)) return { problem: 'must be plain ASCII (look-alikes such as a fullwidth solidus are refused)' };
+  const m = /^([A-Za-z][A-Za-z0-9+.-]*):(?:\/\/([^/]*))?(\/.*)?$/.exec(uri);
+  const [, rawScheme, authority, path] = m ?? [];
+  const scheme = rawScheme?.toLowerCase();
+  // Only file: may omit the authority (`file:/lake`, Spark's own spelling).
+  if (!m || scheme === undefined || (authority === undefined && scheme !== 'file') || (authority === undefined && path === undefined))
+    return { problem: 'must be an absolute URI such as s3a://bucket/tenant or file:///lake/tenant, without quotes or spaces' };
+  if (authority !== undefined && authority !== '' && !AUTHORITY_PATTERN.test(authority))
+    return { problem: `has an invalid authority "${authority}" (letters, digits, _ - . and an optional user@ and :port)` };
+  if (authority === '' && scheme !== 'file') return { problem: `needs a bucket or host after ${scheme}://` };
+  const segments = (path ?? '').replace(/\/$/, '').split('/').slice(1);
+  if (path === '/') segments.length = 0;
+  for (const seg of segments) {
+    if (seg === '') return { problem: 'must not contain empty segments (//)' };
+    if (seg === '.' || seg === '..') return { problem: `must not contain "${seg}" segments` };
+    if (!PATH_SEGMENT_PATTERN.test(seg))
+      return { problem: `has an invalid segment "${seg}": letters, digits and _ - . = + @ ~ only, not starting or ending with a dot` };
+  }
+  if (scheme === 'file' && !authority && path === undefined) return { problem: 'needs a path after file://, e.g. file:///lake/tenant' };
+  const base = `${scheme}://${(authority ?? '').toLowerCase()}`;
+  // The file system's root keeps its slash (file:///); everything else has none at the end.
+  return { uri: segments.length ? `${base}/${segments.join('/')}` : scheme === 'file' ? `${base}/` : base };
+}
+
+/** The normal form of a literal storage URI, or undefined when it is not one. */
+export function normaliseStorageUri(uri: string): string | undefined {
+  const r = parseStorageUri(uri);
+  return 'uri' in r ? r.uri : undefined;
+}
+
+/** Why `uri` is not a literal storage URI (undefined when it is one). */
+export function storageUriProblem(uri: string): string | undefined {
+  const r = parseStorageUri(uri);
+  return 'problem' in r ? r.problem : undefined;
+}
+
+/** Do two locations name the same place? Non-literal ones (as a catalog may report) only when identical. */
+export function sameLocation(a: string, b: string): boolean {
+  const na = normaliseStorageUri(a);
+  const nb = normaliseStorageUri(b);
+  return na !== undefined && nb !== undefined ? na === nb : a === b;
 }

@@ -84,8 +84,21 @@ export interface SchemaDiff {
 export type Step =
   /** Run a command (DDL, write, MERGE). */
   | { readonly kind: 'command'; readonly id: string; readonly title: string; readonly command: Cmd }
-  /** Create a table unless it exists (probed by analysing its schema; a concurrent create is fine). */
-  | { readonly kind: 'ensureTable'; readonly id: string; readonly title: string; readonly table: TableName; readonly create: Cmd }
+  /**
+   * Create a table unless it exists (probed by analysing its schema; a concurrent create is fine).
+   * An existing table must be at `location` (the tenant's layout, `<storage-root>/<layer>/<table>`):
+   * a table found by name elsewhere (an old lake home, another tenant's path) fails the run with a
+   * ConfigError at `configPath` before anything is written to it.
+   */
+  | {
+      readonly kind: 'ensureTable';
+      readonly id: string;
+      readonly title: string;
+      readonly table: TableName;
+      readonly location: string;
+      readonly configPath: string;
+      readonly create: Cmd;
+    }
   /**
    * Compare the columns a query produces with a table's columns (both as Spark reports them); the
    * pure function decides: fail, or commands to run first (e.g. add the new columns).
@@ -98,6 +111,11 @@ export type Step =
       readonly table: TableName;
       readonly interpret: (diff: SchemaDiff) => { fail?: LakehouseError; commands?: Cmd[] };
     }
+  /**
+   * Check which of `paths` exist, by listing them (no file is read); the pure function decides what
+   * the missing ones mean (e.g. skip: the selected input is not there yet).
+   */
+  | { readonly kind: 'probePaths'; readonly id: string; readonly title: string; readonly paths: readonly string[]; readonly interpret: (missing: string[]) => StepEffect }
   /** Run a query and interpret its rows with a pure function. */
   | { readonly kind: 'query'; readonly id: string; readonly title: string; readonly query: Query; readonly interpret: (rows: Row[]) => StepEffect };
 

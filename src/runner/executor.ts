@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Table } from 'apache-arrow';
 import type { Logger } from 'pino';
 import type { Plan } from '../spark/proto/gen/spark/connect/base_pb.js';
-import { CancelledError } from '../core/errors.js';
+import { CancelledError, ConfigError } from '../core/errors.js';
 import { errorClassOf } from '../spark/errors.js';
-import { displayTable, tableParts } from '../core/naming.js';
+import { displayTable, quoteName, sameLocation, tableParts } from '../core/naming.js';
+import { col, eq, lit } from '../spark/plan/expressions.js';
 import { compileCommandPlan, compileRelationPlan } from '../spark/plan/compile.js';
 import { Query } from '../spark/plan/query.js';
 import { rows as arrowRows } from '../spark/arrow.js';
@@ -70,16 +71,32 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
       await run(compileCommandPlan(step.command, { reveal: true }));
       return undefined;
     case 'ensureTable': {
+      const checkLocation = async () => {
+        // The catalog finds tables by name; the name alone would let a job write to a table left
+        // at an old lake home or at another tenant's path, and report the path it expected.
+        const describe = Query.sql(`DESCRIBE TABLE EXTENDED ${quoteName(tableParts(step.table))}`).filter(eq(col('col_name'), lit('Location')));
+        const result = await run(compileRelationPlan(describe.rel, { reveal: false }));
+        const actual = (result.table ? arrowRows(result.table) : [])[0]?.data_type;
+        if (typeof actual === 'string' && sameLocation(actual, step.location)) return;
+        const where = typeof actual === 'string' && actual !== '' ? `at ${actual}` : 'without a location Spark reports';
+        throw new ConfigError([
+          {
+            path: step.configPath,
+            message: `table ${displayTable(step.table)} already exists ${where}, not at ${step.location} where the tenant's storage layout puts it; nothing was written to it (move or drop the table, or fix tenant.storage-root)`,
+          },
+        ]);
+      };
       if (await tableExists(opts.session, tableParts(step.table))) {
         opts.logger.debug({ table: displayTable(step.table) }, 'table exists');
+        await checkLocation();
         return undefined;
       }
       try {
         await run(compileCommandPlan(step.create, { reveal: true }));
       } catch (e) {
-        // Another run created it between our probe and our create: that is the state we wanted.
-        if (errorClassOf(e)?.startsWith('TABLE_OR_VIEW_ALREADY_EXISTS')) return undefined;
-        throw e;
+        // Another run created it between our probe and our create: the state we wanted, if it is ours.
+        if (!errorClassOf(e)?.startsWith('TABLE_OR_VIEW_ALREADY_EXISTS')) throw e;
+        await checkLocation();
       }
       return undefined;
     }
@@ -98,6 +115,13 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
       if (decision.fail) throw decision.fail;
       for (const command of decision.commands ?? []) await run(compileCommandPlan(command, { reveal: true }));
       return undefined;
+    }
+    case 'probePaths': {
+      const missing: string[] = [];
+      for (const path of step.paths) if (!(await pathExists(opts.session, path))) missing.push(path);
+      const effect = step.interpret(missing);
+      if (effect.fail) throw effect.fail;
+      return effect.skip;
     }
     case 'query': {
       const result = await run(compileRelationPlan(step.query.rel, { reveal: true }));
@@ -122,6 +146,23 @@ export function stepPlan(step: Step, opts: { reveal: boolean }): Plan {
       return compileCommandPlan(step.command, opts);
     case 'ensureTable':
       return compileCommandPlan(step.create, opts);
+    case 'probePaths':
+      return compileRelationPlan(listing(step.paths).rel, opts);
+  }
+}
+
+/** The files under `paths` as a relation whose analysis lists them and reads none (binaryFile's schema is fixed). */
+function listing(paths: readonly string[]): Query {
+  return Query.read('binaryFile', { paths: [...paths] });
+}
+
+async function pathExists(session: SparkSession, path: string): Promise<boolean> {
+  try {
+    await session.analyze.schema(compileRelationPlan(listing([path]).rel, { reveal: false }));
+    return true;
+  } catch (e) {
+    if (errorClassOf(e)?.startsWith('PATH_NOT_FOUND')) return false;
+    throw e;
   }
 }
 

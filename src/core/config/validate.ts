@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ConfigIssue } from '../errors.js';
-import { CATALOG_PATTERN, COLUMN_PATTERN, NAME_PATTERN } from '../naming.js';
+import { CATALOG_PATTERN, COLUMN_PATTERN, NAME_PATTERN, STORAGE_URI_PATTERN, storageUriProblem } from '../naming.js';
 
 /**
  * Schema building blocks shared by every template, and the one place that turns zod's issues into
@@ -16,15 +16,19 @@ export const columnName = () =>
 export const catalogName = () =>
   z.string().regex(CATALOG_PATTERN, `a catalog name must match ${CATALOG_PATTERN.source}`);
 
-/** An absolute storage URI: `s3a://bucket/prefix`, `file:///var/lake/acme`, `abfss://…`. */
+/**
+ * An absolute, literal storage URI: `s3a://bucket/prefix`, `file:///var/lake/acme`, `abfss://…`.
+ * Nothing Hadoop would expand or unescape (globs, backslashes, percent-escapes), no `.`/`..` or
+ * empty segments: the policy of src/core/naming.ts, for tenants' roots and the platform's alike.
+ */
 export const storageUri = () =>
   z
     .string()
-    .regex(
-      /^[a-z][a-z0-9+.-]*:\/\/[^\s'"`\\]*$/i,
-      'must be an absolute URI such as s3a://bucket/tenant or file:///lake/tenant, without quotes or spaces',
-    )
-    .refine((v) => !v.split('/').includes('..'), 'must not contain ".." segments');
+    .superRefine((v, ctx) => {
+      const problem = storageUriProblem(v);
+      if (problem !== undefined) ctx.addIssue({ code: 'custom', message: problem });
+    })
+    .meta({ pattern: STORAGE_URI_PATTERN.source });
 
 /**
  * What a config expression may not contain. An expression sees the row it is given: a subquery could

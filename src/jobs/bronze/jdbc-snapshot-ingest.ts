@@ -263,6 +263,8 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestV1 | JdbcSnapshotIngest
         id: 'create-table',
         title: `Create ${displayTable(table)} at ${bronzePath} if missing`,
         table,
+        location: bronzePath,
+        configPath: 'target.table',
         create: stamped.limit(0).writeTo(parts, 'create', {
           provider: format,
           partitionBy: [col(SNAPSHOT_DATE), ...target['partition-by'].map((c) => col(c))],

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { DataError } from '../../core/errors.js';
 import { type TableName, displayTable, quoteIdentifier, quoteName, tableParts } from '../../core/naming.js';
-import { catalogName, columnName, expression, jobSection, name, tenantSection } from '../../core/config/validate.js';
+import { catalogName, columnName, expression, isoDate, jobSection, name, tenantSection } from '../../core/config/validate.js';
 import {
   type Expr,
   alias,
@@ -25,6 +25,7 @@ import {
 import { Query, sqlCommand } from '../../spark/plan/query.js';
 import type { JobContext, JobPlan, JobTemplate, Row, Step, TemplateVersion } from '../template.js';
 import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js';
+import { SNAPSHOT_DATE } from '../bronze/jdbc-snapshot-ingest.js';
 
 /**
  * cdc-silver-merge: resolve a batch of CDC events from the tenant's bronze layer to the latest
@@ -75,6 +76,18 @@ const cdcChecks = (cdc: { keys: string[]; sequence: string[]; op?: string | unde
 
 const source = z.object({ table: name(), where: expression('source.where').optional() }).strict();
 
+/** v2: which bronze partitions to read (`--set source.snapshot-date={{ ds }}`); without it, all of them. */
+const sourceV2 = source.extend({
+  'snapshot-date': z
+    .union([isoDate(), z.array(isoDate()).min(1)])
+    .transform((v) => (Array.isArray(v) ? v : [v]))
+    .refine((dates) => new Set(dates).size === dates.length, 'lists a date twice')
+    .optional()
+    .describe(
+      'The bronze snapshot date(s) to merge, e.g. --set source.snapshot-date={{ ds }}: exactly <bronze>/_snapshot_date=<date> is read for each, no other partition is listed or read; a date without a partition skips the run (99). Without it, every partition is read.',
+    ),
+});
+
 const v1Schema = z
   .object({
     job: jobSection(TEMPLATE, 1),
@@ -101,7 +114,7 @@ const v2Schema = z
   .object({
     job: jobSection(TEMPLATE, 2),
     tenant: tenantSection(),
-    source,
+    source: sourceV2,
     cdc: z
       .object({
         'primary-key': z.array(columnName()).min(1, 'needs at least one key column'),
@@ -141,6 +154,8 @@ export type CdcSilverMergeV2 = z.infer<typeof v2Schema>;
 interface MergeSpec {
   sourceTable: string;
   where?: string | undefined;
+  /** The bronze partitions to read; all of them when undefined. */
+  snapshotDates?: string[] | undefined;
   keys: string[];
   sequence: string[];
   isDelete: Expr;
@@ -173,6 +188,7 @@ const fromV1 = (c: CdcSilverMergeV1): MergeSpec => ({
 const fromV2 = (c: CdcSilverMergeV2): MergeSpec => ({
   sourceTable: c.source.table,
   where: c.source.where,
+  snapshotDates: c.source['snapshot-date'],
   keys: c.cdc['primary-key'],
   sequence: c.cdc['sequence-by'],
   isDelete: c.cdc['delete-when'] ? fn('coalesce', sqlExpr(c.cdc['delete-when']), lit(false)) : opDelete(c.cdc['op-column'], c.cdc['delete-values']),
@@ -205,9 +221,15 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   const { keys, sequence } = spec;
   const keyAndSeq = [...keys, ...sequence];
 
+  // Exactly the selected partitions, as literal paths with basePath at the bronze dir (so
+  // _snapshot_date stays a column): another date's files are never listed, let alone read, so a
+  // bad old partition cannot break this date's run. Without a selection, every partition.
+  const partitions = spec.snapshotDates?.map((d) => tenant.location('bronze', spec.sourceTable, `${SNAPSHOT_DATE}=${d}`));
   // mergeSchema: bronze partitions written before and after a source schema change must all show
   // their columns; without it Spark takes one file's schema and new columns silently vanish.
-  let events = Query.read('parquet', { paths: [bronzePath], options: { mergeSchema: 'true' } });
+  let events = partitions
+    ? Query.read('parquet', { paths: partitions, options: { mergeSchema: 'true', basePath: bronzePath } })
+    : Query.read('parquet', { paths: [bronzePath], options: { mergeSchema: 'true' } });
   if (spec.where) events = events.filter(sqlExpr(spec.where));
   const payload = events.drop(...BRONZE_METADATA_COLUMNS);
 
@@ -233,6 +255,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
 
   const newerThanRow = sequenceGreater(sequence, SOURCE, target.table);
   const steps: Step[] = [
+    ...(partitions ? [probePartitions(partitions, spec.snapshotDates!, bronzePath)] : []),
     {
       kind: 'query',
       id: 'check-batch',
@@ -262,6 +285,8 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       id: 'create-table',
       title: `Create ${displayTable(target)} at ${location} if missing`,
       table: target,
+      location,
+      configPath: 'target.table',
       create: silverColumns.limit(0).writeTo(tableParts(target), 'create', { provider: catalog.format, properties: tableProperties(catalog.format, location) }),
     },
     {
@@ -269,6 +294,8 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       id: 'create-tombstones',
       title: `Create ${displayTable(tombstones)} if missing`,
       table: tombstones,
+      location: tenant.location('silver', tombstones.table),
+      configPath: 'target.table',
       create: latest
         .select(...keyAndSeq, alias(fn('current_timestamp'), DELETED_AT), alias(lit(ctx.runId), RUN_ID))
         .limit(0)
@@ -347,6 +374,20 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     catalog.format === 'iceberg' ? icebergSnapshotStep(target) : deltaVersionStep(target),
   ];
   return { steps };
+}
+
+/** A selected snapshot date whose partition is not there (yet): nothing to merge, skip (99) rather than fail. */
+function probePartitions(partitions: string[], dates: string[], bronzePath: string): Step {
+  return {
+    kind: 'probePaths',
+    id: 'probe-partitions',
+    title: `Check that the bronze partitions of ${dates.join(', ')} exist in ${bronzePath}`,
+    paths: partitions,
+    interpret: (missing) =>
+      missing.length === 0
+        ? {}
+        : { skip: `no bronze partition for source.snapshot-date ${dates.filter((_, i) => missing.includes(partitions[i]!)).join(', ')} in ${bronzePath}` },
+  };
 }
 
 /**

@@ -1,0 +1,172 @@
+import { tableFromArrays } from 'apache-arrow';
+import pino from 'pino';
+import { describe, expect, it } from 'vitest';
+import { toJson } from '@bufbuild/protobuf';
+import { ConfigError } from '../../../src/core/errors.js';
+import { executePlan, type SparkSession } from '../../../src/runner/executor.js';
+import { SparkError } from '../../../src/spark/errors.js';
+import { Query } from '../../../src/spark/plan/query.js';
+import { type Plan, PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
+import type { JobPlan } from '../../../src/jobs/template.js';
+
+/**
+ * ensureTable checks where an existing table lives: a table found by name at another location fails
+ * the run (78) before anything is written; the same place in either file: spelling passes.
+ */
+
+const table = { catalog: 'lake', namespace: 'acme_silver', table: 'orders' };
+const expected = 'file:///lake/acme/silver/orders';
+
+const plan: JobPlan = {
+  steps: [
+    {
+      kind: 'ensureTable',
+      id: 'create-table',
+      title: 'create',
+      table,
+      location: expected,
+      configPath: 'target.table',
+      create: Query.sql('SELECT 1 AS id').limit(0).writeTo(['lake', 'acme_silver', 'orders'], 'create', { provider: 'iceberg', properties: { location: expected } }),
+    },
+    { kind: 'command', id: 'write', title: 'write', command: Query.sql('SELECT 1 AS id').writeTo(['lake', 'acme_silver', 'orders'], 'append') },
+  ],
+};
+
+const notFound = (cls: string) =>
+  new SparkError({ grpcCode: 3, message: `[${cls}] not found`, errorClass: cls, messageParameters: {}, classes: [], causes: [] });
+
+/** A session whose table exists (at `location`) or not, recording what is sent. */
+function session(opts: { exists: boolean; location?: string; createFails?: string }) {
+  const sent: string[] = [];
+  const s: SparkSession = {
+    analyze: {
+      schema: async () => {
+        if (!opts.exists) throw notFound('TABLE_OR_VIEW_NOT_FOUND');
+        return {};
+      },
+    },
+    execute: async (p: Plan) => {
+      const json = JSON.stringify(toJson(PlanSchema, p));
+      if (json.includes('DESCRIBE TABLE EXTENDED')) {
+        sent.push('describe');
+        const rows = opts.location === undefined ? [] : [opts.location];
+        return {
+          operationId: 'op',
+          table: tableFromArrays({ col_name: rows.map(() => 'Location'), data_type: rows, comment: rows.map(() => '') }),
+        };
+      }
+      sent.push(json.includes('MODE_CREATE') ? 'create' : 'write');
+      if (opts.createFails && sent.at(-1) === 'create') throw notFound(opts.createFails);
+      return { operationId: 'op' };
+    },
+  };
+  return { s, sent };
+}
+
+const run = (s: SparkSession) => executePlan(plan, { session: s, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal });
+
+describe('ensureTable locations', () => {
+  it('creates a missing table without describing anything', async () => {
+    const { s, sent } = session({ exists: false });
+    await run(s);
+    expect(sent).toEqual(['create', 'write']);
+  });
+
+  it.each(['file:/lake/acme/silver/orders', 'file:///lake/acme/silver/orders/', 'FILE:/lake/acme/silver/orders'])(
+    'accepts an existing table at %j (the same place)',
+    async (location) => {
+      const { s, sent } = session({ exists: true, location });
+      await run(s);
+      expect(sent).toEqual(['describe', 'write']);
+    },
+  );
+
+  it.each([
+    ['file:/old-home/lake/acme/silver/orders', /already exists at file:\/old-home\/lake\/acme\/silver\/orders, not at file:\/\/\/lake\/acme\/silver\/orders/],
+    ['file:/lake/beta/silver/orders', /already exists at file:\/lake\/beta/],
+    ['file:/lake/acme/silver/orders/sub', /already exists at/],
+    ['s3a://lake/acme/silver/orders', /already exists at s3a:/],
+    ['', /without a location Spark reports/],
+    [undefined, /without a location Spark reports/],
+  ])('refuses an existing table at %j with 78 naming the table, both locations and the config path, writing nothing', async (location, message) => {
+    const { s, sent } = session({ exists: true, ...(location === undefined ? {} : { location }) });
+    const err = await run(s).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).exitCode).toBe(78);
+    expect((err as ConfigError).issues).toEqual([{ path: 'target.table', message: expect.stringMatching(message) }]);
+    expect((err as ConfigError).message).toContain('lake.acme_silver.orders');
+    expect(sent).toEqual(['describe']);
+  });
+
+  it('checks the location of a table another run created between probe and create', async () => {
+    const { s, sent } = session({ exists: false, location: 'file:/elsewhere/orders', createFails: 'TABLE_OR_VIEW_ALREADY_EXISTS' });
+    await expect(run(s)).rejects.toThrow(/already exists at file:\/elsewhere\/orders/);
+    expect(sent).toEqual(['create', 'describe']);
+  });
+});
+
+describe('probePaths', () => {
+  const probe = (paths: string[]): JobPlan => ({
+    steps: [
+      {
+        kind: 'probePaths',
+        id: 'probe',
+        title: 'probe',
+        paths,
+        interpret: (missing) => (missing.length ? { skip: `missing ${missing.join(' ')}` } : {}),
+      },
+      { kind: 'command', id: 'write', title: 'write', command: Query.sql('SELECT 1 AS id').writeTo(['lake', 'acme_silver', 'orders'], 'append') },
+    ],
+  });
+
+  /** Paths exist unless listed in `missing`; `broken` ones fail with another error. */
+  function lister(missing: string[], broken: string[] = []) {
+    const listed: string[] = [];
+    const sent: string[] = [];
+    const s: SparkSession = {
+      analyze: {
+        schema: async (p: Plan) => {
+          const json = toJson(PlanSchema, p) as { root: { read: { dataSource: { format: string; paths: string[] } } } };
+          const ds = json.root.read.dataSource;
+          expect(ds.format).toBe('binaryFile');
+          expect(ds.paths).toHaveLength(1);
+          const path = ds.paths[0]!;
+          listed.push(path);
+          if (broken.includes(path)) throw notFound('UNAUTHORIZED_ACCESS');
+          if (missing.includes(path)) throw notFound('PATH_NOT_FOUND');
+          return {};
+        },
+      },
+      execute: async () => {
+        sent.push('write');
+        return { operationId: 'op' };
+      },
+    };
+    return { s, listed, sent };
+  }
+  const exec = (s: SparkSession, p: JobPlan) => executePlan(p, { session: s, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal });
+
+  it('lists each path on its own and goes on when all exist', async () => {
+    const { s, listed, sent } = lister([]);
+    const report = await exec(s, probe(['file:///b/d=1', 'file:///b/d=2']));
+    expect(listed).toEqual(['file:///b/d=1', 'file:///b/d=2']);
+    expect(report.skipped).toBeUndefined();
+    expect(sent).toEqual(['write']);
+  });
+
+  it('hands the missing paths to the step, which skips the rest of the job', async () => {
+    const { s, sent } = lister(['file:///b/d=2']);
+    const report = await exec(s, probe(['file:///b/d=1', 'file:///b/d=2']));
+    expect(report.skipped).toBe('missing file:///b/d=2');
+    expect(sent).toEqual([]);
+  });
+
+  it('lets any other listing error fail the run', async () => {
+    const { s, sent } = lister([], ['file:///b/d=1']);
+    await expect(exec(s, probe(['file:///b/d=1']))).rejects.toMatchObject({ errorClass: 'UNAUTHORIZED_ACCESS' });
+    expect(sent).toEqual([]);
+  });
+});

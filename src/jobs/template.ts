@@ -61,6 +61,8 @@ export interface OutputReport {
   format: string;
   location?: string;
   snapshotId?: string;
+  /** Whether this run committed to the table; false when every event was already applied. */
+  committed?: boolean;
   metrics?: Record<string, number>;
 }
 
@@ -81,25 +83,36 @@ export interface SchemaDiff {
   readonly missing: readonly string[];
 }
 
+/** The rows of the query steps that ran before, by step id: what a later step's `when` decides on. */
+export type Facts = Readonly<Record<string, readonly Row[]>>;
+
+interface StepBase {
+  readonly id: string;
+  readonly title: string;
+  /**
+   * Run the step only when this holds for the earlier query steps' rows (a write that would change
+   * nothing is not sent: no empty commit). Without it the step always runs.
+   */
+  readonly when?: (facts: Facts) => boolean;
+}
+
 export type Step =
   /** Run a command (DDL, write, MERGE). */
-  | { readonly kind: 'command'; readonly id: string; readonly title: string; readonly command: Cmd }
+  | (StepBase & { readonly kind: 'command'; readonly command: Cmd })
   /** Create a table unless it exists (probed by analysing its schema; a concurrent create is fine). */
-  | { readonly kind: 'ensureTable'; readonly id: string; readonly title: string; readonly table: TableName; readonly create: Cmd }
+  | (StepBase & { readonly kind: 'ensureTable'; readonly table: TableName; readonly create: Cmd })
   /**
    * Compare the columns a query produces with a table's columns (both as Spark reports them); the
    * pure function decides: fail, or commands to run first (e.g. add the new columns).
    */
-  | {
+  | (StepBase & {
       readonly kind: 'compareSchemas';
-      readonly id: string;
-      readonly title: string;
       readonly source: Query;
       readonly table: TableName;
       readonly interpret: (diff: SchemaDiff) => { fail?: LakehouseError; commands?: Cmd[] };
-    }
-  /** Run a query and interpret its rows with a pure function. */
-  | { readonly kind: 'query'; readonly id: string; readonly title: string; readonly query: Query; readonly interpret: (rows: Row[]) => StepEffect };
+    })
+  /** Run a query and interpret its rows with a pure function; the rows become a fact for later steps. */
+  | (StepBase & { readonly kind: 'query'; readonly query: Query; readonly interpret: (rows: Row[]) => StepEffect });
 
 export interface JobPlan {
   readonly steps: readonly Step[];

@@ -15,7 +15,7 @@ import { VERSION } from '../version.js';
 
 /**
  * One invocation of `run`, `validate` or `plan`: load, (execute,) report. Always ends in exactly one
- * status document and an exit code from DESIGN.md §5, whatever happened.
+ * status document and an exit code from docs/contracts.md, whatever happened.
  */
 
 export interface RunRequest {

@@ -21,7 +21,7 @@ import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js
 
 const TEMPLATE = 'jdbc-snapshot-ingest';
 
-/** The stamps every bronze row carries (DESIGN.md §4). */
+/** The stamps every bronze row carries (docs/contracts.md). */
 export const SNAPSHOT_DATE = '_snapshot_date';
 const STAMPS = ['_lake_tenant', '_lake_source', '_lake_ingested_at', SNAPSHOT_DATE] as const;
 

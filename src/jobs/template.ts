@@ -41,6 +41,8 @@ export interface JobContext {
   catalog(name: string | undefined, path: string): CatalogRef;
   /** A named JDBC connection of the platform config. Throws a ConfigError naming `path` when unknown. */
   jdbcConnection(name: string, path: string): JdbcConnectionRef;
+  /** Whether the platform lets a job config give its own JDBC url (`jdbc.inline-urls`). */
+  readonly inlineJdbcUrls: boolean;
   /** A secret by reference; resolved (environment or mounted file) only when revealed, i.e. when the plan runs. */
   secret(ref: SecretRef, path: string): Secret;
   readonly runId: string;

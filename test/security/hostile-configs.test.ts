@@ -8,7 +8,7 @@ import type { SparkConnectClient } from '../../src/spark/client.js';
 import { compileCommandPlan } from '../../src/spark/plan/compile.js';
 import { Query, sqlCommand } from '../../src/spark/plan/query.js';
 import { tempFiles } from '../support/files.js';
-import { connect, freshTenant, remote, runCli } from '../support/stack.js';
+import { connect, freshTenant, lakeHome, remote, runCli } from '../support/stack.js';
 
 /**
  * Tenant configs are untrusted input. Every template version meets a corpus of hostile configs, one
@@ -26,6 +26,7 @@ let client: SparkConnectClient;
 
 const platform = () => `
 catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }
+jdbc.connections.shop { url = "jdbc:sqlite:${attacker.root.replace(/^file:\/\//, '')}/shop.db" }
 tenants {
   ${attacker.id} { storage-roots = ["${attacker.root}"] }
   ${victim.id} { storage-roots = ["${victim.root}"] }
@@ -49,12 +50,12 @@ target { table = "orders", format = delta, catalog = "spark_catalog" }`,
   'jdbc-snapshot-ingest v1': `
 job    { template = "jdbc-snapshot-ingest", schema-version = 1, name = "hostile" }
 tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
-source { table = "orders", url = "jdbc:sqlite:${attacker.root.replace(/^file:\/\//, '')}/shop.db", driver = "org.sqlite.JDBC" }
+source { table = "orders", connection = "shop" }
 target { table = "orders", snapshot-date = "2026-07-05" }`,
   'jdbc-snapshot-ingest v2': `
 job    { template = "jdbc-snapshot-ingest", schema-version = 2, name = "hostile" }
 tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
-source { table = "orders", url = "jdbc:sqlite:${attacker.root.replace(/^file:\/\//, '')}/shop.db", driver = "org.sqlite.JDBC" }
+source { table = "orders", connection = "shop" }
 target { table = "orders", snapshot-date = "2026-07-05", format = iceberg }`,
 };
 
@@ -115,12 +116,12 @@ const hostileEnvValues = {
   LAKEHOUSE_DB_PASSWORD: TOKEN,
 };
 
-async function validate(config: string, set: string[] = [], env: Record<string, string> = {}): Promise<{ code: number; paths: string[]; text: string }> {
+async function validate(config: string, set: string[] = [], env: Record<string, string> = {}, platformFile = 'platform.conf'): Promise<{ code: number; paths: string[]; text: string }> {
   const file = join(dir, `c-${randomBytes(4).toString('hex')}.conf`);
   writeFileSync(file, config);
   const started = performance.now();
   try {
-    await loadJob({ configFile: file, envFile: join(dir, 'platform.conf'), overrides: set, env, runId: 'hostile' });
+    await loadJob({ configFile: file, envFile: join(dir, platformFile), overrides: set, env, runId: 'hostile' });
     return { code: 0, paths: [], text: '' };
   } catch (e) {
     const err = asLakehouseError(e);
@@ -131,7 +132,7 @@ async function validate(config: string, set: string[] = [], env: Record<string, 
 }
 
 beforeAll(async () => {
-  dir = tempFiles({ 'platform.conf': platform() });
+  dir = tempFiles({ 'platform.conf': platform(), 'platform-inline.conf': `${platform()}\njdbc.inline-urls = allow\n` });
   client = connect();
   // The victim's rows, in an Iceberg and a Delta table and as bronze files, each holding the canary.
   const rows = Query.sql(`SELECT 1 AS id, '${CANARY}' AS v, CAST(1 AS BIGINT) AS ts`);
@@ -210,16 +211,31 @@ describe.each(Object.keys(bases))('%s refuses hostile configs at validate (78, w
   });
 });
 
-describe('jdbc-snapshot-ingest refuses credentials and plug-ins in an inline url', () => {
+describe('jdbc-snapshot-ingest: inline urls, credentials and driver classes', () => {
+  const inline = (url: string, driver = 'org.postgresql.Driver') =>
+    bases['jdbc-snapshot-ingest v1']!.replace('connection = "shop"', `url = ${JSON.stringify(url)}, driver = ${JSON.stringify(driver)}`);
+
+  it('refuses an inline url where the platform does not allow them (the server would open any database or SQLite file)', async () => {
+    const r = await validate(inline(`jdbc:sqlite:${lakeHome()}/iceberg_catalog.db`, 'org.sqlite.JDBC'));
+    expect(r.code).toBe(78);
+    expect(r.paths).toContain('source.url');
+  });
+
   it.each([
     ['user info', 'jdbc:postgresql://u:p@127.0.0.1:5432/db'],
     ['a password parameter', 'jdbc:postgresql://127.0.0.1:5432/db?password=x'],
     ['a socket factory', 'jdbc:postgresql://127.0.0.1:5432/db?socketFactory=org.springframework.context.support.ClassPathXmlApplicationContext'],
     ['a logger file', 'jdbc:postgresql://127.0.0.1:5432/db?loggerFile=/tmp/x'],
-  ])('%s', async (_, url) => {
-    const r = await validate(bases['jdbc-snapshot-ingest v1']!, [`source.url=${JSON.stringify(url)}`]);
+  ])('%s in an inline url, even where inline urls are allowed', async (_, url) => {
+    const r = await validate(inline(url), [], {}, 'platform-inline.conf');
     expect(r.code).toBe(78);
     expect(r.paths).toContain('source.url');
+  });
+
+  it("a driver class other than the url protocol's own", async () => {
+    const r = await validate(inline('jdbc:postgresql://127.0.0.1:5432/db', 'java.lang.ProcessBuilder'), [], {}, 'platform-inline.conf');
+    expect(r.code).toBe(78);
+    expect(r.paths).toContain('source.driver');
   });
 });
 

@@ -13,7 +13,7 @@ export default defineConfig({
       {
         test: {
           name: 'integration',
-          include: ['test/integration/**/*.test.ts'],
+          include: ['test/integration/**/*.test.ts', 'test/security/**/*.test.ts'],
           // One real Spark Connect server on a 2-core machine: test files run one at a time.
           fileParallelism: false,
           testTimeout: 300_000,

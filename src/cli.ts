@@ -6,7 +6,7 @@ import { TERMINATION_LOG, XCOM_DIR } from './core/status.js';
 import { VERSION } from './version.js';
 
 /**
- * The command line (DESIGN.md §2). Thin: parse arguments, hand over to the runner, exit with its code.
+ * The command line (docs/contracts.md). Thin: parse arguments, hand over to the runner, exit with its code.
  * Every option also reads from the environment (`LAKEHOUSE_CONFIG`, `LAKEHOUSE_ENV`, …; the
  * Spark remote from `SPARK_REMOTE`).
  */

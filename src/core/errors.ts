@@ -1,7 +1,7 @@
 /**
  * One error hierarchy for the whole runner. Spark's own failures (transient 75, permission 77, …) are
  * `SparkError`s, classified in src/spark/errors.ts. Every failure that reaches the CLI is a LakehouseError
- * (or becomes an InternalError), and its `exitCode` is the contract in DESIGN.md §5.
+ * (or becomes an InternalError), and its `exitCode` is the contract in docs/contracts.md.
  */
 
 export const ExitCode = {

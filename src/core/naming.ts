@@ -1,5 +1,5 @@
 /**
- * Tenancy and naming (DESIGN.md §4). Everything that becomes part of a Spark identifier or a storage
+ * Tenancy and naming (docs/contracts.md). Everything that becomes part of a Spark identifier or a storage
  * path passes through here: names are validated against strict patterns, then always quoted, so a
  * config value can never change the shape of a statement.
  */

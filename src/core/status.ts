@@ -5,7 +5,7 @@ import type { OutputReport } from '../jobs/template.js';
 import { scrub } from './secrets.js';
 
 /**
- * The status document (`lakehouse-jobs/status/v1`, DESIGN.md §5): one per run, on every outcome.
+ * The status document (`lakehouse-jobs/status/v1`, docs/contracts.md): one per run, on every outcome.
  * The one status writer sends it to stdout, `--status-file`, Airflow's XCom file and the
  * Kubernetes termination message.
  */

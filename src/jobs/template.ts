@@ -41,6 +41,8 @@ export interface JobContext {
   catalog(name: string | undefined, path: string): CatalogRef;
   /** A named JDBC connection of the platform config. Throws a ConfigError naming `path` when unknown. */
   jdbcConnection(name: string, path: string): JdbcConnectionRef;
+  /** Whether the platform lets a job config give its own JDBC url (`jdbc.inline-urls`). */
+  readonly inlineJdbcUrls: boolean;
   /** A secret by reference; resolved (environment or mounted file) only when revealed, i.e. when the plan runs. */
   secret(ref: SecretRef, path: string): Secret;
   readonly runId: string;
@@ -61,6 +63,8 @@ export interface OutputReport {
   format: string;
   location?: string;
   snapshotId?: string;
+  /** Whether this run committed to the table; false when every event was already applied. */
+  committed?: boolean;
   metrics?: Record<string, number>;
 }
 
@@ -81,43 +85,52 @@ export interface SchemaDiff {
   readonly missing: readonly string[];
 }
 
+/** The rows of the query steps that ran before, by step id: what a later step's `when` decides on. */
+export type Facts = Readonly<Record<string, readonly Row[]>>;
+
+interface StepBase {
+  readonly id: string;
+  readonly title: string;
+  /**
+   * Run the step only when this holds for the earlier query steps' rows (a write that would change
+   * nothing is not sent: no empty commit). Without it the step always runs.
+   */
+  readonly when?: (facts: Facts) => boolean;
+}
+
 export type Step =
   /** Run a command (DDL, write, MERGE). */
-  | { readonly kind: 'command'; readonly id: string; readonly title: string; readonly command: Cmd }
+  | (StepBase & { readonly kind: 'command'; readonly command: Cmd })
   /**
    * Create a table unless it exists (probed by analysing its schema; a concurrent create is fine).
    * An existing table must be at `location` (the tenant's layout, `<storage-root>/<layer>/<table>`):
    * a table found by name elsewhere (an old lake home, another tenant's path) fails the run with a
    * ConfigError at `configPath` before anything is written to it.
    */
-  | {
+  | (StepBase & {
       readonly kind: 'ensureTable';
-      readonly id: string;
-      readonly title: string;
       readonly table: TableName;
       readonly location: string;
       readonly configPath: string;
       readonly create: Cmd;
-    }
+    })
   /**
    * Compare the columns a query produces with a table's columns (both as Spark reports them); the
    * pure function decides: fail, or commands to run first (e.g. add the new columns).
    */
-  | {
+  | (StepBase & {
       readonly kind: 'compareSchemas';
-      readonly id: string;
-      readonly title: string;
       readonly source: Query;
       readonly table: TableName;
       readonly interpret: (diff: SchemaDiff) => { fail?: LakehouseError; commands?: Cmd[] };
-    }
+    })
   /**
    * Check which of `paths` exist, by listing them (no file is read); the pure function decides what
    * the missing ones mean (e.g. skip: the selected input is not there yet).
    */
-  | { readonly kind: 'probePaths'; readonly id: string; readonly title: string; readonly paths: readonly string[]; readonly interpret: (missing: string[]) => StepEffect }
-  /** Run a query and interpret its rows with a pure function. */
-  | { readonly kind: 'query'; readonly id: string; readonly title: string; readonly query: Query; readonly interpret: (rows: Row[]) => StepEffect };
+  | (StepBase & { readonly kind: 'probePaths'; readonly paths: readonly string[]; readonly interpret: (missing: string[]) => StepEffect })
+  /** Run a query and interpret its rows with a pure function; the rows become a fact for later steps. */
+  | (StepBase & { readonly kind: 'query'; readonly query: Query; readonly interpret: (rows: Row[]) => StepEffect });
 
 export interface JobPlan {
   readonly steps: readonly Step[];

@@ -11,7 +11,7 @@ import { Query } from '../spark/plan/query.js';
 import { rows as arrowRows } from '../spark/arrow.js';
 import { structFields } from '../spark/types.js';
 import type { DataType } from '../spark/proto/gen/spark/connect/types_pb.js';
-import type { JobPlan, OutputReport, Step } from '../jobs/template.js';
+import type { Facts, JobPlan, OutputReport, Row, Step } from '../jobs/template.js';
 
 /**
  * Runs a template's steps, in order, on a Spark Connect session. The only code that sends plans:
@@ -29,6 +29,8 @@ export interface ExecutionReport {
   metrics: { rowsRead: number; rowsWritten: number };
   operationIds: string[];
   skipped?: string;
+  /** Steps not sent because their `when` did not hold (e.g. a write that would change nothing). */
+  notNeeded: string[];
 }
 
 export interface ExecuteOptions {
@@ -39,15 +41,25 @@ export interface ExecuteOptions {
   signal: AbortSignal;
   /** Called with each operation id as soon as it is known. */
   onOperation?: (id: string) => void;
+  /** Awaited before each step is sent: tests pause a run here to interleave it with another. */
+  beforeStep?: (step: Step) => Promise<void>;
 }
 
 export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<ExecutionReport> {
-  const report: ExecutionReport = { outputs: [], metrics: { rowsRead: 0, rowsWritten: 0 }, operationIds: [] };
+  const report: ExecutionReport = { outputs: [], metrics: { rowsRead: 0, rowsWritten: 0 }, operationIds: [], notNeeded: [] };
+  const facts: Record<string, readonly Row[]> = {};
   for (const step of plan.steps) {
+    throwIfAborted(opts.signal);
+    if (step.when && !step.when(facts)) {
+      report.notNeeded.push(step.id);
+      opts.logger.info({ step: step.id }, `${step.id} not needed: nothing for it to change`);
+      continue;
+    }
+    await opts.beforeStep?.(step);
     throwIfAborted(opts.signal);
     const started = performance.now();
     opts.logger.info({ step: step.id }, step.title);
-    const skipped = await runStep(step, opts, report);
+    const skipped = await runStep(step, opts, report, facts);
     opts.logger.info({ step: step.id, durationMs: Math.round(performance.now() - started) }, `${step.id} done`);
     if (skipped !== undefined) {
       report.skipped = skipped;
@@ -58,7 +70,7 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
   return report;
 }
 
-async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport): Promise<string | undefined> {
+async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport, facts: Record<string, readonly Row[]>): Promise<string | undefined> {
   const run = async (plan: Plan) => {
     // Our own operation id, recorded before sending: a run cancelled mid-step still names it.
     const operationId = randomUUID();
@@ -125,7 +137,9 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
     }
     case 'query': {
       const result = await run(compileRelationPlan(step.query.rel, { reveal: true }));
-      const effect = step.interpret(result.table ? arrowRows(result.table) : []);
+      const rows = result.table ? arrowRows(result.table) : [];
+      facts[step.id] = rows;
+      const effect = step.interpret(rows);
       if (effect.fail) throw effect.fail;
       if (effect.metrics?.rowsRead) report.metrics.rowsRead += effect.metrics.rowsRead;
       if (effect.metrics?.rowsWritten) report.metrics.rowsWritten += effect.metrics.rowsWritten;

@@ -15,7 +15,7 @@ import { VERSION } from '../version.js';
 
 /**
  * One invocation of `run`, `validate` or `plan`: load, (execute,) report. Always ends in exactly one
- * status document and an exit code from DESIGN.md §5, whatever happened.
+ * status document and an exit code from docs/contracts.md, whatever happened.
  */
 
 export interface RunRequest {
@@ -140,7 +140,7 @@ async function execute(
   spark.sessionId = client.sessionId;
   spark.serverVersion = await client.analyze.sparkVersion();
   logger.info({ remote: spark.remote, sessionId: client.sessionId, serverVersion: spark.serverVersion }, 'connected to Spark Connect');
-  await client.config.set({ ...loaded.plan.sessionConf, ...commitMetadata(loaded, runId, req.logicalDate) });
+  await client.config.set(sessionSettings(loaded, runId, req.logicalDate));
   const report = await executePlan(loaded.plan, {
     session: client,
     logger,
@@ -149,6 +149,24 @@ async function execute(
     onOperation: (id) => spark.operationIds.push(id),
   });
   return { state: report.skipped ? 'skipped' : 'succeeded', report };
+}
+
+/** Everything a run sets on its Spark session before the first step. */
+export function sessionSettings(loaded: LoadedJob, runId: string, logicalDate: string | undefined): Record<string, string> {
+  return { ...freshCatalogReads(loaded), ...loaded.plan.sessionConf, ...commitMetadata(loaded, runId, logicalDate) };
+}
+
+/**
+ * Every read of an Iceberg table sees its latest commit. Iceberg's Spark catalog caches loaded
+ * tables per session (30 s by default), so a run that looked at its tombstone table early would
+ * decide its MERGE on a stale copy while another run committed deletes in between: the way deleted
+ * rows come back. Set before the session's first use of the catalog, which is when it reads them.
+ * (Delta refreshes its log on every query.)
+ */
+export function freshCatalogReads(loaded: LoadedJob): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const [name, c] of Object.entries(loaded.platform.catalogs)) if (c.format === 'iceberg') out[`spark.sql.catalog.${name}.cache-enabled`] = 'false';
+  return out;
 }
 
 /**

@@ -3,7 +3,7 @@
  * `grpc-status-details-bin`, a google.rpc.Status with an ErrorInfo: the Java exception classes,
  * Spark's error class, SQL state, message parameters and an error id for FetchErrorDetails (the
  * client uses it to replace a truncated message with the full one). `errorRules` turns that into
- * the exit codes of DESIGN.md §5; it is the only place that decides.
+ * the exit codes of docs/contracts.md; it is the only place that decides.
  */
 import { status as GrpcStatus, type Metadata } from '@grpc/grpc-js';
 import { fromBinary } from '@bufbuild/protobuf';

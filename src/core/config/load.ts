@@ -86,6 +86,7 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
     ...(req.logicalDate ? { logicalDate: req.logicalDate } : {}),
     catalog: (name, path) => resolveCatalog(platform, name, path),
     jdbcConnection: (name, path) => resolveJdbcConnection(platform, name, path, req.env),
+    inlineJdbcUrls: platform.jdbc['inline-urls'] === 'allow',
     secret: (ref, path) => deferredSecret(ref, path, req.env),
   };
   // Templates may reject combinations only the plan reveals (an unknown catalog): still config errors.

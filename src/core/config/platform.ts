@@ -50,9 +50,16 @@ export const platformSchema = z
             z.object({ url: z.string().startsWith('jdbc:'), user: z.string().optional(), password: secretRef.optional(), driver: z.string().optional() }).strict(),
           )
           .default({}),
+        /**
+         * Whether a job config may give its own `source.url`. An inline url makes the Spark server
+         * open whatever the tenant names: any host it can reach, any SQLite file it can read (the
+         * local stack's Iceberg catalog is one). Platforms that serve untrusted tenants keep `deny`
+         * and name connections instead.
+         */
+        'inline-urls': z.enum(['deny', 'allow']).default('deny'),
       })
       .strict()
-      .default({ connections: {} }),
+      .default({ connections: {}, 'inline-urls': 'deny' }),
     logging: z.object({ level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).optional() }).strict().default({}),
   })
   .strict();
@@ -62,6 +69,8 @@ export type PlatformConfig = z.infer<typeof platformSchema>;
 /** Without `--env`: no tenant policy, and the local stack's catalogs. */
 export const localPlatformDefaults: PlatformConfig = platformSchema.parse({
   catalogs: { lake: { format: 'iceberg', default: true }, spark_catalog: { format: 'delta' } },
+  // Without a platform config the runner serves one developer on their own machine.
+  jdbc: { 'inline-urls': 'allow' },
 });
 
 /** Resolve a secret reference. The value never leaves the returned `Secret` unless revealed. */

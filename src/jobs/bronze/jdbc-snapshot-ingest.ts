@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ConfigError } from '../../core/errors.js';
 import { secretRef } from '../../core/config/platform.js';
 import { catalogName, columnName, isoDate, jobSection, name, tenantSection } from '../../core/config/validate.js';
 import { alias, col, eq, fn, lit, sqlExpr } from '../../spark/plan/expressions.js';
@@ -21,12 +22,24 @@ import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js
 
 const TEMPLATE = 'jdbc-snapshot-ingest';
 
-/** The stamps every bronze row carries (DESIGN.md §4). */
+/** The stamps every bronze row carries (docs/contracts.md). */
 export const SNAPSHOT_DATE = '_snapshot_date';
 const STAMPS = ['_lake_tenant', '_lake_source', '_lake_ingested_at', SNAPSHOT_DATE] as const;
 
-/** JDBC sub-protocols an inline `source.url` may use: the drivers the platform ships. */
-const INLINE_PROTOCOLS = ['postgresql', 'sqlite', 'mysql', 'mariadb', 'sqlserver', 'oracle', 'db2'] as const;
+/**
+ * JDBC sub-protocols an inline `source.url` may use, each with the driver classes it may name. A
+ * tenant never picks an arbitrary class: the server would load and instantiate it.
+ */
+const INLINE_DRIVERS = {
+  postgresql: ['org.postgresql.Driver'],
+  sqlite: ['org.sqlite.JDBC'],
+  mysql: ['com.mysql.cj.jdbc.Driver'],
+  mariadb: ['org.mariadb.jdbc.Driver'],
+  sqlserver: ['com.microsoft.sqlserver.jdbc.SQLServerDriver'],
+  oracle: ['oracle.jdbc.OracleDriver', 'oracle.jdbc.driver.OracleDriver'],
+  db2: ['com.ibm.db2.jcc.DB2Driver'],
+} as const satisfies Record<string, readonly string[]>;
+const INLINE_PROTOCOLS = Object.keys(INLINE_DRIVERS) as (keyof typeof INLINE_DRIVERS)[];
 
 /**
  * A source table as the database names it: `orders`, `public.orders`, `crm.public.orders`. Spark
@@ -139,6 +152,10 @@ const v1Schema = z
           issue('connection', 'is required: name a platform connection (jdbc.connections.<name>) or give source.url');
         } else if (/\/\/[^/?#]*@/.test(s.url) || REFUSED_URL_PARAMS.test(s.url)) {
           issue('url', 'must not carry credentials or driver plug-ins (user, password, socket/ssl factories, …): use source.user and source.password { env = "NAME" }');
+        } else if (s.driver !== undefined) {
+          const protocol = /^jdbc:([a-z0-9]+):/.exec(s.url)?.[1] as keyof typeof INLINE_DRIVERS | undefined;
+          const allowed: readonly string[] = protocol ? INLINE_DRIVERS[protocol] ?? [] : [];
+          if (!allowed.includes(s.driver)) issue('driver', `must be the ${protocol ?? 'url'}'s driver: ${allowed.join(' or ') || 'none known'}`);
         }
         const partitioned = ['lower-bound', 'upper-bound', 'num-partitions'] as const;
         if (s['partition-column'] === undefined) {
@@ -170,6 +187,10 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestV1 | JdbcSnapshotIngest
   const snapshotDate = lit({ date: target['snapshot-date'] });
 
   const connection = source.connection !== undefined ? ctx.jdbcConnection(source.connection, 'source.connection') : undefined;
+  if (!connection && !ctx.inlineJdbcUrls)
+    throw new ConfigError([
+      { path: 'source.url', message: 'the platform config does not allow job configs to give their own JDBC url (jdbc.inline-urls = deny): name a platform connection in source.connection' },
+    ]);
   const url = connection?.url ?? source.url!;
   const user = connection?.user ?? source.user;
   const driver = connection?.driver ?? source.driver;

@@ -23,7 +23,7 @@ import {
   star,
 } from '../../spark/plan/expressions.js';
 import { Query, sqlCommand } from '../../spark/plan/query.js';
-import type { JobContext, JobPlan, JobTemplate, Row, Step, TemplateVersion } from '../template.js';
+import type { Facts, JobContext, JobPlan, JobTemplate, Row, Step, TemplateVersion } from '../template.js';
 import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js';
 import { SNAPSHOT_DATE } from '../bronze/jdbc-snapshot-ingest.js';
 
@@ -325,14 +325,15 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'query',
       id: 'measure',
-      title: 'Count the inserts, updates, deletes and late events of this batch',
+      title: 'Count the inserts, updates, deletes, tombstones and late events of this batch',
       query: measure(source, target, keys, sequence),
       interpret: (rows) => {
         const r = rows[0] ?? {};
         const metrics = { inserted: Number(r.inserted ?? 0), updated: Number(r.updated ?? 0), deleted: Number(r.deleted ?? 0), late: Number(r.late ?? 0) };
+        const changes = metrics.inserted + metrics.updated + metrics.deleted;
         return {
-          output: { table: displayTable(target), format: catalog.format, location, metrics },
-          metrics: { rowsWritten: metrics.inserted + metrics.updated + metrics.deleted },
+          output: { table: displayTable(target), format: catalog.format, location, committed: changes + Number(r.tombstones ?? 0) > 0, metrics },
+          metrics: { rowsWritten: changes },
         };
       },
     },
@@ -341,6 +342,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       kind: 'command',
       id: 'record-tombstones',
       title: `Record the deleted keys in ${displayTable(tombstones)}`,
+      when: (facts) => fact(facts, 'measure', 'tombstones') > 0,
       command: latest
         .filter(col(DELETE_FLAG))
         .select(...keyAndSeq, alias(fn('current_timestamp'), DELETED_AT), alias(lit(ctx.runId), RUN_ID))
@@ -354,6 +356,8 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       kind: 'command',
       id: 'merge',
       title: `MERGE the latest event per key into ${displayTable(target)}`,
+      // A rerun of an applied batch changes no row: no MERGE, so no new snapshot or version.
+      when: (facts) => fact(facts, 'measure', 'inserted') + fact(facts, 'measure', 'updated') + fact(facts, 'measure', 'deleted') > 0,
       command: source.as(SOURCE).mergeInto(tableParts(target), and(...keys.map((k) => eqNullSafe(col(target.table, k), col(SOURCE, k)))), {
         whenMatched: [
           { action: 'delete', condition: and(col(SOURCE, DELETE_FLAG), newerThanRow) },
@@ -363,9 +367,43 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       }),
     },
     {
+      // The merge decided on the tombstones as they were when it started. A run that recorded a
+      // newer tombstone for one of our keys and deleted the row just before our merge committed
+      // could not see our insert; we could not see its tombstone. Looking again now, after our
+      // commit, closes that window: its tombstone is visible to us, or its merge comes after ours
+      // and deletes the row itself. Also heals a run that died between its two merges.
+      kind: 'query',
+      id: 'find-resurrected',
+      title: `Look for rows of this batch's keys that a newer tombstone deletes`,
+      query: resurrected(latest, target, tombstones, keys, sequence).aggregate([], [alias(fn('count', lit(1)), 'rows')]),
+      interpret: (rows) => {
+        const n = Number(rows[0]?.rows ?? 0);
+        return n > 0 ? { output: { table: displayTable(target), format: catalog.format, committed: true, metrics: { repaired: n } } } : {};
+      },
+    },
+    {
+      kind: 'command',
+      id: 'delete-resurrected',
+      title: `Delete the rows of ${displayTable(target)} that a newer tombstone deletes`,
+      when: (facts) => fact(facts, 'find-resurrected', 'rows') > 0,
+      command: resurrected(latest, target, tombstones, keys, sequence)
+        .as(SOURCE)
+        .mergeInto(tableParts(target), and(...keys.map((k) => eqNullSafe(col(target.table, k), col(SOURCE, k)))), {
+          whenMatched: [{ action: 'delete', condition: sequenceGreater(sequence, SOURCE, target.table) }],
+        }),
+    },
+    {
+      kind: 'query',
+      id: 'count-expired',
+      title: `Count tombstones older than ${spec.tombstoneRetentionDays} days`,
+      query: Query.table(tableParts(tombstones)).filter(expired(spec.tombstoneRetentionDays)).aggregate([], [alias(fn('count', lit(1)), 'rows')]),
+      interpret: () => ({}),
+    },
+    {
       kind: 'command',
       id: 'expire-tombstones',
       title: `Forget tombstones older than ${spec.tombstoneRetentionDays} days`,
+      when: (facts) => fact(facts, 'count-expired', 'rows') > 0,
       // The number of days is a validated integer; no text from config enters this statement.
       command: sqlCommand(
         `DELETE FROM ${quoteName(tableParts(tombstones))} WHERE ${quoteIdentifier(DELETED_AT)} < current_timestamp() - make_dt_interval(${Math.trunc(spec.tombstoneRetentionDays)})`,
@@ -388,6 +426,35 @@ function probePartitions(partitions: string[], dates: string[], bronzePath: stri
         ? {}
         : { skip: `no bronze partition for source.snapshot-date ${dates.filter((_, i) => missing.includes(partitions[i]!)).join(', ')} in ${bronzePath}` },
   };
+}
+
+/** A number from the one row of an earlier query step (0 when absent). */
+function fact(facts: Facts, step: string, column: string): number {
+  return Number(facts[step]?.[0]?.[column] ?? 0);
+}
+
+/** Tombstones past the retention period. */
+function expired(days: number): Expr {
+  return fn('<', col(DELETED_AT), fn('-', fn('current_timestamp'), fn('make_dt_interval', lit(Math.trunc(days)))));
+}
+
+/**
+ * The tombstones of this batch's keys that are newer than the key's row in silver, read now: rows
+ * that a concurrent run brought back after another run deleted them (key and the tombstone's
+ * sequence, one row per key).
+ */
+function resurrected(latest: Query, target: TableName, tombstones: TableName, keys: string[], sequence: string[]): Query {
+  const batchKeys = latest.select(...keys).as(RESOLVED);
+  const rows = Query.table(tableParts(target))
+    .select(...keys, ...sequence)
+    .as(ROW);
+  return Query.table(tableParts(tombstones))
+    .select(...keys, ...sequence)
+    .as(TOMB)
+    .join(batchKeys, and(...keys.map((k) => eqNullSafe(col(TOMB, k), col(RESOLVED, k)))), 'left_semi')
+    .join(rows, and(...keys.map((k) => eqNullSafe(col(TOMB, k), col(ROW, k)))), 'inner')
+    .filter(sequenceGreater(sequence, TOMB, ROW))
+    .select(...[...keys, ...sequence].map((c) => alias(col(TOMB, c), c)));
 }
 
 /**
@@ -438,6 +505,8 @@ function measure(source: Query, target: TableName, keys: string[], sequence: str
       alias(countIf(and(matched, newer, not(del), afterTomb)), 'updated'),
       alias(countIf(and(matched, newer, del)), 'deleted'),
       alias(countIf(or(and(matched, not(newer)), and(not(del), not(afterTomb)), and(not(matched), del, not(afterTomb)))), 'late'),
+      // Deletes newer than the key's tombstone (or without one): what record-tombstones writes.
+      alias(countIf(and(del, afterTomb)), 'tombstones'),
     ],
   );
 }

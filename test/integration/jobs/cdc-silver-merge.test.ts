@@ -135,11 +135,16 @@ describe('cdc-silver-merge v1 on the real stack', () => {
 
   it('changes nothing when the same batch runs again', async () => {
     const before = silver();
+    const snapshots = () => [icebergSnapshotSummary(`${tenant.id}_silver`, 'orders').snapshot_id, icebergSnapshotSummary(`${tenant.id}_silver`, 'orders__cdc_tombstones').snapshot_id];
+    const snapshotsBefore = snapshots();
     const { code, status } = await run('2026-07-05');
     expect(code).toBe(0);
     // 1, 2 and 4 are not newer than their rows; 3's delete is not newer than its tombstone.
     expect(status.outputs[0].metrics).toEqual({ inserted: 0, updated: 0, deleted: 0, late: 4 });
     expect(silver()).toEqual(before);
+    // Nothing to change, nothing committed: no new snapshot of silver or of its tombstones.
+    expect(status.outputs[0]).toMatchObject({ committed: false, snapshotId: snapshotsBefore[0] });
+    expect(snapshots()).toEqual(snapshotsBefore);
   });
 
   it('applies the next batch: updates, deletes, and ignores an event older than the row', async () => {

@@ -272,7 +272,7 @@ tenant { id = "${t.id}", storage-root = "${t.root}" }
 source { table = "orders", url = "jdbc:sqlite:${db}", driver = "org.sqlite.JDBC" }
 target { table = "orders", snapshot-date = "2026-07-05", format = ${format}, catalog = "${catalog}" }
 `,
-        'platform.conf': `catalogs { lake { format = iceberg }, spark_catalog { format = delta } }`,
+        'platform.conf': `catalogs { lake { format = iceberg }, spark_catalog { format = delta } }\njdbc { inline-urls = allow }`,
       });
       const ingest = async (date: string) => {
         const r = await runCli(['--config', join(conf, 'job.conf'), '--env', join(conf, 'platform.conf'), '--remote', remote(), '--set', `target.snapshot-date=${date}`]);

@@ -179,7 +179,7 @@ tenant { id = "${t.id}", storage-root = "${t.root}" }
 source { table = "orders", url = "jdbc:sqlite:${join(dir, 'shop.db')}", driver = "org.sqlite.JDBC" }
 target { table = "orders", snapshot-date = "2026-09-01", format = ${format}, catalog = "${catalog}" }
 `,
-      'platform.conf': 'catalogs { lake { format = iceberg }, spark_catalog { format = delta } }',
+      'platform.conf': 'catalogs { lake { format = iceberg }, spark_catalog { format = delta } }\njdbc { inline-urls = allow }',
     });
     execFileSync('python3', ['-c', 'import sqlite3, sys\ndb = sqlite3.connect(sys.argv[1])\ndb.execute("CREATE TABLE IF NOT EXISTS orders (id INTEGER, name TEXT)")\ndb.execute("DELETE FROM orders")\ndb.execute("INSERT INTO orders VALUES (1, \'one\')")\ndb.commit()', join(dir, 'shop.db')]);
     await sql(`CREATE NAMESPACE IF NOT EXISTS ${catalog}.${t.id}_bronze`);

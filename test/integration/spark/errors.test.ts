@@ -1,5 +1,5 @@
 // Server errors as the runner sees them: SparkErrors with Spark's error class, SQL state and the
-// exit code of DESIGN.md §5.
+// exit code of docs/contracts.md.
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ExitCode } from '../../../src/core/errors.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';

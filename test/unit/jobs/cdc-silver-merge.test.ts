@@ -56,9 +56,21 @@ describe('cdc-silver-merge v1 config', () => {
       'measure',
       'record-tombstones',
       'merge',
+      'find-resurrected',
+      'delete-resurrected',
+      'count-expired',
       'expire-tombstones',
       'read-snapshot',
     ]);
+    // Writes that would change nothing are not sent: no empty commit on a rerun.
+    const when = Object.fromEntries(job.plan.steps.filter((s) => s.when).map((s) => [s.id, s.when!]));
+    expect(Object.keys(when)).toEqual(['record-tombstones', 'merge', 'delete-resurrected', 'expire-tombstones']);
+    const nothing = { measure: [{ inserted: 0, updated: 0, deleted: 0, late: 3, tombstones: 0 }], 'find-resurrected': [{ rows: 0 }], 'count-expired': [{ rows: 0 }] };
+    for (const f of Object.values(when)) expect(f(nothing)).toBe(false);
+    expect(when['merge']!({ measure: [{ inserted: 0, updated: 1, deleted: 0 }] })).toBe(true);
+    expect(when['record-tombstones']!({ measure: [{ tombstones: 2 }] })).toBe(true);
+    expect(when['delete-resurrected']!({ 'find-resurrected': [{ rows: 1 }] })).toBe(true);
+    expect(when['expire-tombstones']!({ 'count-expired': [{ rows: 5 }] })).toBe(true);
   });
 
   it('reports every error at once, each with its path', async () => {

@@ -328,7 +328,7 @@ describe('jdbc-snapshot-ingest v1 plans', () => {
 describe('jdbc-snapshot-ingest v2', () => {
   const v2 = (target: string) =>
     valid.replace('schema-version = 1', 'schema-version = 2').replace('target { table = "orders", snapshot-date = "2026-07-05", partition-by = [] }', `target { table = "orders", snapshot-date = "2026-07-05", ${target} }`);
-  const catalogs = `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }`;
+  const catalogs = `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }\njdbc { inline-urls = allow }`;
 
   it('writes a bronze Iceberg table: create if missing, then replace exactly the snapshot date', async () => {
     const job = await load(v2('format = iceberg'), { platform: catalogs });
@@ -344,5 +344,28 @@ describe('jdbc-snapshot-ingest v2', () => {
     expect((await load(v2('partition-by = []'), { platform: catalogs })).plan.steps.map((s) => s.id)).toEqual(['probe-source', 'write-snapshot', 'count-snapshot']);
     expect(await configIssues(v2('catalog = "lake"'), { platform: catalogs })).toContainEqual({ path: 'target.catalog', message: 'applies to iceberg and delta tables; parquet files need no catalog' });
     expect(await configIssues(v2('format = delta, catalog = "lake"'), { platform: catalogs })).toEqual([{ path: 'target.format', message: 'is delta, but catalog "lake" holds iceberg tables' }]);
+  });
+});
+
+describe('jdbc-snapshot-ingest: what a job config may name', () => {
+  const inline = `
+job    { template = "jdbc-snapshot-ingest", schema-version = 1 }
+tenant { id = "acme", storage-root = "file:///lake/acme" }
+source { table = "orders", url = "jdbc:sqlite:/lake/acme/shop.db", driver = "org.sqlite.JDBC" }
+target { table = "orders", snapshot-date = "2026-07-05" }
+`;
+  it('refuses an inline url unless the platform allows inline urls (78 at source.url)', async () => {
+    expect(await configIssues(inline, { platform: 'catalogs { lake { format = iceberg, default = true } }' })).toEqual([
+      { path: 'source.url', message: expect.stringContaining('jdbc.inline-urls = deny') },
+    ]);
+    const allowed = await load(inline, { platform: 'catalogs { lake { format = iceberg, default = true } }\njdbc { inline-urls = allow }' });
+    expect(allowed.plan.steps.length).toBeGreaterThan(0);
+    // Without a platform config (a developer's machine) inline urls are allowed.
+    expect((await load(inline)).plan.steps.length).toBeGreaterThan(0);
+  });
+
+  it("refuses a driver class that is not the url's own driver (the server would load any class named)", async () => {
+    for (const driver of ['java.lang.Runtime', 'org.postgresql.Driver', 'org.apache.spark.sql.SparkSession'])
+      expect(await configIssues(inline.replace('"org.sqlite.JDBC"', `"${driver}"`))).toEqual([{ path: 'source.driver', message: "must be the sqlite's driver: org.sqlite.JDBC" }]);
   });
 });

@@ -10,7 +10,7 @@ import { tempFiles } from '../../support/files.js';
 
 /** Templates read bronze by exact partitions and give every table they create its expected location. */
 
-const catalogs = 'catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }';
+const catalogs = 'catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }\njdbc { inline-urls = allow }';
 
 const merge = (source: string, version = 2) => `
 job    { template = "cdc-silver-merge", schema-version = ${version} }

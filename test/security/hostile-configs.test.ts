@@ -1,0 +1,267 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ConfigError, asLakehouseError } from '../../src/core/errors.js';
+import { loadJob } from '../../src/core/config/load.js';
+import type { SparkConnectClient } from '../../src/spark/client.js';
+import { compileCommandPlan } from '../../src/spark/plan/compile.js';
+import { Query, sqlCommand } from '../../src/spark/plan/query.js';
+import { tempFiles } from '../support/files.js';
+import { connect, freshTenant, lakeHome, remote, runCli } from '../support/stack.js';
+
+/**
+ * Tenant configs are untrusted input. Every template version meets a corpus of hostile configs, one
+ * class at a time (code on the server, other tenants' rows, glob and escape paths, the process
+ * environment, identifiers, resource exhaustion, credentials in urls): each must be refused at
+ * `validate` with 78 and a config path, and `run` against the real server must refuse it the same
+ * way, while a second tenant's canary tables exist: the canary never appears in any output.
+ */
+const attacker = freshTenant();
+const victim = freshTenant();
+const CANARY = `canary-${randomBytes(6).toString('hex')}`;
+const TOKEN = `tok${randomBytes(8).toString('hex')}`;
+let dir: string;
+let client: SparkConnectClient;
+
+const platform = () => `
+catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }
+jdbc.connections.shop { url = "jdbc:sqlite:${attacker.root.replace(/^file:\/\//, '')}/shop.db" }
+tenants {
+  ${attacker.id} { storage-roots = ["${attacker.root}"] }
+  ${victim.id} { storage-roots = ["${victim.root}"] }
+}
+`;
+
+/** One valid config per template version, for the attacker's tenant. */
+const bases: Record<string, string> = {
+  'cdc-silver-merge v1': `
+job    { template = "cdc-silver-merge", schema-version = 1, name = "hostile" }
+tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
+source { table = "orders_cdc" }
+cdc    { primary-key = ["id"], sequence-by = "ts", op-column = "op", delete-values = ["d"] }
+target { table = "orders", catalog = "lake" }`,
+  'cdc-silver-merge v2': `
+job    { template = "cdc-silver-merge", schema-version = 2, name = "hostile" }
+tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
+source { table = "orders_cdc" }
+cdc    { primary-key = ["id"], sequence-by = ["ts"] }
+target { table = "orders", format = delta, catalog = "spark_catalog" }`,
+  'jdbc-snapshot-ingest v1': `
+job    { template = "jdbc-snapshot-ingest", schema-version = 1, name = "hostile" }
+tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
+source { table = "orders", connection = "shop" }
+target { table = "orders", snapshot-date = "2026-07-05" }`,
+  'jdbc-snapshot-ingest v2': `
+job    { template = "jdbc-snapshot-ingest", schema-version = 2, name = "hostile" }
+tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
+source { table = "orders", connection = "shop" }
+target { table = "orders", snapshot-date = "2026-07-05", format = iceberg }`,
+};
+
+/** The config paths that carry an expression, per template version. */
+const expressionPaths: Record<string, string[]> = {
+  'cdc-silver-merge v1': ['source.where'],
+  'cdc-silver-merge v2': ['source.where', 'cdc.delete-when'],
+  'jdbc-snapshot-ingest v1': ['source.where'],
+  'jdbc-snapshot-ingest v2': ['source.where'],
+};
+
+const other = () => `lake.${victim.id}_silver.secrets`;
+
+/** Expressions that must never reach Spark: each is refused by our grammar. */
+const hostileExpressions: [string, () => string][] = [
+  ['reflection', () => `java_method('java.lang.System', 'getenv', 'HOME') IS NOT NULL`],
+  ['reflection, backticked', () => "`java_method`('java.lang.System', 'getenv', 'HOME') IS NOT NULL"],
+  ['reflection behind a comment', () => `reflect /* x */ ('java.lang.System', 'getenv', 'HOME') IS NOT NULL`],
+  ['reflection behind a line break', () => `reflect\n('java.lang.System', 'getenv', 'HOME') IS NOT NULL`],
+  ['try_reflect', () => `try_reflect('java.lang.System', 'getenv', 'HOME') IS NOT NULL`],
+  ['EXISTS (TABLE …)', () => `EXISTS (TABLE ${other()})`],
+  ['IN (TABLE …)', () => `id IN (TABLE ${other()})`],
+  ['pipe syntax', () => `(FROM ${other()} |> AGGREGATE max(v)) IS NOT NULL`],
+  ['scalar subquery', () => `(SELECT max(v) FROM ${other()}) = 'x'`],
+  ['subquery, mixed case', () => `(sElEcT 1) = 1`],
+  ['input_file_name', () => `input_file_name() LIKE '%'`],
+  ['a lambda', () => `exists(array(1), x -> true)`],
+  ['a second statement', () => `1 = 1; DROP TABLE ${other()}`],
+  ['a parameter marker', () => `id = :p`],
+  ['IDENTIFIER()', () => `IDENTIFIER('${other()}') IS NULL`],
+  ['a qualified column naming a table', () => `${other()}.v = 'x'`],
+  ['a line comment', () => `id = 1 -- and the rest`],
+  ['a non-deterministic function', () => `uuid() IS NOT NULL`],
+  ['current_user', () => `current_user() = 'x'`],
+  ['a table-valued function', () => `EXISTS (SELECT * FROM read_files('${victim.root}'))`],
+];
+
+/** Storage roots that would reach the victim through globbing or escapes. */
+const hostileRoots: [string, () => string][] = [
+  ['glob alternation', () => `${attacker.root}/{x,../${victim.root.split('/').pop()}}`],
+  ['glob star', () => `${attacker.root}/*`],
+  ['glob question mark', () => `${attacker.root}/?`],
+  ['glob class', () => `${attacker.root}/[a-z]`],
+  ['percent-encoded dot-dot', () => `${attacker.root}/%2e%2e/${victim.root.split('/').pop()}`],
+  ['backslash', () => `${attacker.root}/..\\${victim.root.split('/').pop()}`],
+  ['dot-dot', () => `${attacker.root}/../${victim.root.split('/').pop()}`],
+];
+
+/** Environment variables a config must not read (their values must never show). */
+const hostileEnv: [string, string][] = [
+  ['SPARK_REMOTE', 'job.name = ${SPARK_REMOTE}'],
+  ['a token variable', 'job.name = ${SPARK_CONNECT_AUTHENTICATE_TOKEN}'],
+  ['a password variable', 'job.name = ${LAKEHOUSE_DB_PASSWORD}'],
+  ['HOME', 'job.name = ${HOME}'],
+];
+const hostileEnvValues = {
+  SPARK_CONNECT_AUTHENTICATE_TOKEN: TOKEN,
+  LAKEHOUSE_DB_PASSWORD: TOKEN,
+};
+
+async function validate(config: string, set: string[] = [], env: Record<string, string> = {}, platformFile = 'platform.conf'): Promise<{ code: number; paths: string[]; text: string }> {
+  const file = join(dir, `c-${randomBytes(4).toString('hex')}.conf`);
+  writeFileSync(file, config);
+  const started = performance.now();
+  try {
+    await loadJob({ configFile: file, envFile: join(dir, platformFile), overrides: set, env, runId: 'hostile' });
+    return { code: 0, paths: [], text: '' };
+  } catch (e) {
+    const err = asLakehouseError(e);
+    expect(performance.now() - started, 'refused within a second').toBeLessThan(1000);
+    const paths = err instanceof ConfigError ? err.issues.map((i) => i.path) : [];
+    return { code: err.exitCode, paths, text: JSON.stringify(err.report()) };
+  }
+}
+
+beforeAll(async () => {
+  dir = tempFiles({ 'platform.conf': platform(), 'platform-inline.conf': `${platform()}\njdbc.inline-urls = allow\n` });
+  client = connect();
+  // The victim's rows, in an Iceberg and a Delta table and as bronze files, each holding the canary.
+  const rows = Query.sql(`SELECT 1 AS id, '${CANARY}' AS v, CAST(1 AS BIGINT) AS ts`);
+  for (const [catalog, format] of [
+    ['lake', 'iceberg'],
+    ['spark_catalog', 'delta'],
+  ] as const) {
+    await client.execute(compileCommandPlan(sqlCommand(`CREATE NAMESPACE IF NOT EXISTS ${catalog}.${victim.id}_silver`), { reveal: true }));
+    await client.execute(
+      compileCommandPlan(rows.writeTo([catalog, `${victim.id}_silver`, 'secrets'], 'create', { provider: format, properties: { location: `${victim.root}/silver/secrets_${format}` } }), {
+        reveal: true,
+      }),
+    );
+  }
+  await client.execute(compileCommandPlan(rows.writeFiles(`${victim.root}/bronze/orders_cdc`, 'parquet', { mode: 'overwrite' }), { reveal: true }));
+  // The attacker's own bronze, so that a config that slipped through would really run.
+  mkdirSync(attacker.root.replace(/^file:\/\//, ''), { recursive: true });
+  await client.execute(
+    compileCommandPlan(
+      Query.sql(`SELECT 1 AS id, 'mine' AS v, CAST(1 AS BIGINT) AS ts, 'c' AS op, DATE'2026-07-05' AS _snapshot_date`).writeFiles(`${attacker.root}/bronze/orders_cdc`, 'parquet', {
+        mode: 'overwrite',
+        partitionBy: ['_snapshot_date'],
+      }),
+      { reveal: true },
+    ),
+  );
+});
+afterAll(async () => {
+  await client?.releaseSession().catch(() => undefined);
+  client?.close();
+});
+
+describe.each(Object.keys(bases))('%s refuses hostile configs at validate (78, with the path)', (template) => {
+  it('accepts its base config (the corpus tests refusals, not a broken base)', async () => {
+    expect((await validate(bases[template]!)).code).toBe(0);
+  });
+
+  for (const path of expressionPaths[template]!)
+    it.each(hostileExpressions)(`${path}: %s`, async (_, expr) => {
+      const set = [`${path}=${JSON.stringify(expr())}`];
+      // delete-when and op-column exclude each other: v2's base has no op column.
+      const r = await validate(bases[template]!, set);
+      expect(r.code, r.text).toBe(78);
+      expect(r.paths).toContain(path);
+      expect(r.text).not.toContain(CANARY);
+    });
+
+  it.each(hostileRoots)('tenant.storage-root: %s', async (_, root) => {
+    const r = await validate(bases[template]!, [`tenant.storage-root=${JSON.stringify(root())}`]);
+    expect(r.code, r.text).toBe(78);
+    expect(r.paths).toContain('tenant.storage-root');
+  });
+
+  it.each(hostileEnv)('environment: %s', async (_, line) => {
+    const r = await validate(`${bases[template]}\n${line}\n`, [], { ...hostileEnvValues, SPARK_REMOTE: `sc://127.0.0.1:1/;token=${TOKEN}`, HOME: '/root' });
+    expect(r.code, r.text).toBe(78);
+    expect(r.text).not.toContain(TOKEN);
+  });
+
+  it('identifiers: a table name that would change a statement', async () => {
+    const r = await validate(bases[template]!, ['target.table="orders`; DROP TABLE x"']);
+    expect(r.code).toBe(78);
+    expect(r.paths).toContain('target.table');
+  });
+
+  it('resource limits: a 10,000-segment dotted key and a self-concatenation bomb', async () => {
+    const deep = `${bases[template]}\n${Array.from({ length: 10_000 }, (_, i) => `k${i}`).join('.')} = 1\n`;
+    expect((await validate(deep)).code).toBe(78);
+    const bomb = `${bases[template]}\n${['a = [1,2,3,4,5,6,7,8]', ...Array.from({ length: 40 }, (_, i) => `${String.fromCharCode(98 + (i % 20))}${i} = \${${i === 0 ? 'a' : `${String.fromCharCode(98 + ((i - 1) % 20))}${i - 1}`}} \${${i === 0 ? 'a' : `${String.fromCharCode(98 + ((i - 1) % 20))}${i - 1}`}}`)].join('\n')}\n`;
+    expect((await validate(bomb)).code).toBe(78);
+  });
+
+  it('includes outside the config directory, or by URL', async () => {
+    for (const inc of ['include "/etc/passwd"', 'include "../escape.conf"', 'include url("http://127.0.0.1:9/x.conf")', 'include classpath("reference.conf")'])
+      expect((await validate(`${inc}\n${bases[template]}`)).code, inc).toBe(78);
+  });
+});
+
+describe('jdbc-snapshot-ingest: inline urls, credentials and driver classes', () => {
+  const inline = (url: string, driver = 'org.postgresql.Driver') =>
+    bases['jdbc-snapshot-ingest v1']!.replace('connection = "shop"', `url = ${JSON.stringify(url)}, driver = ${JSON.stringify(driver)}`);
+
+  it('refuses an inline url where the platform does not allow them (the server would open any database or SQLite file)', async () => {
+    const r = await validate(inline(`jdbc:sqlite:${lakeHome()}/iceberg_catalog.db`, 'org.sqlite.JDBC'));
+    expect(r.code).toBe(78);
+    expect(r.paths).toContain('source.url');
+  });
+
+  it.each([
+    ['user info', 'jdbc:postgresql://u:p@127.0.0.1:5432/db'],
+    ['a password parameter', 'jdbc:postgresql://127.0.0.1:5432/db?password=x'],
+    ['a socket factory', 'jdbc:postgresql://127.0.0.1:5432/db?socketFactory=org.springframework.context.support.ClassPathXmlApplicationContext'],
+    ['a logger file', 'jdbc:postgresql://127.0.0.1:5432/db?loggerFile=/tmp/x'],
+  ])('%s in an inline url, even where inline urls are allowed', async (_, url) => {
+    const r = await validate(inline(url), [], {}, 'platform-inline.conf');
+    expect(r.code).toBe(78);
+    expect(r.paths).toContain('source.url');
+  });
+
+  it("a driver class other than the url protocol's own", async () => {
+    const r = await validate(inline('jdbc:postgresql://127.0.0.1:5432/db', 'java.lang.ProcessBuilder'), [], {}, 'platform-inline.conf');
+    expect(r.code).toBe(78);
+    expect(r.paths).toContain('source.driver');
+  });
+});
+
+describe('run against the real server refuses the same configs before sending anything (78), and the canary never shows', () => {
+  async function runHostile(config: string, set: string[], env: Record<string, string> = {}) {
+    const file = join(dir, `run-${randomBytes(4).toString('hex')}.conf`);
+    writeFileSync(file, config);
+    const r = await runCli(['--config', file, '--env', join(dir, 'platform.conf'), '--remote', remote(), ...set.flatMap((s) => ['--set', s])], env);
+    expect(r.code, r.stderr).toBe(78);
+    for (const secret of [CANARY, TOKEN]) {
+      expect(r.stdout).not.toContain(secret);
+      expect(r.stderr).not.toContain(secret);
+    }
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'failed', exitCode: 78, error: { category: 'config' } });
+    return r;
+  }
+
+  it.each(hostileExpressions)('expression: %s', async (_, expr) => {
+    await runHostile(bases['cdc-silver-merge v2']!, [`cdc.delete-when=${JSON.stringify(expr())}`]);
+  });
+
+  it.each(hostileRoots)('storage root: %s', async (_, root) => {
+    await runHostile(bases['cdc-silver-merge v1']!, [`tenant.storage-root=${JSON.stringify(root())}`]);
+  });
+
+  it.each(hostileEnv)('environment: %s', async (_, line) => {
+    await runHostile(`${bases['cdc-silver-merge v1']}\n${line}\n`, [], { ...hostileEnvValues, SPARK_REMOTE: `${remote()}/;token=${TOKEN}` });
+  });
+});

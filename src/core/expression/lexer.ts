@@ -88,7 +88,8 @@ export function tokenize(text: string): Token[] {
       const end = text.indexOf('`', i + 1);
       if (end < 0) return fail(start, 'unterminated backticked name', '`');
       const name = text.slice(i + 1, end);
-      if (!COLUMN_PATTERN.test(name)) return fail(start, `a column name must match ${COLUMN_PATTERN.source}`, text.slice(start, end + 1));
+      // A doubled backtick would be a backtick inside the name, which no column name has.
+      if (!COLUMN_PATTERN.test(name) || text[end + 1] === '`') return fail(start, `a column name must match ${COLUMN_PATTERN.source}`, text.slice(start, end + 1));
       out.push({ t: 'ident', text: name, upper: name.toUpperCase(), quoted: true, pos: start + 1 });
       i = end + 1;
       continue;

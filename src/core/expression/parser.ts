@@ -294,6 +294,7 @@ class Parser {
 
   private caseExpr(t: Token): Node {
     this.i++;
+    if (this.peekWord('END')) this.unexpected(this.peek(), 'CASE needs at least one WHEN');
     const subject = this.peekWord('WHEN') ? undefined : this.expr();
     const branches: { when: Node; then: Node }[] = [];
     while (this.word('WHEN')) {

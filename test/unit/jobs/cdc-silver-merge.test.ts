@@ -237,8 +237,9 @@ describe('config expressions', () => {
     ]);
   });
 
-  it('refuse an empty expression', async () => {
+  it('refuse an empty or overlong expression', async () => {
     expect(await configIssues(where('  '))).toEqual([{ path: 'source.where', message: 'at position 1: is empty' }]);
     expect(await configIssues(where(''))).toEqual([{ path: 'source.where', message: 'source.where must not be empty' }]);
+    expect(await configIssues(where(`a IN (${'1, '.repeat(5_000)}1)`))).toEqual([{ path: 'source.where', message: 'source.where is longer than 10000 characters' }]);
   });
 });

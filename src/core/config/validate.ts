@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import type { ConfigIssue } from '../errors.js';
 import { CATALOG_PATTERN, COLUMN_PATTERN, NAME_PATTERN, STORAGE_URI_PATTERN, storageUriProblem } from '../naming.js';
+import { type ConfigExpression, MAX_EXPRESSION_LENGTH, parseExpression } from '../expression/index.js';
 
 /**
  * Schema building blocks shared by every template, and the one place that turns zod's issues into
@@ -31,26 +32,21 @@ export const storageUri = () =>
     .meta({ pattern: STORAGE_URI_PATTERN.source });
 
 /**
- * What a config expression may not contain. An expression sees the row it is given: a subquery could
- * read any table the server can (another tenant's), and reflection runs arbitrary Java on the server.
- * Checked on the whole text, string literals included: a false alarm on a literal 'select' is a
- * clear config error, while parsing literals the way Spark does (escapes, raw strings) is a place
- * for a bypass to hide.
+ * A config expression (`source.where`, `cdc.delete-when`, …), parsed by the project's own grammar
+ * (docs/expressions.md) into a tree of columns of the row, literals, operators and allow-listed
+ * functions. Its text never reaches Spark: plans are built from the tree, so a subquery, a table, a
+ * comment or a reflection call cannot be expressed, let alone sent. A refusal names the position.
  */
-const FORBIDDEN_IN_EXPRESSIONS: readonly [RegExp, string][] = [
-  [/\bselect\b/i, 'subqueries (SELECT) are not allowed: an expression may only use the columns of its row'],
-  [/\b(?:reflect|java_method|try_reflect)\s*\(/i, 'reflection functions (reflect, java_method) are not allowed'],
-];
-
-/** A Spark SQL expression from config (sent as one expression, never spliced into a statement). */
 export const expression = (what: string) =>
   z
     .string()
-    .trim()
     .min(1, `${what} must not be empty`)
-    .max(10_000, `${what} is too long`)
-    .superRefine((sql, ctx) => {
-      for (const [pattern, message] of FORBIDDEN_IN_EXPRESSIONS) if (pattern.test(sql)) ctx.addIssue({ code: 'custom', message });
+    .max(MAX_EXPRESSION_LENGTH, `${what} is longer than ${MAX_EXPRESSION_LENGTH} characters`)
+    .transform((text, ctx): ConfigExpression => {
+      const parsed = parseExpression(text);
+      if (parsed.ok) return Object.freeze({ text, ast: parsed.ast });
+      ctx.addIssue({ code: 'custom', message: `at position ${parsed.pos}: ${parsed.message}` });
+      return z.NEVER;
     });
 
 /** An ISO calendar date, as `--set target.snapshot-date={{ ds }}` gives it. */

@@ -1,8 +1,9 @@
 import { z } from 'zod';
 import { ConfigError } from '../../core/errors.js';
 import { secretRef } from '../../core/config/platform.js';
-import { catalogName, columnName, isoDate, jobSection, name, tenantSection } from '../../core/config/validate.js';
-import { alias, col, eq, fn, lit, sqlExpr } from '../../spark/plan/expressions.js';
+import { catalogName, columnName, expression, isoDate, jobSection, name, tenantSection } from '../../core/config/validate.js';
+import { alias, col, eq, fn, lit } from '../../spark/plan/expressions.js';
+import { configExpr } from '../../spark/plan/config-expression.js';
 import { Query } from '../../spark/plan/query.js';
 import type { OptionValue } from '../../spark/plan/relations.js';
 import type { JobContext, JobPlan, JobTemplate, OutputReport, Step, TemplateVersion } from '../template.js';
@@ -111,13 +112,9 @@ const v1Schema = z
           .max(100_000, 'is too long')
           .optional()
           .describe("The tenant's own SQL, run by the database with the connection's rights (Spark's JDBC `query` option). Exactly one of table and query."),
-        where: z
-          .string()
-          .trim()
-          .min(1, 'must not be empty')
-          .max(10_000, 'is too long')
+        where: expression('source.where')
           .optional()
-          .describe('A Spark SQL condition on source.table, sent as one filter expression; Spark pushes what it can down to the database.'),
+          .describe('A condition on the rows of source.table in the config expression language (docs/expressions.md); Spark pushes what it can down to the database.'),
         connection: name().optional().describe('A named connection of the platform config (jdbc.connections.<name>): url, user and password come from there.'),
         url: z
           .string()
@@ -214,7 +211,7 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestV1 | JdbcSnapshotIngest
       : {}),
   };
   let rows = Query.read('jdbc', { options });
-  if (source.where !== undefined) rows = rows.filter(sqlExpr(source.where));
+  if (source.where !== undefined) rows = rows.filter(configExpr(source.where));
 
   // Where the rows came from, without credentials: the connection's name, or the url's host.
   const origin = `${connection ? connection.name : describeUrl(url)}/${source.table ?? 'query'}`;

@@ -19,9 +19,10 @@ import {
   not,
   or,
   over,
-  sqlExpr,
   star,
 } from '../../spark/plan/expressions.js';
+import { configExpr } from '../../spark/plan/config-expression.js';
+import type { ConfigExpression } from '../../core/expression/index.js';
 import { Query, sqlCommand } from '../../spark/plan/query.js';
 import type { Facts, JobContext, JobPlan, JobTemplate, Row, Step, TemplateVersion } from '../template.js';
 import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js';
@@ -153,7 +154,7 @@ export type CdcSilverMergeV2 = z.infer<typeof v2Schema>;
 /** Both versions, normalised: what the plan is built from. */
 interface MergeSpec {
   sourceTable: string;
-  where?: string | undefined;
+  where?: ConfigExpression | undefined;
   /** The bronze partitions to read; all of them when undefined. */
   snapshotDates?: string[] | undefined;
   keys: string[];
@@ -191,7 +192,7 @@ const fromV2 = (c: CdcSilverMergeV2): MergeSpec => ({
   snapshotDates: c.source['snapshot-date'],
   keys: c.cdc['primary-key'],
   sequence: c.cdc['sequence-by'],
-  isDelete: c.cdc['delete-when'] ? fn('coalesce', sqlExpr(c.cdc['delete-when']), lit(false)) : opDelete(c.cdc['op-column'], c.cdc['delete-values']),
+  isDelete: c.cdc['delete-when'] ? fn('coalesce', configExpr(c.cdc['delete-when']), lit(false)) : opDelete(c.cdc['op-column'], c.cdc['delete-values']),
   cdcOnly: c.cdc['op-column'] ? [c.cdc['op-column']] : [],
   include: c.columns?.include,
   exclude: c.columns?.exclude,
@@ -230,7 +231,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   let events = partitions
     ? Query.read('parquet', { paths: partitions, options: { mergeSchema: 'true', basePath: bronzePath } })
     : Query.read('parquet', { paths: [bronzePath], options: { mergeSchema: 'true' } });
-  if (spec.where) events = events.filter(sqlExpr(spec.where));
+  if (spec.where) events = events.filter(configExpr(spec.where));
   const payload = events.drop(...BRONZE_METADATA_COLUMNS);
 
   // The latest event per key, with its delete flag; only silver columns (plus the flag) remain.

@@ -129,8 +129,6 @@ export function expression(x: Expr, opts: CompileOptions): Expression {
       return create(ExpressionSchema, {
         exprType: { case: 'unresolvedFunction', value: { functionName: x.name, arguments: x.args.map(e), isDistinct: x.distinct ?? false } },
       });
-    case 'sql':
-      return create(ExpressionSchema, { exprType: { case: 'expressionString', value: { expression: x.sql } } });
     case 'alias':
       return create(ExpressionSchema, { exprType: { case: 'alias', value: { expr: e(x.expr), name: [x.name] } } });
     case 'cast':
@@ -174,6 +172,7 @@ export function literal(v: LiteralValue, opts: CompileOptions): Expression_Liter
       if (Number.isSafeInteger(v)) return lt({ case: 'long', value: BigInt(v) });
       return lt({ case: 'double', value: v });
   }
+  if ('double' in v) return lt({ case: 'double', value: v.double });
   if ('decimal' in v) return lt({ case: 'decimal', value: { value: v.decimal, precision: v.precision, scale: v.scale } });
   if ('date' in v) return lt({ case: 'date', value: Math.round(Date.parse(`${v.date}T00:00:00Z`) / DAY_MS) });
   if ('timestamp' in v) return lt({ case: 'timestamp', value: BigInt(v.timestamp.getTime()) * 1000n });

@@ -3,8 +3,9 @@ import type { Secret } from '../../core/secrets.js';
 /**
  * Expression nodes: tiny, frozen values with a `kind` tag. Templates assemble them; `compile.ts`
  * turns them into protobuf. Column names from config become `col` nodes (one identifier each),
- * values become `lit` nodes, and a config's own SQL expression becomes one `sql` node: nothing
- * is ever concatenated into SQL text.
+ * values become `lit` nodes, and a config's own expression is parsed by our grammar into these
+ * same nodes (config-expression.ts). There is deliberately no node for SQL expression text: nothing
+ * a config writes reaches Spark's expression parser, and nothing is concatenated into SQL text.
  */
 
 export type LiteralValue =
@@ -14,6 +15,8 @@ export type LiteralValue =
   | number
   | bigint
   | { readonly decimal: string; readonly precision: number; readonly scale: number }
+  /** A DOUBLE even when the value is whole (a bare number that is whole becomes an INT or BIGINT). */
+  | { readonly double: number }
   | { readonly date: string }
   | { readonly timestamp: Date }
   | { readonly secret: Secret };
@@ -22,7 +25,6 @@ export type Expr =
   | { readonly kind: 'col'; readonly parts: readonly string[] }
   | { readonly kind: 'lit'; readonly value: LiteralValue }
   | { readonly kind: 'fn'; readonly name: string; readonly args: readonly Expr[]; readonly distinct?: boolean }
-  | { readonly kind: 'sql'; readonly sql: string }
   | { readonly kind: 'alias'; readonly expr: Expr; readonly name: string }
   | { readonly kind: 'cast'; readonly expr: Expr; readonly type: string }
   | { readonly kind: 'star'; readonly qualifier?: string }
@@ -40,8 +42,6 @@ const freeze = <T extends object>(v: T): T => Object.freeze(v);
 export const col = (...parts: string[]): Expr => freeze({ kind: 'col', parts: freeze([...parts]) });
 export const lit = (value: LiteralValue): Expr => freeze({ kind: 'lit', value });
 export const fn = (name: string, ...args: Expr[]): Expr => freeze({ kind: 'fn', name, args: freeze(args) });
-/** A SQL expression written by a tenant, sent as a single expression for Spark to parse. */
-export const sqlExpr = (sql: string): Expr => freeze({ kind: 'sql', sql });
 export const alias = (expr: Expr, name: string): Expr => freeze({ kind: 'alias', expr, name });
 export const cast = (expr: Expr, type: string): Expr => freeze({ kind: 'cast', expr, type });
 export const star = (qualifier?: string): Expr => freeze(qualifier === undefined ? { kind: 'star' } : { kind: 'star', qualifier });

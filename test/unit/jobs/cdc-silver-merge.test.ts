@@ -133,7 +133,7 @@ target { table = "orders; DROP TABLE x" }
 
   it('applies --set overrides', async () => {
     const job = await load(valid, { set: ['source.where="_snapshot_date = \'2026-07-06\'"'] });
-    expect(job.config.source.where).toBe("_snapshot_date = '2026-07-06'");
+    expect(job.config.source.where?.text).toBe("_snapshot_date = '2026-07-06'");
   });
 
   it('reports a missing config file as input missing (66)', async () => {
@@ -156,8 +156,11 @@ describe('cdc-silver-merge v1 plans', () => {
       'CREATE NAMESPACE IF NOT EXISTS `lake`.`acme_silver`',
       'DELETE FROM `lake`.`acme_silver`.`orders__cdc_tombstones` WHERE `_cdc_deleted_at` < current_timestamp() - make_dt_interval(30)',
     ]);
-    // source.where is one expression string, used as a filter condition.
-    expect(json).toContain(`"expressionString":{"expression":"_snapshot_date = '2026-07-05'"}`);
+    // source.where is parsed into plan nodes: a quoted column compared with a literal, never SQL text.
+    expect(json).toContain(
+      '"condition":{"unresolvedFunction":{"functionName":"==","arguments":[{"unresolvedAttribute":{"unparsedIdentifier":"`_snapshot_date`"}},{"literal":{"string":"2026-07-05"}}]}}}}',
+    );
+    expect(json).not.toContain('expressionString');
     // MERGE into the quoted target, keys compared null-safely.
     expect(json).toContain('"targetTableName":"`lake`.`acme_silver`.`orders`"');
     expect(json).toContain('"functionName":"<=>"');
@@ -189,7 +192,11 @@ describe('cdc-silver-merge v2 config', () => {
     expect(job.config.cdc['sequence-by']).toEqual(['source_ts', 'kafka_offset']);
     expect(job.plan.steps.at(-1)?.id).toBe('read-version');
     const json = JSON.stringify(job.plan.steps.map((s) => toJson(PlanSchema, stepPlan(s, { reveal: false }))));
-    expect(json).toContain(`"expression":"op = 'd'"`);
+    // delete-when, parsed: coalesce(op = 'd', false), so a NULL op is an upsert.
+    expect(json).toContain(
+      '{"unresolvedFunction":{"functionName":"coalesce","arguments":[{"unresolvedFunction":{"functionName":"==","arguments":[{"unresolvedAttribute":{"unparsedIdentifier":"`op`"}},{"literal":{"string":"d"}}]}},{"literal":{"boolean":false}}]}}',
+    );
+    expect(json).not.toContain('expressionString');
     expect(json).toContain('make_dt_interval(7)');
   });
 
@@ -215,11 +222,36 @@ describe('cdc-silver-merge v2 config', () => {
 });
 
 describe('config expressions', () => {
-  it('refuse subqueries and reflection: an expression sees only its row', async () => {
-    const sub = await configIssues(valid.replace(`where = "_snapshot_date = '2026-07-05'"`, `where = "id IN (SELECT id FROM lake.globex_silver.orders)"`));
-    expect(sub).toEqual([{ path: 'source.where', message: 'subqueries (SELECT) are not allowed: an expression may only use the columns of its row' }]);
-    const refl = await configIssues(valid.replace(`where = "_snapshot_date = '2026-07-05'"`, `where = "java_method('java.lang.System', 'exit', 1) IS NULL"`));
-    expect(refl[0]?.path).toBe('source.where');
-    expect(refl[0]?.message).toMatch(/reflection/);
+  const where = (expr: string) => valid.replace(`where = "_snapshot_date = '2026-07-05'"`, `where = "${expr}"`);
+
+  it('refuse subqueries and reflection at their position: an expression sees only its row', async () => {
+    expect(await configIssues(where('id IN (SELECT id FROM lake.globex_silver.orders)'))).toEqual([
+      {
+        path: 'source.where',
+        message: 'at position 8: unexpected "SELECT" (subqueries and table references are not allowed: an expression sees only the columns of its row)',
+      },
+    ]);
+    expect(await configIssues(where("java_method('java.lang.System', 'exit', 1) IS NULL"))).toEqual([
+      { path: 'source.where', message: 'at position 1: function java_method is not allowed: reflection runs Java code on the shared server' },
+    ]);
+    expect(await configIssues(where('`reflect`(1)'))).toEqual([{ path: 'source.where', message: 'at position 1: backticked function names are not allowed' }]);
+  });
+
+  it('refuse delete-when outside the grammar, at cdc.delete-when', async () => {
+    const issues = await configIssues(v2.replace(`delete-when = "op = 'd'"`, `delete-when = "op = 'd' OR EXISTS (TABLE lake.globex_silver.orders)"`), {
+      platform: platform2,
+    });
+    expect(issues).toEqual([
+      {
+        path: 'cdc.delete-when',
+        message: 'at position 13: unexpected "EXISTS" (subqueries and table references are not allowed: an expression sees only the columns of its row)',
+      },
+    ]);
+  });
+
+  it('refuse an empty or overlong expression', async () => {
+    expect(await configIssues(where('  '))).toEqual([{ path: 'source.where', message: 'at position 1: is empty' }]);
+    expect(await configIssues(where(''))).toEqual([{ path: 'source.where', message: 'source.where must not be empty' }]);
+    expect(await configIssues(where(`a IN (${'1, '.repeat(5_000)}1)`))).toEqual([{ path: 'source.where', message: 'source.where is longer than 10000 characters' }]);
   });
 });

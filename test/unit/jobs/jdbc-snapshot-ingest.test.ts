@@ -166,6 +166,15 @@ target { table = "orders", snapshot-date = "2026-07-05" }
     expect(issues[0]?.message).toMatch(/comes from the platform connection "crm"/);
   });
 
+  it('refuses a where outside the expression grammar, at its position', async () => {
+    const withWhere = (w: string) => valid.replace('table = "public.orders"', `table = "public.orders", where = "${w}"`);
+    expect(byPath(await configIssues(withWhere('id > 1) OR (1 = 1')))).toEqual({ 'source.where': 'at position 7: unexpected ")" (expected an operator or the end)' });
+    expect(byPath(await configIssues(withWhere('input_file_name() IS NOT NULL')))).toEqual({
+      'source.where': 'at position 1: function input_file_name is not allowed: it discloses the server and session, not the row',
+    });
+    expect(byPath(await configIssues(withWhere('id > 1 -- and the rest')))).toEqual({ 'source.where': 'at position 8: comments (--) are not allowed' });
+  });
+
   it('refuses query together with table, where or partition-column', async () => {
     const both = await configIssues(valid.replace('table = "public.orders"', 'table = "public.orders", query = "SELECT 1"'));
     expect(byPath(both)).toEqual({ 'source.query': 'cannot be combined with source.table: give one of them' });
@@ -241,11 +250,15 @@ describe('jdbc-snapshot-ingest v1 plans', () => {
     expect(count).toContain('"date":20639');
   });
 
-  it('sends where as one filter expression and query as the JDBC query option, never building SQL', async () => {
-    const hostile = "id > 1) OR (1 = 1"; // whatever it is, it stays one expression for Spark to parse
-    const where = await load(valid.replace('table = "public.orders"', `table = "public.orders", where = "${hostile}"`));
+  it('sends where as plan expression nodes and query as the JDBC query option, never building SQL', async () => {
+    const where = await load(valid.replace('table = "public.orders"', `table = "public.orders", where = "country = 'fr' OR amount IS NULL"`));
     const json = compile(where.plan.steps[1]!, false);
-    expect(json).toContain(`"expressionString":{"expression":"${hostile}"}`);
+    expect(json).toContain(
+      '"condition":{"unresolvedFunction":{"functionName":"or","arguments":[' +
+        '{"unresolvedFunction":{"functionName":"==","arguments":[{"unresolvedAttribute":{"unparsedIdentifier":"`country`"}},{"literal":{"string":"fr"}}]}},' +
+        '{"unresolvedFunction":{"functionName":"isnull","arguments":[{"unresolvedAttribute":{"unparsedIdentifier":"`amount`"}}]}}]}}',
+    );
+    expect(json).not.toContain('expressionString');
     expect(json).toContain('"dbtable":"public.orders"');
     expect(json).not.toMatch(/"query":/);
     const query = await load(valid.replace('table = "public.orders"', 'query = "SELECT id, name FROM public.orders WHERE id > 1"'));

@@ -4,7 +4,7 @@ import type { SparkConnectClient } from '../../../../src/spark/client.js';
 import type { Cmd } from '../../../../src/spark/plan/commands.js';
 import { compileCommandPlan, compileRelationPlan } from '../../../../src/spark/plan/compile.js';
 import {
-  alias, and, asc, col, desc, eqNullSafe, fn, gt, isIn, lit, over, sqlExpr, star,
+  alias, and, asc, col, desc, eq, eqNullSafe, fn, gt, isIn, isNull, lit, not, or, over, star,
 } from '../../../../src/spark/plan/expressions.js';
 import { Query, sqlCommand } from '../../../../src/spark/plan/query.js';
 import { connect, freshTenant, readIcebergWithPyIceberg } from '../../../support/stack.js';
@@ -38,7 +38,7 @@ afterAll(async () => {
 describe('plan builder on the real server', () => {
   it('filters, projects, adds columns, drops, sorts and limits', async () => {
     const q = people
-      .filter(and(gt(col('score'), lit(10)), sqlExpr("grp IS NULL OR grp <> 'y'")))
+      .filter(and(gt(col('score'), lit(10)), or(isNull(col('grp')), not(eq(col('grp'), lit('y'))))))
       .withColumns({ doubled: fn('*', col('score'), lit(2)), tag: lit('t') })
       .drop('grp')
       .select('id', 'name', 'doubled', alias(fn('upper', col('tag')), 'tag'))

@@ -159,8 +159,11 @@ class SyntaxProblem extends Error {
 const FORBIDDEN = new Set('$"{}[]:=,+#`^?!@*&\\');
 const PUNCT = new Map<string, Punct>([['\n', 'nl'], ['{', '{'], ['}', '}'], ['[', '['], [']', ']'], [',', ','], [':', 'sep'], ['=', 'sep']]);
 const ESCAPES = new Map(Object.entries({ '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' }));
+/** Characters a quoted string takes as they are (no quote, backslash or control character). */
+const PLAIN_RUN = /[^"\\\x00-\x1f]+/y;
 const NUMBER_START = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
-const isSpace = (c: string | undefined) => c !== undefined && c !== '\n' && (/\s/.test(c) || c === '\ufeff');
+const isSpace = (c: string | undefined) =>
+  c === ' ' || c === '\t' || c === '\r' || (c !== undefined && c !== '\n' && (c < '!' || c > '~') && (/\s/.test(c) || c === '\ufeff'));
 
 /** Lazily, so a lexical error is raised while the parser knows which key it is in. */
 function* tokenize(text: string, file: string): Generator<Tok, void, undefined> {
@@ -192,6 +195,14 @@ function* tokenize(text: string, file: string): Generator<Tok, void, undefined> 
     }
     let v = '';
     for (advance(1); text[i] !== '"'; ) {
+      PLAIN_RUN.lastIndex = i;
+      const run = PLAIN_RUN.exec(text);
+      if (run) {
+        // A run of ordinary characters at once: a long string is one slice, not one step per character.
+        v += run[0];
+        advance(run[0].length);
+        continue;
+      }
       const c = text[i];
       if (c === undefined || c === '\n') fail('unterminated quoted string', start);
       if (c < ' ') fail('control character in a quoted string; escape it');
@@ -331,6 +342,7 @@ class Parser {
   ) {}
 
   document(): Stmt[] {
+    this.depth--; // the root object is level 0: `a.b = 1` is two levels deep
     this.skip('ws', 'nl');
     if (this.peek().t === '[') this.fail('the root of a config must be an object, not an array');
     if (this.peek().t !== '{') return this.body(false);
@@ -680,7 +692,7 @@ class Loader {
       return;
     }
     if (f.stack.includes(found.real)) return refuse('include cycle');
-    if (++this.included > HOCON_LIMITS.includes) return refuse(`more than ${HOCON_LIMITS.includes} includes (limit)`);
+    if (++this.included > HOCON_LIMITS.includes) return this.limit(at, `${where(s.loc)}: include "${s.target}" refused: more than ${HOCON_LIMITS.includes} includes (limit)`);
     let read: { text: string } | { tooLarge: true };
     try {
       read = await readBounded(found.real, HOCON_LIMITS.fileBytes);
@@ -872,7 +884,7 @@ class Loader {
     }
     this.shapes.set(v, shape);
     if (!this.copy(children.length, 0, at)) return FAILED;
-    if (shape.d > HOCON_LIMITS.depth) return this.limit(fmtPath(at), `resolves to values nested deeper than ${HOCON_LIMITS.depth} levels (limit)`);
+    if (shape.d > HOCON_LIMITS.depth + 1) return this.limit(fmtPath(at), `resolves to values nested deeper than ${HOCON_LIMITS.depth} levels (limit)`);
     if (shape.n > HOCON_LIMITS.nodes) return this.limit(fmtPath(at), `resolves to more than ${HOCON_LIMITS.nodes} values (limit; substitutions expanding?)`);
     if (shape.c > HOCON_LIMITS.resolvedChars) return this.limit(fmtPath(at), `resolves to more than ${HOCON_LIMITS.resolvedChars} characters of strings (limit; substitutions expanding?)`);
     return v;

@@ -552,7 +552,7 @@ type Val =
   /** `${path}`: looked up at `prefix + path` (the include point), then `path`, then the environment. */
   | { k: 'subst'; path: string[]; prefix: string[]; optional: boolean; at: string[]; loc: Loc }
   /** A self-reference: the value (`of`, frozen) the field had before this assignment, then `rest`. */
-  | { k: 'prev'; of: Val | undefined; rest: string[]; optional: boolean; at: string[]; loc: Loc }
+  | { k: 'prev'; of: Val | undefined; rest: string[]; optional: boolean; at: string[]; loc: Loc; fallback?: Extract<Val, { k: 'subst' }> }
   /** A later object merged over an earlier value that is not known to be an object until resolved. */
   | { k: 'merge'; layers: Val[] };
 
@@ -716,7 +716,13 @@ class Loader {
           return { k: 'prim', v: p.v };
         case 'subst': {
           const abs = [...f.prefix, ...p.path];
-          if (startsWith(abs, full)) return this.prev(full, abs.slice(full.length), p.optional, full, p.loc);
+          if (startsWith(abs, full)) {
+            const self = this.prev(full, abs.slice(full.length), p.optional, full, p.loc);
+            // Fixed up to the include point, a self-reference the include point does not define falls
+            // back to the path as written, from the root (as every substitution of an included file does).
+            if (f.prefix.length === 0 || startsWith(p.path, full)) return self;
+            return { ...self, fallback: { k: 'subst', path: p.path, prefix: [], optional: p.optional, at: full, loc: p.loc } };
+          }
           return { k: 'subst', path: p.path, prefix: f.prefix, optional: p.optional, at: full, loc: p.loc };
         }
         case 'obj': {
@@ -752,7 +758,7 @@ class Loader {
   }
 
   /** The value at `full` right now, frozen: later statements must not change what a self-reference sees. */
-  private prev(full: string[], rest: string[], optional: boolean, at: string[], loc: Loc): Val {
+  private prev(full: string[], rest: string[], optional: boolean, at: string[], loc: Loc): Extract<Val, { k: 'prev' }> {
     let node: Val | undefined = this.root;
     let i = 0;
     while (node?.k === 'obj' && i < full.length) node = node.fields.get(full[i++]!);
@@ -841,6 +847,7 @@ class Loader {
         if (base === FAILED) return FAILED;
         const v = dig(base, node.rest);
         if (v !== NOT_FOUND) return v;
+        if (node.fallback) return this.substitute(node.fallback);
         if (node.optional) return undefined;
         return this.issue(fmtPath(node.at), `${where(node.loc)}: \${${fmtPath([...node.at, ...node.rest])}} refers to itself but has no earlier value`);
       }

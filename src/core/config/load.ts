@@ -74,7 +74,7 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
   const version = template.versions.find((v) => v.version === wanted);
   if (!version)
     throw new ConfigError([
-      { path: 'job.schema-version', message: `${JSON.stringify(wanted)} is not supported by ${template.name} (supported: ${supported.join(', ')})` },
+      { path: 'job.schema-version', message: `${typeof wanted === 'bigint' ? String(wanted) : JSON.stringify(wanted)} is not supported by ${template.name} (supported: ${supported.join(', ')})` },
     ]);
   identity.schemaVersion = version.version;
 

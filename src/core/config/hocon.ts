@@ -77,8 +77,10 @@ export const HOCON_LIMITS = {
   stringChars: 1 << 20,
   /** Characters of all strings in the resolved config (substitutions copy strings). */
   resolvedChars: 8 << 20,
-  /** Values and characters copied while resolving (self-concatenation, merges, `+=`). */
-  expansion: 16 << 20,
+  /** Values copied while merging and resolving (self-concatenation, merges, `+=`, self-references). */
+  expansionValues: 500_000,
+  /** Characters of the strings built while resolving (concatenations). */
+  expansionChars: 16 << 20,
   /** Substitutions that wait on each other (a chain `a1 = ${a0}`, `a2 = ${a1}`, …). */
   substitutionDepth: 256,
 } as const;
@@ -768,7 +770,7 @@ class Loader {
   private set(target: Obj, key: string[], val: Val) {
     const parent = this.descend(target, key.slice(0, -1));
     const leaf = key.at(-1)!;
-    parent.fields.set(leaf, layered(parent.fields.get(leaf), val));
+    parent.fields.set(leaf, this.layered(parent.fields.get(leaf), val, key));
   }
 
   /** The object at `key` below `target`, created (or layered over an unresolved value) as needed. */
@@ -780,7 +782,7 @@ class Loader {
       if (last?.k === 'obj') o = last;
       else {
         const next = obj();
-        o.fields.set(k, layered(cur, next));
+        o.fields.set(k, this.layered(cur, next, key));
         o = next;
       }
     }
@@ -911,8 +913,11 @@ class Loader {
     if (this.exhausted) return false;
     this.copiedValues += values;
     this.copiedChars += chars;
-    if (this.copiedValues <= HOCON_LIMITS.nodes * 10 && this.copiedChars <= HOCON_LIMITS.expansion) return true;
-    this.limit(fmtPath(at), `substitutions, merges and concatenations copy more than ${HOCON_LIMITS.nodes * 10} values or ${HOCON_LIMITS.expansion} characters (limit; a self-concatenation growing?)`);
+    if (this.copiedValues <= HOCON_LIMITS.expansionValues && this.copiedChars <= HOCON_LIMITS.expansionChars) return true;
+    this.limit(
+      fmtPath(at),
+      `substitutions, merges and concatenations copy more than ${HOCON_LIMITS.expansionValues} values or ${HOCON_LIMITS.expansionChars} characters (limit; a self-concatenation growing?)`,
+    );
     return false;
   }
 
@@ -933,6 +938,20 @@ class Loader {
     }
     this.made(out, []);
     return out;
+  }
+
+  /**
+   * A new value over an existing one: lists and scalars replace; anything unresolved may still merge.
+   * Each layering copies the earlier layers (a self-reference keeps the old list): charged, so a key
+   * assigned thousands of times over itself stops at the expansion limit instead of growing quadratically.
+   */
+  private layered(existing: Val | undefined, val: Val, at: string[]): Val {
+    if (existing === undefined || val.k === 'prim' || val.k === 'arr') return val;
+    if (val.k === 'obj' && (existing.k === 'prim' || existing.k === 'arr')) return val;
+    // An unset `${?x}` keeps the earlier value, and a substitution may turn out to be an object: layer.
+    const layers = existing.k === 'merge' ? existing.layers : [existing];
+    if (!this.copy(layers.length, 0, at)) return val;
+    return { k: 'merge', layers: [...layers, val] };
   }
 
   /** Objects (and the object layers of a merge) are the only values changed in place: copy them. */
@@ -997,12 +1016,6 @@ function obj(): Obj {
 }
 
 /** A new value over an existing one: lists and scalars replace; anything unresolved may still merge. */
-function layered(existing: Val | undefined, val: Val): Val {
-  if (existing === undefined || val.k === 'prim' || val.k === 'arr') return val;
-  if (val.k === 'obj' && (existing.k === 'prim' || existing.k === 'arr')) return val;
-  // An unset `${?x}` keeps the earlier value, and a substitution may turn out to be an object: layer.
-  return { k: 'merge', layers: [...(existing.k === 'merge' ? existing.layers : [existing]), val] };
-}
 
 
 function dig(v: Json | undefined, rest: string[]): Json | undefined | typeof NOT_FOUND {

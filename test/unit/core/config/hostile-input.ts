@@ -38,11 +38,16 @@ const cases: Record<string, () => () => Promise<unknown>> = {
   'nested-self-concatenation': () => parseText(`a = [1, 2, 3, 4]\n${lines(60, () => 'a = ${a} ${a} ${a}')}`),
   'string-doubling': () => parseText(`s = xxxxxxxx\n${lines(60, () => 's = ${s}${s}')}`),
   'wide-string-copies': () => parseText(`s = "${'x'.repeat(600_000)}"\n${lines(200, (i) => `c${i} = \${s}\${s}`)}`),
-  'substitution-chain': () => parseText(`a0 = 1\n${lines(50_000, (i) => `a${i + 1} = \${a${i}}`)}`),
-  'self-reference-chain': () => parseText(`a = x\n${lines(60_000, () => 'a = ${a}x')}`),
-  'append-chain': () => parseText(lines(60_000, () => 't += 1')),
+  'substitution-chain': () => parseText(`${lines(1000, (i) => `a${i} = \${a${i + 1}}`)}\na1000 = 1`),
+  'object-substitution-chain': () => parseText(`${lines(1000, (i) => `a${i} { v = \${a${i + 1}.v} }`)}\na1000.v = 1`),
+  'self-reference-chain': () => parseText(`a = x\n${lines(20_000, () => 'a = ${a}x')}`),
+  'append-chain': () => parseText(lines(20_000, () => 't += 1')),
+  'long-substitution-chain': () => parseText(`a0 = 1\n${lines(50_000, (i) => `a${i + 1} = \${a${i}}`)}`),
+  'list-copies': () => parseText(`a = [${'1,'.repeat(40_000)}1]\n${lines(30, (i) => `b${i} = \${a} [2]`)}`),
+  'string-copies': () => parseText(`s = "${'x'.repeat(500_000)}"\n${lines(40, (i) => `c${i} = \${s}\${s}`)}`),
+  'shared-strings': () => parseText(`s = "${'x'.repeat(500_000)}"\nl = [${lines(20, () => '${s}').replaceAll('\n', ', ')}]`),
   'deep-by-substitution': () => parseText(`a0 = {}\n${lines(400, (i) => `a${i + 1} { ${lines(30, () => 'x').replaceAll('\n', '.')} = \${a${i}} }`)}`),
-  'frozen-copies': () => parseText(`a { ${lines(60_000, (i) => `k${i} = 1`)} }\n${lines(200, () => 'a = ${a} { z = 1 }')}`),
+  'frozen-copies': () => parseText(`a { ${lines(30_000, (i) => `k${i} = 1`)} }\n${lines(60, () => 'a = ${a} { z = 1 }')}`),
   // Includes.
   'many-includes': () => {
     for (let i = 0; i < 100; i++) file(`inc/f${i}.conf`, `v${i} = ${i}`);

@@ -56,15 +56,21 @@ const cases: [string, RegExp][] = [
   ['many-values', /more than 100000 values \(the limit for a config and its includes\)/],
   ['many-fields', /more than 100000 values \(the limit for a config and its includes\)/],
   ['exponential-objects', /resolves to more than 100000 values \(limit/],
-  ['exponential-lists', /resolves to more than 100000 values \(limit|copy more than/],
-  ['nested-self-concatenation', /resolves to more than 100000 values \(limit|copy more than/],
+  // Lists are copied when concatenated: the copy limit stops them before the size limit would.
+  ['exponential-lists', /copy more than 500000 values or 16777216 characters \(limit/],
+  ['nested-self-concatenation', /copy more than 500000 values or 16777216 characters \(limit/],
   ['string-doubling', /value longer than 1048576 characters \(limit\)/],
   ['wide-string-copies', /value longer than 1048576 characters \(limit\)/],
-  ['substitution-chain', /more than 100000 values|depend on each other more than 256 levels/],
-  ['self-reference-chain', /more than 100000 values|depend on each other more than 256 levels/],
-  ['append-chain', /more than 100000 values|depend on each other more than 256 levels/],
+  ['substitution-chain', /substitutions depend on each other more than 256 levels deep \(limit\)/],
+  ['object-substitution-chain', /substitutions depend on each other more than 256 levels deep \(limit\)/],
+  ['self-reference-chain', /copy more than 500000 values or 16777216 characters \(limit/],
+  ['append-chain', /copy more than 500000 values or 16777216 characters \(limit/],
+  ['long-substitution-chain', /more than 100000 values \(the limit for a config and its includes\)/],
+  ['list-copies', /copy more than 500000 values or 16777216 characters \(limit/],
+  ['string-copies', /copy more than 500000 values or 16777216 characters \(limit/],
+  ['shared-strings', /resolves to more than 8388608 characters of strings \(limit/],
   ['deep-by-substitution', /resolves to values nested deeper than 64 levels \(limit\)/],
-  ['frozen-copies', /more than 100000 values|copy more than/],
+  ['frozen-copies', /copy more than 500000 values or 16777216 characters \(limit/],
   ['many-includes', /refused: more than 64 includes \(limit\)/],
   ['deep-includes', /refused: includes nest deeper than 16 \(limit\)/],
   ['large-includes', /the config and its includes are larger than 4 MiB together/],
@@ -85,7 +91,19 @@ describe('HOCON resource limits against hostile input (child process, 200 MB hea
 
 describe('HOCON limits in process', () => {
   it('documents its numbers', () => {
-    expect(HOCON_LIMITS).toMatchObject({ fileBytes: 1 << 20, totalBytes: 4 << 20, depth: 64, nodes: 100_000, includes: 64, includeDepth: 16 });
+    expect(HOCON_LIMITS).toEqual({
+      fileBytes: 1 << 20,
+      totalBytes: 4 << 20,
+      includes: 64,
+      includeDepth: 16,
+      depth: 64,
+      nodes: 100_000,
+      stringChars: 1 << 20,
+      resolvedChars: 8 << 20,
+      expansionValues: 500_000,
+      expansionChars: 16 << 20,
+      substitutionDepth: 256,
+    });
   });
 
   it('accepts configs right at the limits', async () => {

@@ -534,7 +534,7 @@ class Parser {
 function describe(t: Tok): string {
   if (t.t === 'eof') return 'the end of the file';
   if (t.t === 'nl') return 'a new line';
-  if (t.t === 'str') return JSON.stringify(t.v);
+  if (t.t === 'str') return JSON.stringify(clip(t.v, 60));
   if (t.t === 'subst') return 'a substitution';
   if (t.t === 'ws') return 'white space';
   return t.t === 'sep' ? '":" or "="' : `"${t.t}"`;
@@ -751,7 +751,7 @@ class Loader {
     if (v === 'null') return null;
     if (!/^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/.test(v)) return v;
     const n = Number(v);
-    if (!Number.isFinite(n)) return (this.issue(fmtPath(at), `${v} is out of the range of a number; quote it`), v);
+    if (!Number.isFinite(n)) return (this.issue(fmtPath(at), `${clip(v, 40)} is out of the range of a number; quote it`), v);
     if (!/^-?\d+$/.test(v) || Number.isSafeInteger(n)) return n;
     // HOCON integers are 64-bit: beyond 2^53 a double would round, so they stay exact as bigint.
     const big = BigInt(v);
@@ -1005,10 +1005,18 @@ class Loader {
     return this.issue(fmtPath(at), `${where(loc)}: substitution cycle`);
   }
 
+  /** One problem. Clipped and capped: a hostile config gets a readable error, not megabytes of it. */
   private issue(p: string, message: string): typeof FAILED {
-    this.issues.push({ path: p, message });
+    if (this.issues.length < MAX_ISSUES) this.issues.push({ path: clip(p, 300), message: clip(message, 1000) });
+    else if (this.issues.length === MAX_ISSUES) this.issues.push({ path: '', message: `more problems not shown (only the first ${MAX_ISSUES} are reported)` });
     return FAILED;
   }
+}
+
+const MAX_ISSUES = 100;
+
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
 function obj(): Obj {

@@ -5,7 +5,7 @@ import { loadJob } from '../../../../src/core/config/load.js';
 import { ConfigError } from '../../../../src/core/errors.js';
 import { createLogger } from '../../../../src/core/logger.js';
 import { registerConnectionSecrets, scrub } from '../../../../src/core/secrets.js';
-import { writeStatus, type StatusDocument } from '../../../../src/core/status.js';
+import { compact, writeStatus, type StatusDocument } from '../../../../src/core/status.js';
 import { runJob } from '../../../../src/runner/run.js';
 import { tempFiles } from '../../../support/files.js';
 
@@ -130,5 +130,15 @@ describe('secrets scrubbed by value', () => {
     const doc = { schema: 'lakehouse-jobs/status/v1', status: 'failed', exitCode: 77, command: 'run', job: {}, runId: 'r', startedAt: '', finishedAt: '', durationMs: 0, outputs: [], metrics: { rowsRead: 0, rowsWritten: 0 }, error: { code: 'X', category: 'spark', message: `PERMISSION_DENIED ${token}`, retryable: false } } as StatusDocument;
     writeStatus(doc, { stdout: (t) => out.push(t) });
     expect(out.join('')).toContain('PERMISSION_DENIED [redacted]');
+  });
+
+  it('scrubs the termination message before cutting it, so no half of a secret survives the cut', () => {
+    const token = 'tok-cut-0123456789abcdef';
+    registerConnectionSecrets(`sc://h/;token=${token}`);
+    const message = `${'x'.repeat(990)}${token} tail`;
+    const doc = { schema: 'lakehouse-jobs/status/v1', status: 'failed', exitCode: 77, command: 'run', job: {}, runId: 'r', startedAt: '', finishedAt: '', durationMs: 0, outputs: [], metrics: { rowsRead: 0, rowsWritten: 0 }, error: { code: 'X', category: 'spark', message, retryable: false } } as StatusDocument;
+    const text = compact(doc);
+    expect(text).not.toContain('tok-cut-01');
+    expect(text).toContain('[redacted]');
   });
 });

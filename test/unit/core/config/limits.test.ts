@@ -122,4 +122,19 @@ describe('HOCON limits in process', () => {
     expect((e as ConfigError).exitCode).toBe(78);
     expect((e as ConfigError).issues[0]!.message).toMatch(/^deep\.conf:1:1: path has 65 segments, more than the nesting limit of 64$/);
   });
+
+  it('reports at most 100 problems, each clipped, however many the config has', async () => {
+    const text = Array.from({ length: 5000 }, (_, i) => `k${i} = \${HOME}`).join('\n');
+    const e = (await parseHocon([{ text }], { env: { HOME: '/h' } }).catch((x: unknown) => x)) as ConfigError;
+    expect(e).toBeInstanceOf(ConfigError);
+    expect(e.issues).toHaveLength(101);
+    expect(e.issues.at(-1)!.message).toBe('more problems not shown (only the first 100 are reported)');
+    const long = (await parseHocon([{ text: `a = 1\n${'k'.repeat(100_000)} x` }]).catch((x: unknown) => x)) as ConfigError;
+    expect(long.issues[0]!.message.length).toBeLessThanOrEqual(1000);
+    expect(long.issues[0]!.message).toMatch(/expected "=", ":" or "\{" after the key, found the end of the file$/);
+    const quotedKey = (await parseHocon([{ text: `"${'q'.repeat(100_000)}" = \${nowhere}` }]).catch((x: unknown) => x)) as ConfigError;
+    expect(quotedKey.issues[0]!.path.length).toBeLessThanOrEqual(300);
+    const huge = (await parseHocon([{ text: `a = ${'9'.repeat(400)}` }]).catch((x: unknown) => x)) as ConfigError;
+    expect(huge.issues[0]!.message).toMatch(/^9{39}… is out of the range of a number; quote it$/);
+  });
 });

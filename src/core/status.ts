@@ -68,7 +68,8 @@ export function compact(doc: StatusDocument): string {
     runId: doc.runId,
     durationMs: doc.durationMs,
     outputs: doc.outputs.map((o) => ({ table: o.table, snapshotId: o.snapshotId, metrics: o.metrics })),
-    ...(doc.error ? { error: { code: doc.error.code, path: doc.error.path, message: doc.error.message.slice(0, 1000) } } : {}),
+    // Scrubbed before it is cut: a secret across the cut would otherwise leave its first half behind.
+    ...(doc.error ? { error: { code: doc.error.code, path: doc.error.path, message: scrub(doc.error.message).slice(0, 1000) } } : {}),
   };
   let text = scrub(JSON.stringify(small, bigintSafe));
   if (Buffer.byteLength(text) > TERMINATION_LIMIT) {

@@ -6,6 +6,7 @@ import { CancelledError, ConfigError, type LakehouseError, asLakehouseError, Exi
 import { type JobIdentity, type LoadedJob, loadJob } from '../core/config/load.js';
 import { resolveSecret } from '../core/config/platform.js';
 import { createLogger } from '../core/logger.js';
+import { registerConnectionSecrets, scrub } from '../core/secrets.js';
 import { type RunState, type StatusDocument, type StatusTargets, writeStatus } from '../core/status.js';
 import { SparkConnectClient } from '../spark/client.js';
 import { describeRemote, parseConnectionString } from '../spark/connection.js';
@@ -43,6 +44,8 @@ type SparkState = NonNullable<StatusDocument['spark']> & { client?: SparkConnect
 export async function runJob(req: RunRequest): Promise<number> {
   const startedAt = new Date();
   const runId = req.runId ?? `manual__${startedAt.toISOString()}__${randomUUID().slice(0, 8)}`;
+  // Before anything can print: a remote's token is scrubbed from every output, whoever echoes it.
+  for (const remote of [req.remote, req.env.SPARK_REMOTE]) registerConnectionSecrets(remote);
   const logger = createLogger(req.logLevel, { runId, command: req.command });
   const identity: JobIdentity = {};
   const cancel = new AbortController();
@@ -77,7 +80,7 @@ export async function runJob(req: RunRequest): Promise<number> {
     outcome = { state: error instanceof CancelledError ? 'cancelled' : 'failed', error };
     if (error instanceof ConfigError && req.command === 'validate') {
       // `validate` is read by people: one plain line per problem, with its path.
-      for (const i of error.issues) process.stderr.write(`${req.config}: ${i.path ? `${i.path}: ` : ''}${i.message}\n`);
+      for (const i of error.issues) process.stderr.write(scrub(`${req.config}: ${i.path ? `${i.path}: ` : ''}${i.message}\n`));
     } else if (error instanceof ConfigError) for (const i of error.issues) logger.error({ path: i.path }, `config error: ${i.path ? `${i.path}: ` : ''}${i.message}`);
     else logger.error({ error: { type: error.name, code: error.code, exitCode: error.exitCode } }, error.message);
   } finally {
@@ -191,7 +194,7 @@ function printPlan(loaded: LoadedJob, stdout?: (t: string) => void): void {
     return { id: s.id, kind: s.kind, title: s.title, plan: toJson(PlanSchema, stepPlan(s, { reveal: false })) };
   });
   const doc = { job: { template: loaded.template.name, schemaVersion: loaded.version.version }, tenant: loaded.tenant.id, steps };
-  (stdout ?? ((t) => process.stdout.write(t)))(JSON.stringify(doc, null, 2) + '\n');
+  (stdout ?? ((t) => process.stdout.write(t)))(scrub(JSON.stringify(doc, null, 2)) + '\n');
 }
 
 /** Operation tags allow letters, digits and a few marks; one tag per run covers all its operations. */

@@ -50,7 +50,7 @@ describe('lakehouse-jobs CLI without Spark', () => {
     // --job and job.template disagree: a config error, not a usage error.
     expect((await runCli(['validate', '--config', example, '--job', 'no-such-job'], env)).code).toBe(78);
     const untemplated = tempFiles({ 'job.conf': readFileSync(example, 'utf8').replace('template = "cdc-silver-merge", ', '') });
-    const unknown = await runCli(['validate', '--config', join(untemplated, 'job.conf'), '--job', 'cdc-silver-merge-x'], env);
+    const unknown = await runCli(['validate', '--config', join(untemplated, 'job.conf'), '--env', platform, '--job', 'cdc-silver-merge-x'], env);
     expect(unknown.code).toBe(64);
     expect(unknown.stdout).toContain('did you mean \\"cdc-silver-merge\\"');
     expect((await runCli(['schema', 'no-such-job'])).code).toBe(64);

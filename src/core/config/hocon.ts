@@ -1,4 +1,4 @@
-import { readFile, realpath } from 'node:fs/promises';
+import { open, realpath } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError, type ConfigIssue, InputMissingError } from '../errors.js';
 import { resolveInclude } from './paths.js';
@@ -16,7 +16,15 @@ import { resolveInclude } from './paths.js';
  * Semantics follow the HOCON spec: sources and includes merge in order (later wins, objects merge),
  * then substitutions resolve against the merged whole; a self-reference sees the value before its own
  * assignment. A substitution the config does not define falls back to `options.env`, only for names
- * the allow-list accepts. Every problem is collected and reported at once.
+ * the allow-list accepts (none by default). Every problem is collected and reported at once.
+ *
+ * Deliberate refusals (the spec allows or leaves them to implementations): url() and classpath()
+ * includes, absolute or escaping include paths, includes of anything but .conf / .json (no extension
+ * probing, never .properties or code), and environment variables the caller did not allow.
+ *
+ * Every input is bounded ({@link HOCON_LIMITS}): past a limit the result is a ConfigError (78) naming
+ * it, reached in time and memory proportional to the limit, never a stack overflow or a runaway
+ * expansion. The parser recurses only as deep as the nesting limit allows.
  */
 
 export interface HoconSource {
@@ -28,18 +36,54 @@ export interface HoconSource {
 export interface HoconOptions {
   /** The environment `${VAR}` / `${?VAR}` may read; `process.env` is never consulted. */
   env?: Record<string, string | undefined>;
-  /** Which environment variables a config may read (default: {@link defaultEnvAllowList}). */
+  /** Which environment variables a config may read (default: none). Names {@link isSecretLikeName} accepts are never read. */
   envAllowList?: (name: string) => boolean;
+  /** Appended to the message for a variable the allow-list refuses: where the list comes from. */
+  envHint?: string;
   /** Includes must resolve inside this directory (default: the directory of each source's `file`). */
   includeRoot?: string;
   /** `--set key=value` lines (HOCON syntax for the value), merged after all sources. */
   overrides?: string[];
 }
 
-/** `LAKEHOUSE_*` and `SPARK_REMOTE`, but never a name that looks like a secret: secrets stay references. */
-export function defaultEnvAllowList(name: string): boolean {
-  return (/^LAKEHOUSE_[A-Z0-9_]+$/.test(name) || name === 'SPARK_REMOTE') && !/TOKEN|PASSWORD|PASSWD|SECRET|CREDENTIAL|PRIVATE_KEY/.test(name);
+/**
+ * Names that may hold a credential (or, like `SPARK_REMOTE`, a connection string carrying one): no
+ * config reads them through `${…}`, even when allowed. Secrets stay references (`{ env = NAME }`),
+ * resolved at the moment of use.
+ */
+export function isSecretLikeName(name: string): boolean {
+  return /TOKEN|PASSWORD|PASSWD|SECRET|KEY|CREDENTIAL|AUTH|SPARK_REMOTE/i.test(name);
 }
+
+/**
+ * The resource limits every parse runs under. Past one, the parse fails with 78 and a message naming
+ * the limit. Generous for hand-written configs (ours are a few kB, a few levels deep); small enough
+ * that the worst input is rejected well within a second and a few tens of MB.
+ */
+export const HOCON_LIMITS = {
+  /** Bytes of one file (the config or an include). */
+  fileBytes: 1 << 20,
+  /** Bytes of all sources, includes and --set lines together. */
+  totalBytes: 4 << 20,
+  /** Files included, in total. */
+  includes: 64,
+  /** Includes inside includes. */
+  includeDepth: 16,
+  /** Nesting of objects and arrays, dotted-key segments included, in the text and in the result. */
+  depth: 64,
+  /** Values (fields, array items, concatenated pieces) parsed, and values in the resolved config. */
+  nodes: 100_000,
+  /** Characters of one string value. */
+  stringChars: 1 << 20,
+  /** Characters of all strings in the resolved config (substitutions copy strings). */
+  resolvedChars: 8 << 20,
+  /** Values copied while merging and resolving (self-concatenation, merges, `+=`, self-references). */
+  expansionValues: 500_000,
+  /** Characters of the strings built while resolving (concatenations). */
+  expansionChars: 16 << 20,
+  /** Substitutions that wait on each other (a chain `a1 = ${a0}`, `a2 = ${a1}`, …). */
+  substitutionDepth: 256,
+} as const;
 
 /** Parse, merge (left to right) and resolve HOCON sources into a plain JSON object. */
 export async function parseHocon(sources: HoconSource[], options: HoconOptions = {}): Promise<Record<string, unknown>> {
@@ -49,15 +93,42 @@ export async function parseHocon(sources: HoconSource[], options: HoconOptions =
   return loader.finish();
 }
 
-/** Read a main config file; a missing one is an InputMissingError (66). */
+/** Read a main config file; a missing one is an InputMissingError (66), one past the size limit a ConfigError (78). */
 export async function readHoconFile(file: string): Promise<HoconSource> {
+  let read: { text: string } | { tooLarge: true };
   try {
-    return { file, text: await readFile(file, 'utf8') };
+    read = await readBounded(file, HOCON_LIMITS.fileBytes);
   } catch (e) {
     const code = (e as NodeJS.ErrnoException).code;
     if (code === 'ENOENT') throw new InputMissingError(`config file ${file} does not exist`, { cause: e });
     throw new InputMissingError(`config file ${file} cannot be read (${code ?? 'error'})`, { cause: e });
   }
+  if ('tooLarge' in read) throw new ConfigError(`config file is larger than ${fmtBytes(HOCON_LIMITS.fileBytes)} (the limit for one file)`, { path: file });
+  return { file, text: read.text };
+}
+
+/** At most `limit` bytes of a file: a larger one is never read into memory. */
+async function readBounded(file: string, limit: number): Promise<{ text: string } | { tooLarge: true }> {
+  const fh = await open(file, 'r');
+  try {
+    const chunks: Buffer[] = [];
+    let total = 0;
+    for (;;) {
+      const chunk = Buffer.alloc(1 << 16);
+      const { bytesRead } = await fh.read(chunk, 0, chunk.length, null);
+      if (bytesRead === 0) break;
+      total += bytesRead;
+      if (total > limit) return { tooLarge: true };
+      chunks.push(chunk.subarray(0, bytesRead));
+    }
+    return { text: Buffer.concat(chunks).toString('utf8') };
+  } finally {
+    await fh.close();
+  }
+}
+
+function fmtBytes(n: number): string {
+  return n % (1 << 20) === 0 ? `${n / (1 << 20)} MiB` : `${n} bytes`;
 }
 
 // ---------------------------------------------------------------------------------------------------
@@ -90,8 +161,11 @@ class SyntaxProblem extends Error {
 const FORBIDDEN = new Set('$"{}[]:=,+#`^?!@*&\\');
 const PUNCT = new Map<string, Punct>([['\n', 'nl'], ['{', '{'], ['}', '}'], ['[', '['], [']', ']'], [',', ','], [':', 'sep'], ['=', 'sep']]);
 const ESCAPES = new Map(Object.entries({ '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' }));
-const MAX_DEPTH = 64;
-const isSpace = (c: string | undefined) => c !== undefined && c !== '\n' && (/\s/.test(c) || c === '\ufeff');
+/** Characters a quoted string takes as they are (no quote, backslash or control character). */
+const PLAIN_RUN = /[^"\\\x00-\x1f]+/y;
+const NUMBER_START = /-?(?:0|[1-9]\d*)(?:\.\d+)?(?:[eE][+-]?\d+)?/y;
+const isSpace = (c: string | undefined) =>
+  c === ' ' || c === '\t' || c === '\r' || (c !== undefined && c !== '\n' && (c < '!' || c > '~') && (/\s/.test(c) || c === '\ufeff'));
 
 /** Lazily, so a lexical error is raised while the parser knows which key it is in. */
 function* tokenize(text: string, file: string): Generator<Tok, void, undefined> {
@@ -123,6 +197,14 @@ function* tokenize(text: string, file: string): Generator<Tok, void, undefined> 
     }
     let v = '';
     for (advance(1); text[i] !== '"'; ) {
+      PLAIN_RUN.lastIndex = i;
+      const run = PLAIN_RUN.exec(text);
+      if (run) {
+        // A run of ordinary characters at once: a long string is one slice, not one step per character.
+        v += run[0];
+        advance(run[0].length);
+        continue;
+      }
       const c = text[i];
       if (c === undefined || c === '\n') fail('unterminated quoted string', start);
       if (c < ' ') fail('control character in a quoted string; escape it');
@@ -147,6 +229,10 @@ function* tokenize(text: string, file: string): Generator<Tok, void, undefined> 
 
   const unquoted = (): string => {
     const start = i;
+    // An initial JSON number is one token even with the characters that end unquoted text (`1e+5`).
+    NUMBER_START.lastIndex = i;
+    const number = NUMBER_START.exec(text);
+    if (number) advance(number[0].length);
     while (i < text.length && !isSpace(text[i]) && !PUNCT.has(text[i]!) && !FORBIDDEN.has(text[i]!) && !text.startsWith('//', i)) advance(1);
     return text.slice(start, i);
   };
@@ -221,6 +307,7 @@ function parsePath(pieces: Piece[], loc: Loc): string[] {
     });
   }
   if (filled.includes(false)) throw new SyntaxProblem(`invalid path "${ps.map((p) => p.v).join('')}": empty segment`, loc);
+  if (segs.length > HOCON_LIMITS.depth) throw new SyntaxProblem(`path has ${segs.length} segments, more than the nesting limit of ${HOCON_LIMITS.depth}`, loc);
   return segs;
 }
 
@@ -235,16 +322,29 @@ type Stmt =
   | { k: 'field'; key: string[]; op: 'sep' | '+=' | '{'; value: Part[]; loc: Loc }
   | { k: 'include'; target: string; required: boolean; scheme?: string; loc: Loc };
 
-/** Recursive descent over the tokens of one file. `key` tracks where we are, for error paths. */
+/** Values parsed so far, shared by every file of one load: the node limit covers them all. */
+interface ParseBudget {
+  nodes: number;
+}
+
+/**
+ * Recursive descent over the tokens of one file. `key` tracks where we are, for error paths. The
+ * recursion is as deep as the nesting, which `enter` caps at the depth limit (counting from `depth`,
+ * the include point's own depth), so no input overflows the stack.
+ */
 class Parser {
-  private readonly toks: Tok[] = [];
+  private toks: Tok[] = [];
   private i = 0;
   private key: string[] = [];
-  private depth = 0;
 
-  constructor(private readonly lexer: Iterator<Tok, void>) {}
+  constructor(
+    private readonly lexer: Iterator<Tok, void>,
+    private readonly budget: ParseBudget = { nodes: 0 },
+    private depth = 0,
+  ) {}
 
   document(): Stmt[] {
+    this.depth--; // the root object is level 0: `a.b = 1` is two levels deep
     this.skip('ws', 'nl');
     if (this.peek().t === '[') this.fail('the root of a config must be an object, not an array');
     if (this.peek().t !== '{') return this.body(false);
@@ -282,32 +382,46 @@ class Parser {
 
   private field(): Stmt {
     const loc = this.peek().loc;
+    this.count();
     const pieces: Piece[] = [];
     for (let t = this.peek(); t.t === 'str' || t.t === 'ws'; t = this.peek()) (pieces.push({ v: t.v, quoted: t.t === 'str' && t.quoted }), this.next());
     if (pieces.length === 0) this.fail(`expected a key, found ${describe(this.peek())}`);
     const key = this.guard(() => parsePath(pieces, loc));
+    // As in the reference implementation, new lines may separate a key from its "{", separator or value.
+    this.skip('ws', 'nl');
     const op = this.peek().t;
     if (op !== 'sep' && op !== '+=' && op !== '{') this.fail(`expected "=", ":" or "{" after the key, found ${describe(this.peek())}`);
     if (op !== '{') this.next();
     const outer = this.key;
     this.key = [...outer, ...key];
-    this.skip('ws');
+    this.depth += key.length;
+    if (this.depth > HOCON_LIMITS.depth) this.fail(`nested deeper than ${HOCON_LIMITS.depth} levels (dotted-key segments count as levels)`);
+    this.skip('ws', 'nl');
     const value = this.value();
     if (value.length === 0) this.fail(`expected a value, found ${describe(this.peek())}`);
+    this.depth -= key.length;
     this.key = outer;
     return { k: 'field', key, op, value, loc };
   }
 
-  /** `include` is a keyword only when followed by a resource: `include = 1` is an ordinary key. */
+  /**
+   * `include` is a keyword only when followed by a resource (after any white space, new lines
+   * included, as the spec allows): `include = 1` is an ordinary key.
+   */
   private isInclude(): boolean {
-    const [a, b, c] = [this.peek(0), this.peek(1), this.peek(2)];
-    return a?.t === 'str' && !a.quoted && a.v === 'include' && b?.t === 'ws' && c?.t === 'str' && (c.quoted || /^(required|file|url|classpath)\(/.test(c.v));
+    const a = this.peek(0);
+    if (a.t !== 'str' || a.quoted || a.v !== 'include') return false;
+    let k = 1;
+    while (k < 64 && (this.peek(k).t === 'ws' || this.peek(k).t === 'nl')) k++;
+    const c = this.peek(k);
+    return k > 1 && c.t === 'str' && (c.quoted || /^(required|file|url|classpath)\(/.test(c.v));
   }
 
   private include(): Stmt {
     const loc = this.next().loc;
     let shape = '';
     let target: string | undefined;
+    this.skip('ws', 'nl');
     for (let t = this.peek(); t.t === 'str' || t.t === 'ws'; t = this.peek()) {
       if (t.t === 'str' && t.quoted) {
         if (target !== undefined) this.fail('an include names one resource');
@@ -327,6 +441,7 @@ class Parser {
     const parts: Part[] = [];
     for (;;) {
       const t = this.peek();
+      if (t.t === 'str' || t.t === 'subst' || t.t === '{' || t.t === '[') this.count();
       if (t.t === 'str') parts.push({ k: 'str', v: t.v, quoted: t.quoted });
       else if (t.t === 'ws') parts.push({ k: 'ws', v: t.v });
       else if (t.t === 'subst') parts.push({ k: 'subst', path: t.path, optional: t.optional, loc: t.loc });
@@ -369,7 +484,10 @@ class Parser {
   }
 
   private enter() {
-    if (++this.depth > MAX_DEPTH) this.fail(`nested deeper than ${MAX_DEPTH} levels`);
+    if (++this.depth > HOCON_LIMITS.depth) this.fail(`nested deeper than ${HOCON_LIMITS.depth} levels`);
+  }
+  private count() {
+    if (++this.budget.nodes > HOCON_LIMITS.nodes) this.fail(`more than ${HOCON_LIMITS.nodes} values (the limit for a config and its includes)`);
   }
   private peek(ahead = 0): Tok {
     while (this.toks.length <= this.i + ahead) {
@@ -387,11 +505,18 @@ class Parser {
   }
   private next(): Tok {
     const t = this.peek();
-    this.i++;
+    this.consume();
     return t;
   }
   private skip(...types: Tok['t'][]) {
-    while (types.includes(this.peek().t)) this.i++;
+    while (types.includes(this.peek().t)) this.consume();
+  }
+  /** Tokens already consumed are dropped now and then: memory stays proportional to the look-ahead. */
+  private consume() {
+    if (++this.i >= 1024) {
+      this.toks = this.toks.slice(this.i - 1);
+      this.i = 1;
+    }
   }
   private fail(message: string, loc = (this.toks[this.i] ?? this.toks.at(-1))?.loc ?? { file: '', line: 1, col: 1 }): never {
     throw new SyntaxProblem(message, loc, this.key);
@@ -409,7 +534,7 @@ class Parser {
 function describe(t: Tok): string {
   if (t.t === 'eof') return 'the end of the file';
   if (t.t === 'nl') return 'a new line';
-  if (t.t === 'str') return JSON.stringify(t.v);
+  if (t.t === 'str') return JSON.stringify(clip(t.v, 60));
   if (t.t === 'subst') return 'a substitution';
   if (t.t === 'ws') return 'white space';
   return t.t === 'sep' ? '":" or "="' : `"${t.t}"`;
@@ -418,7 +543,8 @@ function describe(t: Tok): string {
 // ---------------------------------------------------------------------------------------------------
 // Merging: statements become a tree of values; substitutions stay unresolved until every source is in.
 
-type Json = string | number | boolean | null | Json[] | { [k: string]: Json };
+/** Integers beyond 2^53 (up to 64 bits) stay exact as bigint; schemas that want them accept bigint. */
+type Json = string | number | bigint | boolean | null | Json[] | { [k: string]: Json };
 type Obj = { k: 'obj'; fields: Map<string, Val> };
 type Val =
   | Obj
@@ -428,7 +554,7 @@ type Val =
   /** `${path}`: looked up at `prefix + path` (the include point), then `path`, then the environment. */
   | { k: 'subst'; path: string[]; prefix: string[]; optional: boolean; at: string[]; loc: Loc }
   /** A self-reference: the value (`of`, frozen) the field had before this assignment, then `rest`. */
-  | { k: 'prev'; of: Val | undefined; rest: string[]; optional: boolean; at: string[]; loc: Loc }
+  | { k: 'prev'; of: Val | undefined; rest: string[]; optional: boolean; at: string[]; loc: Loc; fallback?: Extract<Val, { k: 'subst' }> }
   /** A later object merged over an earlier value that is not known to be an object until resolved. */
   | { k: 'merge'; layers: Val[] };
 
@@ -446,9 +572,15 @@ const CYCLE = Symbol('cycle');
 const NOT_FOUND = Symbol('not found');
 type Res = Json | undefined | typeof FAILED;
 
-const MAX_INCLUDE_DEPTH = 32;
-const MAX_STRING = 1 << 20;
-const MAX_NODES = 1_000_000;
+/** Size (values), nesting depth and characters of a resolved value; kept for objects and arrays. */
+interface Shape {
+  n: number;
+  d: number;
+  c: number;
+}
+
+const INT64_MIN = -(2n ** 63n);
+const INT64_MAX = 2n ** 63n - 1n;
 
 class Loader {
   private readonly root: Obj = obj();
@@ -458,14 +590,25 @@ class Loader {
   private readonly allowed: (name: string) => boolean;
   private readonly memo = new Map<Val, Res>();
   private readonly active = new Set<Val>();
+  private readonly shapes = new WeakMap<object, Shape>();
+  private readonly budget: ParseBudget = { nodes: 0 };
+  private bytes = 0;
+  private included = 0;
+  /** Values and characters copied so far while merging and resolving. */
+  private copiedValues = 0;
+  private copiedChars = 0;
+  /** A resource limit was hit: reported once, everything after it fails quietly. */
+  private exhausted = false;
 
   constructor(private readonly options: HoconOptions) {
     this.env = options.env ?? {};
-    this.allowed = options.envAllowList ?? defaultEnvAllowList;
+    const allowed = options.envAllowList ?? (() => false);
+    this.allowed = (name) => allowed(name) && !isSecretLikeName(name);
   }
 
   async addSource(source: HoconSource, index: number) {
     const display = source.file ?? `<source ${index + 1}>`;
+    if (!this.admit(source.text, display, HOCON_LIMITS.fileBytes)) return;
     const file = source.file === undefined ? undefined : path.resolve(source.file);
     const dir = file && path.dirname(file);
     const root = this.options.includeRoot === undefined ? dir : path.resolve(this.options.includeRoot);
@@ -474,11 +617,21 @@ class Loader {
     if (body) await this.mergeBody(this.root, body, [], { display, dir: dir ?? root, root, prefix: [], stack });
   }
 
+  /** Counts a text against the size limits; false (and an issue) when it is past one. */
+  private admit(text: string, display: string, fileLimit: number): boolean {
+    const n = Buffer.byteLength(text);
+    if (n > fileLimit) return (this.limit(display, `larger than ${fmtBytes(fileLimit)} (the limit for one file)`), false);
+    this.bytes += n;
+    if (this.bytes > HOCON_LIMITS.totalBytes) return (this.limit(display, `the config and its includes are larger than ${fmtBytes(HOCON_LIMITS.totalBytes)} together`), false);
+    return true;
+  }
+
   async addOverride(line: string, index: number) {
     const at = `--set[${index}]`;
+    if (!this.admit(line, at, HOCON_LIMITS.fileBytes)) return;
     let body: Stmt[];
     try {
-      body = new Parser(tokenize(line, at)).document();
+      body = new Parser(tokenize(line, at), this.budget).document();
     } catch (e) {
       if (!(e instanceof SyntaxProblem)) throw e;
       return this.issue(at, `column ${e.loc.col}: ${e.message} (expected key=value)`);
@@ -493,14 +646,14 @@ class Loader {
     if (this.issues.length) throw new ConfigError(this.issues);
     const out = this.get(this.root, []);
     if (this.issues.length || !isObject(out)) throw new ConfigError(this.issues.length ? this.issues : 'the config did not resolve to an object');
-    if (countNodes(out) > MAX_NODES) throw new ConfigError(`the resolved config has more than ${MAX_NODES} values (substitutions expanding exponentially?)`);
-    // A fresh copy: substitutions share resolved objects, callers should get independent ones.
-    return JSON.parse(JSON.stringify(out)) as Record<string, unknown>;
+    // A fresh copy: substitutions share resolved objects, callers should get independent ones. The
+    // shape limits above bound its size and depth.
+    return clone(out) as Record<string, unknown>;
   }
 
   private parse(text: string, display: string, base: string[]): Stmt[] | undefined {
     try {
-      return new Parser(tokenize(text, display)).document();
+      return new Parser(tokenize(text, display), this.budget, base.length).document();
     } catch (e) {
       if (!(e instanceof SyntaxProblem)) throw e;
       const key = [...base, ...e.key];
@@ -531,7 +684,7 @@ class Loader {
     const refuse = (why: string) => this.issue(at, `${where(s.loc)}: include "${s.target}" refused: ${why}`);
     if (f.overrides) return refuse('--set cannot include files');
     if (s.scheme === 'url' || s.scheme === 'classpath') return refuse(`${s.scheme}(…) includes are not allowed; name a file below the include root`);
-    if (f.stack.length > MAX_INCLUDE_DEPTH) return refuse(`includes nest deeper than ${MAX_INCLUDE_DEPTH}`);
+    if (f.stack.length > HOCON_LIMITS.includeDepth) return refuse(`includes nest deeper than ${HOCON_LIMITS.includeDepth} (limit)`);
     const found = await resolveInclude(f.root, f.dir ?? '', s.target);
     const display = path.join(path.dirname(f.display), s.target);
     if ('refused' in found) return refuse(found.refused);
@@ -541,12 +694,16 @@ class Loader {
       return;
     }
     if (f.stack.includes(found.real)) return refuse('include cycle');
-    let text: string;
+    if (++this.included > HOCON_LIMITS.includes) return this.limit(at, `${where(s.loc)}: include "${s.target}" refused: more than ${HOCON_LIMITS.includes} includes (limit)`);
+    let read: { text: string } | { tooLarge: true };
     try {
-      text = await readFile(found.real, 'utf8');
+      read = await readBounded(found.real, HOCON_LIMITS.fileBytes);
     } catch (e) {
       return refuse(`cannot be read (${(e as NodeJS.ErrnoException).code ?? 'error'})`);
     }
+    if ('tooLarge' in read) return refuse(`larger than ${fmtBytes(HOCON_LIMITS.fileBytes)} (the limit for one file)`);
+    if (!this.admit(read.text, at, Infinity)) return;
+    const text = read.text;
     const body = this.parse(text, display, base);
     if (body) await this.mergeBody(target, body, base, { display, dir: path.dirname(found.file), root: f.root, prefix: base, stack: [...f.stack, found.real] });
   }
@@ -561,7 +718,13 @@ class Loader {
           return { k: 'prim', v: p.v };
         case 'subst': {
           const abs = [...f.prefix, ...p.path];
-          if (startsWith(abs, full)) return this.prev(full, abs.slice(full.length), p.optional, full, p.loc);
+          if (startsWith(abs, full)) {
+            const self = this.prev(full, abs.slice(full.length), p.optional, full, p.loc);
+            // Fixed up to the include point, a self-reference the include point does not define falls
+            // back to the path as written, from the root (as every substitution of an included file does).
+            if (f.prefix.length === 0 || startsWith(p.path, full)) return self;
+            return { ...self, fallback: { k: 'subst', path: p.path, prefix: [], optional: p.optional, at: full, loc: p.loc } };
+          }
           return { k: 'subst', path: p.path, prefix: f.prefix, optional: p.optional, at: full, loc: p.loc };
         }
         case 'obj': {
@@ -586,24 +749,28 @@ class Loader {
   private scalar(v: string, at: string[]): Json {
     if (v === 'true' || v === 'false') return v === 'true';
     if (v === 'null') return null;
-    if (!/^-?(0|[1-9]\d*)(\.\d+)?([eE][-]?\d+)?$/.test(v)) return v;
+    if (!/^-?(0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?$/.test(v)) return v;
     const n = Number(v);
-    if (Number.isInteger(n) && !Number.isSafeInteger(n)) this.issue(fmtPath(at), `${v} is too large to be exact; quote it`);
-    return n;
+    if (!Number.isFinite(n)) return (this.issue(fmtPath(at), `${clip(v, 40)} is out of the range of a number; quote it`), v);
+    if (!/^-?\d+$/.test(v) || Number.isSafeInteger(n)) return n;
+    // HOCON integers are 64-bit: beyond 2^53 a double would round, so they stay exact as bigint.
+    const big = BigInt(v);
+    if (big < INT64_MIN || big > INT64_MAX) this.issue(fmtPath(at), `${v} does not fit in a 64-bit integer; quote it`);
+    return big;
   }
 
   /** The value at `full` right now, frozen: later statements must not change what a self-reference sees. */
-  private prev(full: string[], rest: string[], optional: boolean, at: string[], loc: Loc): Val {
+  private prev(full: string[], rest: string[], optional: boolean, at: string[], loc: Loc): Extract<Val, { k: 'prev' }> {
     let node: Val | undefined = this.root;
     let i = 0;
     while (node?.k === 'obj' && i < full.length) node = node.fields.get(full[i++]!);
-    return { k: 'prev', of: node && freeze(node), rest: [...full.slice(i), ...rest], optional, at, loc };
+    return { k: 'prev', of: node && this.freeze(node, at), rest: [...full.slice(i), ...rest], optional, at, loc };
   }
 
   private set(target: Obj, key: string[], val: Val) {
     const parent = this.descend(target, key.slice(0, -1));
     const leaf = key.at(-1)!;
-    parent.fields.set(leaf, layered(parent.fields.get(leaf), val));
+    parent.fields.set(leaf, this.layered(parent.fields.get(leaf), val, key));
   }
 
   /** The object at `key` below `target`, created (or layered over an unresolved value) as needed. */
@@ -615,7 +782,7 @@ class Loader {
       if (last?.k === 'obj') o = last;
       else {
         const next = obj();
-        o.fields.set(k, layered(cur, next));
+        o.fields.set(k, this.layered(cur, next, key));
         o = next;
       }
     }
@@ -628,6 +795,9 @@ class Loader {
   private resolve(node: Val, at: string[]): Res | typeof CYCLE {
     if (this.memo.has(node)) return this.memo.get(node);
     if (this.active.has(node)) return CYCLE;
+    // Resolution recurses along substitution chains: bound it before the stack is.
+    if (this.active.size >= HOCON_LIMITS.substitutionDepth)
+      return this.limit(fmtPath(at), `substitutions depend on each other more than ${HOCON_LIMITS.substitutionDepth} levels deep (limit)`);
     this.active.add(node);
     const r = this.compute(node, at);
     this.active.delete(node);
@@ -653,11 +823,11 @@ class Loader {
           if (r === FAILED) failed = true;
           else if (r !== undefined) put(out, k, r);
         }
-        return failed ? FAILED : out;
+        return failed ? FAILED : this.made(out, at);
       }
       case 'arr': {
         const rs = node.items.map((item) => this.get(item, at));
-        return rs.includes(FAILED) ? FAILED : (rs.filter((r) => r !== undefined) as Json[]);
+        return rs.includes(FAILED) ? FAILED : this.made(rs.filter((r) => r !== undefined) as Json[], at);
       }
       case 'merge': {
         let acc: Json | undefined;
@@ -665,9 +835,9 @@ class Loader {
         for (const layer of node.layers) {
           const r = this.get(layer, at);
           if (r === FAILED) failed = true;
-          else if (r !== undefined) acc = isObject(acc) && isObject(r) ? deepMerge(acc, r) : r;
+          else if (r !== undefined) acc = isObject(acc) && isObject(r) ? this.deepMerge(acc, r) : r;
         }
-        return failed ? FAILED : acc;
+        return failed ? FAILED : acc === undefined ? undefined : this.made(acc, at);
       }
       case 'concat':
         return this.concat(node.parts, at);
@@ -679,6 +849,7 @@ class Loader {
         if (base === FAILED) return FAILED;
         const v = dig(base, node.rest);
         if (v !== NOT_FOUND) return v;
+        if (node.fallback) return this.substitute(node.fallback);
         if (node.optional) return undefined;
         return this.issue(fmtPath(node.at), `${where(node.loc)}: \${${fmtPath([...node.at, ...node.rest])}} refers to itself but has no earlier value`);
       }
@@ -692,10 +863,106 @@ class Loader {
     if (values.length === 0) return undefined;
     const kinds = new Set(values.map((v) => (Array.isArray(v) ? 'a list' : isObject(v) ? 'an object' : 'a simple value')));
     if (kinds.size > 1) return this.issue(fmtPath(at), `cannot concatenate ${[...kinds].join(' and ')}`);
-    if (kinds.has('a list')) return (values as Json[][]).flat(1);
-    if (kinds.has('an object')) return (values as Record<string, Json>[]).reduce((a, b) => deepMerge(a, b));
-    const s = rs.map((r) => ('ws' in r ? r.ws : r.v === undefined ? '' : String(r.v))).join('');
-    return s.length > MAX_STRING ? this.issue(fmtPath(at), `value longer than ${MAX_STRING} characters`) : s;
+    if (kinds.has('a list')) {
+      // Charged before it is built: a self-concatenation doubling a list must stop at the limit, not after.
+      const length = (values as Json[][]).reduce((n, v) => n + v.length, 0);
+      if (!this.copy(length, 0, at)) return FAILED;
+      return this.made((values as Json[][]).flat(1), at);
+    }
+    if (kinds.has('an object')) return this.made((values as Record<string, Json>[]).reduce((a, b) => this.deepMerge(a, b)), at);
+    // A substitution resolving to null concatenates as "" (the spec); literal text is already a string.
+    const texts = rs.map((r): string => ('ws' in r ? (r.ws ?? '') : r.v === undefined || r.v === null ? '' : String(r.v)));
+    const length = texts.reduce((n, t) => n + t.length, 0);
+    if (length > HOCON_LIMITS.stringChars) return this.limit(fmtPath(at), `value longer than ${HOCON_LIMITS.stringChars} characters (limit)`);
+    return this.copy(0, length, at) ? texts.join('') : FAILED;
+  }
+
+  /**
+   * A new object or array (or a merge result): its shape from its children's, checked against the
+   * depth, size and character limits, its direct children charged as copied.
+   */
+  private made(v: Json, at: string[]): Res {
+    if (typeof v !== 'object' || v === null || this.shapes.has(v)) return v;
+    const children = Array.isArray(v) ? v : Object.values(v);
+    const shape: Shape = { n: 1, d: 1, c: 0 };
+    for (const child of children) {
+      const s = this.shapeOf(child);
+      shape.n += s.n;
+      shape.c += s.c;
+      if (s.d + 1 > shape.d) shape.d = s.d + 1;
+    }
+    this.shapes.set(v, shape);
+    if (!this.copy(children.length, 0, at)) return FAILED;
+    if (shape.d > HOCON_LIMITS.depth + 1) return this.limit(fmtPath(at), `resolves to values nested deeper than ${HOCON_LIMITS.depth} levels (limit)`);
+    if (shape.n > HOCON_LIMITS.nodes) return this.limit(fmtPath(at), `resolves to more than ${HOCON_LIMITS.nodes} values (limit; substitutions expanding?)`);
+    if (shape.c > HOCON_LIMITS.resolvedChars) return this.limit(fmtPath(at), `resolves to more than ${HOCON_LIMITS.resolvedChars} characters of strings (limit; substitutions expanding?)`);
+    return v;
+  }
+
+  private shapeOf(v: Json): Shape {
+    if (typeof v === 'string') return { n: 1, d: 0, c: v.length };
+    if (typeof v !== 'object' || v === null) return { n: 1, d: 0, c: 0 };
+    const known = this.shapes.get(v);
+    if (known) return known;
+    this.made(v, []); // not reached: every object and array is made by this loader
+    return this.shapes.get(v)!;
+  }
+
+  /** Charges copied values and characters; false (reported once) past the expansion limit. */
+  private copy(values: number, chars: number, at: string[]): boolean {
+    if (this.exhausted) return false;
+    this.copiedValues += values;
+    this.copiedChars += chars;
+    if (this.copiedValues <= HOCON_LIMITS.expansionValues && this.copiedChars <= HOCON_LIMITS.expansionChars) return true;
+    this.limit(
+      fmtPath(at),
+      `substitutions, merges and concatenations copy more than ${HOCON_LIMITS.expansionValues} values or ${HOCON_LIMITS.expansionChars} characters (limit; a self-concatenation growing?)`,
+    );
+    return false;
+  }
+
+  /** A resource limit: the first one is the error, what fails because of it is not reported again. */
+  private limit(p: string, message: string): typeof FAILED {
+    if (this.exhausted) return FAILED;
+    this.exhausted = true;
+    return this.issue(p, message);
+  }
+
+  /** HOCON object merge: fields of `b` win, objects on both sides merge. Results are made (shaped). */
+  private deepMerge(a: Record<string, Json>, b: Record<string, Json>): Record<string, Json> {
+    const out: Record<string, Json> = {};
+    for (const [k, v] of Object.entries(a)) put(out, k, v);
+    for (const [k, v] of Object.entries(b)) {
+      const old = Object.hasOwn(out, k) ? out[k] : undefined;
+      put(out, k, isObject(old) && isObject(v) ? this.deepMerge(old, v) : v);
+    }
+    this.made(out, []);
+    return out;
+  }
+
+  /**
+   * A new value over an existing one: lists and scalars replace; anything unresolved may still merge.
+   * Each layering copies the earlier layers (a self-reference keeps the old list): charged, so a key
+   * assigned thousands of times over itself stops at the expansion limit instead of growing quadratically.
+   */
+  private layered(existing: Val | undefined, val: Val, at: string[]): Val {
+    if (existing === undefined || val.k === 'prim' || val.k === 'arr') return val;
+    if (val.k === 'obj' && (existing.k === 'prim' || existing.k === 'arr')) return val;
+    // An unset `${?x}` keeps the earlier value, and a substitution may turn out to be an object: layer.
+    const layers = existing.k === 'merge' ? existing.layers : [existing];
+    if (!this.copy(layers.length, 0, at)) return val;
+    return { k: 'merge', layers: [...layers, val] };
+  }
+
+  /** Objects (and the object layers of a merge) are the only values changed in place: copy them. */
+  private freeze(v: Val, at: string[]): Val {
+    if (this.exhausted) return v; // failing anyway: copy nothing more
+    if (v.k === 'obj') {
+      if (!this.copy(v.fields.size, 0, at)) return v;
+      return { k: 'obj', fields: new Map([...v.fields].map(([k, c]) => [k, this.freeze(c, at)])) };
+    }
+    if (v.k === 'merge') return { k: 'merge', layers: v.layers.map((l) => this.freeze(l, at)) };
+    return v;
   }
 
   private substitute(s: Extract<Val, { k: 'subst' }>): Res {
@@ -711,7 +978,8 @@ class Loader {
       const v = this.env[name];
       if (v !== undefined) return v;
     } else if (/^[A-Z_][A-Z0-9_]*$/.test(name)) {
-      return this.issue(fmtPath(s.at), `${where(s.loc)}: ${ref} reads environment variable ${name}, which configs may not read`);
+      const why = isSecretLikeName(name) ? ' (a name for credentials: secrets are references, never substituted)' : this.options.envHint ? ` (${this.options.envHint})` : '';
+      return this.issue(fmtPath(s.at), `${where(s.loc)}: ${ref} reads environment variable ${name}, which configs may not read${why}`);
     }
     if (s.optional) return undefined;
     return this.issue(fmtPath(s.at), `${where(s.loc)}: ${ref} is not defined in the config${this.allowed(name) ? ' or the environment' : ''}`);
@@ -737,10 +1005,18 @@ class Loader {
     return this.issue(fmtPath(at), `${where(loc)}: substitution cycle`);
   }
 
+  /** One problem. Clipped and capped: a hostile config gets a readable error, not megabytes of it. */
   private issue(p: string, message: string): typeof FAILED {
-    this.issues.push({ path: p, message });
+    if (this.issues.length < MAX_ISSUES) this.issues.push({ path: clip(p, 300), message: clip(message, 1000) });
+    else if (this.issues.length === MAX_ISSUES) this.issues.push({ path: '', message: `more problems not shown (only the first ${MAX_ISSUES} are reported)` });
     return FAILED;
   }
+}
+
+const MAX_ISSUES = 100;
+
+function clip(text: string, max: number): string {
+  return text.length <= max ? text : `${text.slice(0, max - 1)}…`;
 }
 
 function obj(): Obj {
@@ -748,19 +1024,7 @@ function obj(): Obj {
 }
 
 /** A new value over an existing one: lists and scalars replace; anything unresolved may still merge. */
-function layered(existing: Val | undefined, val: Val): Val {
-  if (existing === undefined || val.k === 'prim' || val.k === 'arr') return val;
-  if (val.k === 'obj' && (existing.k === 'prim' || existing.k === 'arr')) return val;
-  // An unset `${?x}` keeps the earlier value, and a substitution may turn out to be an object: layer.
-  return { k: 'merge', layers: [...(existing.k === 'merge' ? existing.layers : [existing]), val] };
-}
 
-/** Objects (and the object layers of a merge) are the only values changed in place: copy them. */
-function freeze(v: Val): Val {
-  if (v.k === 'obj') return { k: 'obj', fields: new Map([...v.fields].map(([k, c]) => [k, freeze(c)])) };
-  if (v.k === 'merge') return { k: 'merge', layers: v.layers.map(freeze) };
-  return v;
-}
 
 function dig(v: Json | undefined, rest: string[]): Json | undefined | typeof NOT_FOUND {
   for (const k of rest) {
@@ -768,16 +1032,6 @@ function dig(v: Json | undefined, rest: string[]): Json | undefined | typeof NOT
     v = v[k];
   }
   return v === undefined ? NOT_FOUND : v;
-}
-
-function deepMerge(a: Record<string, Json>, b: Record<string, Json>): Record<string, Json> {
-  const out: Record<string, Json> = {};
-  for (const [k, v] of Object.entries(a)) put(out, k, v);
-  for (const [k, v] of Object.entries(b)) {
-    const old = Object.hasOwn(out, k) ? out[k] : undefined;
-    put(out, k, isObject(old) && isObject(v) ? deepMerge(old, v) : v);
-  }
-  return out;
 }
 
 /** Own data property even for `__proto__`, so no key can reach a prototype. */
@@ -793,16 +1047,13 @@ function startsWith(p: string[], prefix: string[]): boolean {
   return prefix.length <= p.length && prefix.every((k, i) => p[i] === k);
 }
 
-function countNodes(v: Json, limit = MAX_NODES): number {
-  let n = 0;
-  const stack: Json[] = [v];
-  while (stack.length && n <= limit) {
-    const x = stack.pop()!;
-    n++;
-    if (Array.isArray(x)) stack.push(...x);
-    else if (isObject(x)) stack.push(...Object.values(x));
-  }
-  return n;
+/** A deep copy, as deep as the depth limit allows. */
+function clone(v: Json): Json {
+  if (Array.isArray(v)) return v.map(clone);
+  if (!isObject(v)) return v;
+  const out: Record<string, Json> = {};
+  for (const [k, c] of Object.entries(v)) put(out, k, clone(c));
+  return out;
 }
 
 function fmtPath(p: string[]): string {

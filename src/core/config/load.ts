@@ -2,7 +2,7 @@ import { ConfigError, type ConfigIssue, UsageError } from '../errors.js';
 import { isUnderRoot, tenantContext, type TenantContext } from '../tenant.js';
 import { findTemplate } from '../../jobs/registry.js';
 import type { CatalogRef, JdbcConnectionRef, JobContext, JobPlan, JobTemplate, TemplateVersion } from '../../jobs/template.js';
-import { Secret } from '../secrets.js';
+import { registerConnectionSecrets, Secret } from '../secrets.js';
 import { parseHocon, readHoconFile } from './hocon.js';
 import { localPlatformDefaults, type PlatformConfig, platformSchema, resolveSecret, type SecretRef } from './platform.js';
 import { keysAt, toConfigIssues } from './validate.js';
@@ -42,8 +42,16 @@ export interface JobIdentity {
 }
 
 export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Promise<LoadedJob> {
+  // The platform config first: it says which environment variables the job config may read.
+  const issues: ConfigIssue[] = [];
+  const platform = req.envFile ? await loadPlatform(req.envFile, req.env, issues) : localPlatformDefaults;
+  const allowed = new Set(platform['config-env'].allow);
   const raw = await parseHocon([await readHoconFile(req.configFile)], {
     env: req.env,
+    envAllowList: (name) => allowed.has(name),
+    envHint: req.envFile
+      ? 'job configs read only the variables listed in the platform config\'s config-env.allow'
+      : 'without a platform config (--env), job configs read no environment variables',
     overrides: req.overrides ?? [],
   });
   const job = isObject(raw.job) ? raw.job : {};
@@ -66,12 +74,9 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
   const version = template.versions.find((v) => v.version === wanted);
   if (!version)
     throw new ConfigError([
-      { path: 'job.schema-version', message: `${JSON.stringify(wanted)} is not supported by ${template.name} (supported: ${supported.join(', ')})` },
+      { path: 'job.schema-version', message: `${typeof wanted === 'bigint' ? String(wanted) : JSON.stringify(wanted)} is not supported by ${template.name} (supported: ${supported.join(', ')})` },
     ]);
   identity.schemaVersion = version.version;
-
-  const issues: ConfigIssue[] = [];
-  const platform = req.envFile ? await loadPlatform(req.envFile, req.env, issues) : localPlatformDefaults;
 
   const parsed = version.schema.safeParse(raw);
   if (!parsed.success) issues.push(...toConfigIssues(parsed.error, (p) => keysAt(version.schema, p)));
@@ -94,9 +99,16 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
   return { template, version, config, platform, tenant, context, plan };
 }
 
+/**
+ * The platform config is trusted: it may read any environment variable except those that can hold a
+ * credential (secrets stay `{ env = NAME }` references there too). A token inside its Spark remote is
+ * registered for scrubbing at once, so `plan` and `validate` never print it either.
+ */
 export async function loadPlatform(file: string, env: Record<string, string | undefined>, issues: ConfigIssue[]): Promise<PlatformConfig> {
-  const raw = await parseHocon([await readHoconFile(file)], { env });
+  const raw = await parseHocon([await readHoconFile(file)], { env, envAllowList: () => true });
   const parsed = platformSchema.safeParse(raw);
+  if (parsed.success) registerConnectionSecrets(parsed.data.spark.remote);
+  else if (isObject(raw.spark) && typeof raw.spark.remote === 'string') registerConnectionSecrets(raw.spark.remote);
   if (parsed.success) return parsed.data;
   for (const i of toConfigIssues(parsed.error, (p) => keysAt(platformSchema, p)))
     issues.push({ path: `(platform) ${i.path}`, message: i.message });

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { Secret } from '../secrets.js';
+import { isSecretLikeName } from './hocon.js';
 import { catalogName, name, storageUri } from './validate.js';
 
 /**
@@ -15,6 +16,14 @@ export const secretRef = z.union([
   z.object({ file: z.string().startsWith('/', 'a mounted file must be an absolute path') }).strict(),
 ]);
 export type SecretRef = z.infer<typeof secretRef>;
+
+/** An environment variable job configs may read: never one that can hold a credential. */
+const configEnvName = z
+  .string()
+  .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')
+  .refine((n) => !isSecretLikeName(n), {
+    message: 'names a variable that can hold a credential (TOKEN, PASSWORD, SECRET, KEY, CREDENTIAL, AUTH, SPARK_REMOTE): job configs may never read it; pass secrets as references',
+  });
 
 export const platformSchema = z
   .object({
@@ -60,6 +69,8 @@ export const platformSchema = z
       })
       .strict()
       .default({ connections: {}, 'inline-urls': 'deny' }),
+    /** The environment variables job configs may read with `${VAR}` / `${?VAR}`: none unless listed. */
+    'config-env': z.object({ allow: z.array(configEnvName).default([]) }).strict().default({ allow: [] }),
     logging: z.object({ level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).optional() }).strict().default({}),
   })
   .strict();

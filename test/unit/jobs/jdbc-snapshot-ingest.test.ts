@@ -78,7 +78,8 @@ describe('jdbc-snapshot-ingest v1 config', () => {
 
   it('accepts every example config', async () => {
     const env = { LAKEHOUSE_LAKE_HOME: '/lake' };
-    const sqlite = await loadJob({ configFile: join(repoRoot, 'configs/examples/jdbc-snapshot-ingest.v1.conf'), env, runId: 'x' });
+    const platform = join(repoRoot, 'configs/examples/platform-local.conf');
+    const sqlite = await loadJob({ configFile: join(repoRoot, 'configs/examples/jdbc-snapshot-ingest.v1.conf'), envFile: platform, env, runId: 'x' });
     expect(sqlite.plan.steps).toHaveLength(3);
     const pg = await loadJob({
       configFile: join(repoRoot, 'configs/examples/jdbc-snapshot-ingest.postgres.v1.conf'),

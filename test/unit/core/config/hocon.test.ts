@@ -119,7 +119,7 @@ describe('parseHocon: values and merging', () => {
       'opts { a = 1 }',
       'opts = ${opts} { b = 2 }',
       'port = 7077',
-      'port = ${?LAKEHOUSE_UNSET}',
+      'port = ${?nowhere}',
     ].join('\n');
     expect(await parseHocon([{ text }])).toEqual({
       path: '/bin:/usr/bin',
@@ -153,37 +153,55 @@ describe('parseHocon: values and merging', () => {
 });
 
 describe('parseHocon: environment', () => {
-  it('resolves allowed ${?LAKEHOUSE_X} from options.env only, never from process.env', async () => {
+  const allow = (...names: string[]) => (n: string) => names.includes(n);
+
+  it('reads no variable at all by default', async () => {
+    const env = { LAKEHOUSE_X: 'x', REGION: 'eu' };
+    const issues = await configIssues(parseHocon([{ text: 'a = ${?LAKEHOUSE_X}\nb = ${REGION}' }], { env }));
+    expect(issues.map((i) => i.path)).toEqual(['a', 'b']);
+    for (const i of issues) expect(i.message).toContain('which configs may not read');
+  });
+
+  it('resolves allowed variables from options.env only, never from process.env', async () => {
     process.env.LAKEHOUSE_FROM_PROCESS = 'leaked';
     try {
-      const text = 'a = ${?LAKEHOUSE_X}\nb = ${?LAKEHOUSE_FROM_PROCESS}\nremote = ${SPARK_REMOTE}\nport = ${LAKEHOUSE_PORT}';
-      const env = { LAKEHOUSE_X: 'from-options', SPARK_REMOTE: 'sc://spark:15002', LAKEHOUSE_PORT: '7077' };
-      expect(await parseHocon([{ text }], { env })).toEqual({ a: 'from-options', remote: 'sc://spark:15002', port: '7077' });
+      const text = 'a = ${?LAKEHOUSE_X}\nb = ${?LAKEHOUSE_FROM_PROCESS}\nregion = ${REGION}\nport = ${LAKEHOUSE_PORT}';
+      const env = { LAKEHOUSE_X: 'from-options', REGION: 'eu-west-1', LAKEHOUSE_PORT: '7077' };
+      const envAllowList = allow('LAKEHOUSE_X', 'LAKEHOUSE_FROM_PROCESS', 'REGION', 'LAKEHOUSE_PORT');
+      expect(await parseHocon([{ text }], { env, envAllowList })).toEqual({ a: 'from-options', region: 'eu-west-1', port: '7077' });
     } finally {
       delete process.env.LAKEHOUSE_FROM_PROCESS;
     }
   });
 
-  it('rejects a variable outside the allow-list, naming it and where it is used, without its value', async () => {
-    const env = { HOME: '/home/very-private', LAKEHOUSE_SPARK_TOKEN: 'tok-123456' };
-    const e = await failure(parseHocon([{ text: 'a { home = ${?HOME} }\nt = ${LAKEHOUSE_SPARK_TOKEN}', file: 'job.conf' }], { env }));
+  it('rejects a variable outside the allow-list, naming it, where it is used and the hint, without its value', async () => {
+    const env = { HOME: '/home/very-private' };
+    const e = await failure(parseHocon([{ text: 'a { home = ${?HOME} }', file: 'job.conf' }], { env, envHint: 'allow it in config-env.allow' }));
     expect(e).toBeInstanceOf(ConfigError);
     expect((e as ConfigError).issues).toEqual([
-      { path: 'a.home', message: 'job.conf:1:12: ${?HOME} reads environment variable HOME, which configs may not read' },
-      { path: 't', message: 'job.conf:2:5: ${LAKEHOUSE_SPARK_TOKEN} reads environment variable LAKEHOUSE_SPARK_TOKEN, which configs may not read' },
+      { path: 'a.home', message: 'job.conf:1:12: ${?HOME} reads environment variable HOME, which configs may not read (allow it in config-env.allow)' },
     ]);
     expect(e.message).not.toContain('very-private');
-    expect(e.message).not.toContain('tok-123456');
   });
 
-  it('takes a custom allow-list', async () => {
-    const out = await parseHocon([{ text: 'h = ${HOME}' }], { env: { HOME: '/h' }, envAllowList: (n) => n === 'HOME' });
-    expect(out).toEqual({ h: '/h' });
+  it('never reads SPARK_REMOTE or a name for credentials, even when allowed', async () => {
+    const env = { SPARK_REMOTE: 'sc://spark:15002/;token=tok-remote-1', LAKEHOUSE_SPARK_TOKEN: 'tok-123456', DB_PASSWORD: 'pw-1', AWS_SECRET_ACCESS_KEY: 'aws-s3cr3t', API_KEY: 'api-k3y' };
+    const names = Object.keys(env);
+    const text = names.map((n, i) => `v${i} = \${?${n}}`).join('\n');
+    const e = await failure(parseHocon([{ text }], { env, envAllowList: () => true }));
+    expect((e as ConfigError).issues.map((i) => i.path)).toEqual(names.map((_, i) => `v${i}`));
+    for (const i of (e as ConfigError).issues) expect(i.message).toContain('a name for credentials');
+    for (const v of Object.values(env)) expect(e.message).not.toContain(v);
   });
 
   it('reports an unset required variable', async () => {
-    const issues = await configIssues(parseHocon([{ text: 'x = ${LAKEHOUSE_MISSING}' }], { env: {} }));
+    const issues = await configIssues(parseHocon([{ text: 'x = ${LAKEHOUSE_MISSING}' }], { env: {}, envAllowList: allow('LAKEHOUSE_MISSING') }));
     expect(issues).toEqual([{ path: 'x', message: '<source 1>:1:5: ${LAKEHOUSE_MISSING} is not defined in the config or the environment' }]);
+  });
+
+  it('lets a config value set to null hide the environment (the spec)', async () => {
+    const out = await parseHocon([{ text: 'REGION = null\nr = ${REGION}' }], { env: { REGION: 'eu' }, envAllowList: allow('REGION') });
+    expect(out).toEqual({ REGION: null, r: null });
   });
 });
 

@@ -81,7 +81,14 @@ export interface SchemaDiff {
   readonly missing: readonly string[];
 }
 
-export type Step =
+/**
+ * Every step may say it carries config-supplied logic (a tenant's expression or SQL): `untrusted`
+ * lists those config paths, and the executor checks the step's plan against the tenant read policy
+ * (src/spark/policy) before it runs it; a refusal names these paths (78).
+ */
+export type Step = StepKind & { readonly untrusted?: readonly string[] };
+
+type StepKind =
   /** Run a command (DDL, write, MERGE). */
   | { readonly kind: 'command'; readonly id: string; readonly title: string; readonly command: Cmd }
   /** Create a table unless it exists (probed by analysing its schema; a concurrent create is fine). */

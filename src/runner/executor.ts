@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Table } from 'apache-arrow';
 import type { Logger } from 'pino';
 import type { Plan } from '../spark/proto/gen/spark/connect/base_pb.js';
-import { CancelledError } from '../core/errors.js';
+import { CancelledError, InternalError } from '../core/errors.js';
 import { errorClassOf } from '../spark/errors.js';
 import { displayTable, tableParts } from '../core/naming.js';
 import { compileCommandPlan, compileRelationPlan } from '../spark/plan/compile.js';
@@ -10,6 +10,8 @@ import { Query } from '../spark/plan/query.js';
 import { rows as arrowRows } from '../spark/arrow.js';
 import { structFields } from '../spark/types.js';
 import type { DataType } from '../spark/proto/gen/spark/connect/types_pb.js';
+import { type PolicySession, type TenantReadPolicy, checkStepPolicy, commandInputs } from '../spark/policy/index.js';
+import type { Rel } from '../spark/plan/relations.js';
 import type { JobPlan, OutputReport, Step } from '../jobs/template.js';
 
 /**
@@ -18,9 +20,9 @@ import type { JobPlan, OutputReport, Step } from '../jobs/template.js';
  */
 
 /** What the executor needs from a Spark Connect client. */
-export interface SparkSession {
+export interface SparkSession extends PolicySession {
   execute(plan: Plan, opts?: { tags?: string[]; signal?: AbortSignal; operationId?: string }): Promise<{ operationId: string; table?: Table }>;
-  readonly analyze: { schema(plan: Plan): Promise<unknown> };
+  readonly analyze: PolicySession['analyze'] & { schema(plan: Plan): Promise<unknown> };
 }
 
 export interface ExecutionReport {
@@ -38,6 +40,8 @@ export interface ExecuteOptions {
   signal: AbortSignal;
   /** Called with each operation id as soon as it is known. */
   onOperation?: (id: string) => void;
+  /** What the tenant may read: steps flagged `untrusted` are checked against it before they run. */
+  policy?: TenantReadPolicy;
 }
 
 export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<ExecutionReport> {
@@ -58,6 +62,7 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
 }
 
 async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport): Promise<string | undefined> {
+  if (step.untrusted?.length) await checkPolicy(step, opts);
   const run = async (plan: Plan) => {
     // Our own operation id, recorded before sending: a run cancelled mid-step still names it.
     const operationId = randomUUID();
@@ -108,6 +113,31 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
       if (effect.output) mergeOutput(report.outputs, effect.output);
       return effect.skip;
     }
+  }
+}
+
+/**
+ * The second wall: a step carrying config logic runs only if the server's analysis of its plan
+ * reads nothing but the tenant's data and uses only allowed functions (src/spark/policy).
+ */
+async function checkPolicy(step: Step, opts: ExecuteOptions): Promise<void> {
+  const subject = { step: step.id, configPaths: step.untrusted ?? [] };
+  if (!opts.policy) throw new InternalError(`step ${step.id} carries config logic but the run has no tenant read policy`);
+  const checked = await checkStepPolicy(opts.session, stepRelations(step, subject), opts.policy, subject);
+  opts.logger.info({ step: step.id, policy: { ...checked, configPaths: subject.configPaths } }, 'tenant read policy: allowed');
+}
+
+/** The relations a step sends, as the policy analyses them. */
+export function stepRelations(step: Step, subject: { step: string; configPaths: readonly string[] }): Rel[] {
+  switch (step.kind) {
+    case 'query':
+      return [step.query.rel];
+    case 'compareSchemas':
+      return [step.source.rel];
+    case 'command':
+      return commandInputs(step.command, subject);
+    case 'ensureTable':
+      return commandInputs(step.create, subject);
   }
 }
 

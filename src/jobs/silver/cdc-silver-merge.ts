@@ -151,6 +151,8 @@ interface MergeSpec {
   schemaEvolution: 'fail' | 'add-columns';
   tombstoneRetentionDays: number;
   target: { table: string; catalog?: string | undefined; format?: 'iceberg' | 'delta' | undefined };
+  /** Config paths whose expressions the plan carries: those steps are checked by the tenant read policy. */
+  untrusted: string[];
 }
 
 function opDelete(op: string | undefined, values: string[] | undefined): Expr {
@@ -168,6 +170,7 @@ const fromV1 = (c: CdcSilverMergeV1): MergeSpec => ({
   schemaEvolution: 'fail',
   tombstoneRetentionDays: 30,
   target: c.target,
+  untrusted: c.source.where !== undefined ? ['source.where'] : [],
 });
 
 const fromV2 = (c: CdcSilverMergeV2): MergeSpec => ({
@@ -182,6 +185,7 @@ const fromV2 = (c: CdcSilverMergeV2): MergeSpec => ({
   schemaEvolution: c['schema-evolution'],
   tombstoneRetentionDays: c.cdc['tombstone-retention-days'],
   target: c.target,
+  untrusted: [...(c.source.where !== undefined ? ['source.where'] : []), ...(c.cdc['delete-when'] !== undefined ? ['cdc.delete-when'] : [])],
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -232,10 +236,12 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     .select(star(RESOLVED), alias(or(isNull(col(TOMB, keys[0]!)), sequenceGreater(sequence, RESOLVED, TOMB)), AFTER_TOMBSTONE));
 
   const newerThanRow = sequenceGreater(sequence, SOURCE, target.table);
+  const untrusted = spec.untrusted.length ? { untrusted: spec.untrusted } : {};
   const steps: Step[] = [
     {
       kind: 'query',
       id: 'check-batch',
+      ...untrusted,
       title: `Check the CDC batch in ${bronzePath}: events, NULL keys or sequences, ambiguous ties`,
       query: batchChecks(payload, keyAndSeq),
       interpret: (rows) => {
@@ -260,6 +266,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'ensureTable',
       id: 'create-table',
+      ...untrusted,
       title: `Create ${displayTable(target)} at ${location} if missing`,
       table: target,
       create: silverColumns.limit(0).writeTo(tableParts(target), 'create', { provider: catalog.format, properties: tableProperties(catalog.format, location) }),
@@ -267,6 +274,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'ensureTable',
       id: 'create-tombstones',
+      ...untrusted,
       title: `Create ${displayTable(tombstones)} if missing`,
       table: tombstones,
       create: latest
@@ -277,6 +285,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'compareSchemas',
       id: 'check-schema',
+      ...untrusted,
       title: `Compare the batch's columns with ${displayTable(target)}`,
       source: silverColumns,
       table: target,
@@ -298,6 +307,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'query',
       id: 'measure',
+      ...untrusted,
       title: 'Count the inserts, updates, deletes and late events of this batch',
       query: measure(source, target, keys, sequence),
       interpret: (rows) => {
@@ -313,6 +323,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       // Tombstones first: if the run dies between the two merges, a rerun still deletes the rows.
       kind: 'command',
       id: 'record-tombstones',
+      ...untrusted,
       title: `Record the deleted keys in ${displayTable(tombstones)}`,
       command: latest
         .filter(col(DELETE_FLAG))
@@ -326,6 +337,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'command',
       id: 'merge',
+      ...untrusted,
       title: `MERGE the latest event per key into ${displayTable(target)}`,
       command: source.as(SOURCE).mergeInto(tableParts(target), and(...keys.map((k) => eqNullSafe(col(target.table, k), col(SOURCE, k)))), {
         whenMatched: [

@@ -85,11 +85,16 @@ export async function checkStepPolicy(
   await session.config.set(POLICY_SESSION_CONF);
   for (const rel of rels) {
     const plan = compileRelationPlan(rel, { reveal: true });
+    const jdbcSources = countJdbcSources(rel);
+    // Both analyses at once, saving a round trip, unless the plan reads JDBC: there InputFiles
+    // would connect to the database again for nothing (a JDBC relation has no files).
+    const files = jdbcSources === 0 ? analysing(() => session.analyze.inputFiles(plan), refuse) : undefined;
+    files?.catch(() => undefined); // judged below, after the explain
     const analysed = parseAnalyzedPlan(await analysing(() => session.analyze.explain(plan, 'extended'), refuse));
-    const found = analysisViolations(analysed, policy, { jdbcSources: countJdbcSources(rel) });
+    const found = analysisViolations(analysed, policy, { jdbcSources });
     if (found.length) throw refuse(found);
     if (analysed.relations.some((r) => r.kind === 'file-path' || r.kind === 'file-table')) {
-      const outside = fileViolations(await analysing(() => session.analyze.inputFiles(plan), refuse), policy);
+      const outside = fileViolations(await (files ?? analysing(() => session.analyze.inputFiles(plan), refuse)), policy);
       if (outside.length) throw refuse(outside);
     }
   }

@@ -53,7 +53,7 @@ describe('executor: the policy check before flagged steps', () => {
   it('checks a flagged step before running it', async () => {
     const { s, log } = session(fixture('hostile.own'));
     await run({ steps: [query(['source.where'])] }, s);
-    expect(log).toEqual(['conf', 'explain', 'execute']);
+    expect(log).toEqual(['conf', 'inputFiles', 'explain', 'execute']);
   });
 
   it('never runs a refused step, and fails with 78 naming the config path', async () => {
@@ -61,7 +61,7 @@ describe('executor: the policy check before flagged steps', () => {
     const e = await run({ steps: [query(['source.where']), query()] }, s).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(ConfigError);
     expect((e as ConfigError).issues[0]?.path).toBe('source.where');
-    expect(log).toEqual(['conf', 'explain']);
+    expect(log).toEqual(['conf', 'inputFiles', 'explain']);
   });
 
   it('does not check steps without config logic', async () => {

@@ -67,10 +67,17 @@ describe('checkStepPolicy', () => {
     expect(calls).toMatchObject({ explain: 1, inputFiles: 1, conf: [POLICY_SESSION_CONF] });
   });
 
-  it('asks for no input files when the plan reads no file relation', async () => {
-    const { session, calls } = fakeSession(fixture('hostile.own'));
+  it('judges input files only when the analysed plan has file relations', async () => {
+    const { session, calls } = fakeSession(fixture('hostile.own'), ['file:///lake/beta/not-judged.parquet']);
     await checkStepPolicy(session, [Query.table(['lake', 'acme_silver', 'o']).rel], acme, subject);
-    expect(calls.inputFiles).toBe(0);
+    expect(calls).toMatchObject({ explain: 1, inputFiles: 1 });
+  });
+
+  it('asks a JDBC plan for no input files (that would only reconnect to the database)', async () => {
+    const { session, calls } = fakeSession(fixture('jdbc-v1.probe-source'));
+    const jdbc = Query.read('jdbc', { options: { url: 'jdbc:sqlite:shop.db', dbtable: 'orders_cdc' } }).filter(sqlExpr("lower(customer) LIKE 'a%'"));
+    await checkStepPolicy(session, [jdbc.rel], acme, subject);
+    expect(calls).toMatchObject({ explain: 1, inputFiles: 0 });
   });
 
   it('refuses with 78, naming the config path, the step and the offending table or function', async () => {

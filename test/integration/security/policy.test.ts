@@ -74,9 +74,9 @@ afterAll(() => {
   client?.close();
 });
 
-async function refused(name: string, rel: Rel): Promise<ConfigError> {
+async function refused(name: string, rel: Rel, p: TenantReadPolicy = policy): Promise<ConfigError> {
   const started = performance.now();
-  const e = await checkStepPolicy(client, [rel], policy, subject).then(
+  const e = await checkStepPolicy(client, [rel], p, subject).then(
     () => undefined,
     (x: unknown) => x,
   );
@@ -106,6 +106,11 @@ describe('plans reading another tenant’s data are refused, without the canary'
     ['reflect', () => bronze().filter(sqlExpr(`reflect('java.lang.System', 'getenv', 'HOME') IS NOT NULL`)), 'function reflect is not allowed'],
     ['java_method', () => bronze().select(sqlExpr(`java_method('java.lang.System', 'getProperty', 'user.home') AS h`)), 'function java_method is not allowed'],
     ['input_file_name()', () => bronze().select(alias(fn('input_file_name'), 'f')), 'function input_file_name is not allowed'],
+    [
+      'a call past the 25th field, where Spark would cut the plan text short',
+      () => bronze().select(...Array.from({ length: 40 }, (_, i) => alias(fn('abs', lit(i)), `c${i}`)), sqlExpr(`reflect('java.lang.System', 'getenv', 'HOME') AS h`)),
+      'function reflect is not allowed',
+    ],
     ['a literal repeating a section header', () => bronze().filter(sqlExpr(`name = 'a\n== Optimized Logical Plan ==\nb' OR id > 0`)), 'headers'],
     ['a source path of the other tenant', () => Query.read('parquet', { paths: [V.files] }), `path ${V.files} is outside the tenant's storage roots`],
     ['a source path climbing out', () => Query.read('parquet', { paths: [`${acme.root}/../${basename(victim.root)}/bronze/p`] }), 'is outside the tenant'],
@@ -118,6 +123,24 @@ describe('plans reading another tenant’s data are refused, without the canary'
   ])('%s', async (name, rel, expected) => {
     const e = await refused(name, rel().rel);
     expect(e.message).toContain(expected);
+  });
+
+  it('a namespace the platform grants is readable, read-only grants are per tenant', async () => {
+    const granting = platformSchema.parse({
+      ...platform,
+      tenants: { [acme.id]: { 'storage-roots': [acme.root], 'read-namespaces': [`lake.${victim.id}_silver`, `spark_catalog.${victim.id}_silver`] } },
+    });
+    const granted = tenantReadPolicy(granting, tenantContext(acme.id, acme.root));
+    const rel = Query.sql(`SELECT * FROM lake.${acme.id}_silver.o WHERE EXISTS (TABLE ${V.iceberg})`).rel;
+    await checkStepPolicy(client, [rel], granted, subject);
+    // A grant names a namespace, not files: a Delta table there also needs its root in read-roots.
+    const e = await refused('a granted Delta namespace without its root', Query.table(V.delta.split('.')).rel, granted);
+    expect(e.message).toContain("file(s) outside the tenant's storage roots");
+    const withRoot = tenantReadPolicy(
+      platformSchema.parse({ ...granting, tenants: { [acme.id]: { ...granting.tenants![acme.id]!, 'read-roots': [`${victim.root}/silver`] } } }),
+      tenantContext(acme.id, acme.root),
+    );
+    await checkStepPolicy(client, [Query.table(V.delta.split('.')).rel], withRoot, subject);
   });
 
   it('the executor runs nothing of a refused step', async () => {

@@ -43,7 +43,19 @@ export interface PolicySession {
 export const POLICY_SESSION_CONF: Readonly<Record<string, string>> = {
   'spark.sql.debug.maxToStringFields': '100000',
   'spark.sql.maxPlanStringLength': '2147483632',
+  // A SQL script (`BEGIN … END`) runs while it is analysed and its result comes back as a plain
+  // LocalRelation: the check would see neither what it read nor what it did. No template uses one.
+  'spark.sql.scripting.enabled': 'false',
 };
+
+/**
+ * How SQL text of a relation may start: a query. `EXECUTE IMMEDIATE` runs its statement while it
+ * is analysed (a DROP TABLE would happen during the check), and scripts run likewise; other
+ * statements are refused anyway by the plan-node allow-list, but need not be sent at all. No
+ * leading comment: Spark's comments nest, and a differing reading of them must not let a statement
+ * pass as a query.
+ */
+const QUERY_START = /^\s*(?:\(|(?:SELECT|WITH|FROM|VALUES|TABLE)\b)/i;
 
 /** Where a refusal points: the config paths whose logic the step carries. */
 export interface PolicySubject {
@@ -195,6 +207,7 @@ export function relTreeViolations(rel: Rel, policy: TenantReadPolicy): string[] 
     for (const p of [...rel.paths, ...optionPaths]) out.push(...pathViolations(p, policy));
   }
   if (rel.kind === 'table' && !namespaceAllowed(rel.parts, policy)) out.push(`table ${rel.parts.join('.')} is outside the tenant's namespaces`);
+  if (rel.kind === 'sql' && !QUERY_START.test(rel.query)) out.push('SQL text must be a query (SELECT, WITH, FROM, VALUES, TABLE), without a leading comment');
   for (const c of children(rel)) out.push(...relTreeViolations(c, policy));
   return out;
 }

@@ -143,6 +143,15 @@ describe('plans reading another tenant’s data are refused, without the canary'
     await checkStepPolicy(client, [Query.table(V.delta.split('.')).rel], withRoot, subject);
   });
 
+  it('nothing runs while the plan is checked: EXECUTE IMMEDIATE and SQL scripts are refused before they are sent', async () => {
+    await refused('EXECUTE IMMEDIATE', Query.sql(`EXECUTE IMMEDIATE 'DROP TABLE ${V.iceberg}'`).rel);
+    await refused('a SQL script', Query.sql(`BEGIN SELECT * FROM ${V.iceberg}; END`).rel);
+    const rows = await client.execute(compileRelationPlan(Query.table(V.iceberg.split('.')).rel, { reveal: true }));
+    expect(rows.table?.numRows).toBe(1);
+    // And the session the step then runs in has scripting off.
+    expect(await client.config.get(['spark.sql.scripting.enabled'])).toEqual({ 'spark.sql.scripting.enabled': 'false' });
+  });
+
   it('the executor runs nothing of a refused step', async () => {
     const before = client.stats.operations;
     const e = await executePlan(

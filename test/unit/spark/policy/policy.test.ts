@@ -108,6 +108,26 @@ describe('checkStepPolicy', () => {
     expect(calls).toMatchObject({ explain: 0, inputFiles: 0, conf: [] });
   });
 
+  it('sends only SQL that is a query: EXECUTE IMMEDIATE and scripts would run while analysed', async () => {
+    const { session, calls } = fakeSession(fixture('hostile.own'));
+    for (const text of [
+      "EXECUTE IMMEDIATE 'DROP TABLE lake.beta_silver.t'",
+      'BEGIN SELECT * FROM lake.beta_silver.t; END',
+      "/* SELECT */ EXECUTE IMMEDIATE 'x'",
+      "-- SELECT\nEXECUTE IMMEDIATE 'x'",
+      'DROP TABLE lake.acme_silver.o',
+      "DECLARE VARIABLE v STRING DEFAULT 'x'",
+      'SELECTx',
+    ]) {
+      const e = await refusal(checkStepPolicy(session, [Query.sql(text).rel], acme, subject));
+      expect(e.message, text).toContain('SQL text must be a query');
+    }
+    expect(calls.explain).toBe(0);
+    for (const text of ['SELECT 1', ' with x AS (SELECT 1) SELECT * FROM x', 'FROM lake.acme_silver.o |> SELECT id', 'VALUES (1)', 'TABLE lake.acme_silver.o', '(SELECT 1)'])
+      await checkStepPolicy(session, [Query.sql(text).rel], acme, subject);
+    expect(calls.conf[0]).toMatchObject({ 'spark.sql.scripting.enabled': 'false' });
+  });
+
   it('refuses a plan that does not analyse with Spark’s error class only (its message may quote other tenants’ columns)', async () => {
     const failure = new SparkError({
       grpcCode: 3,

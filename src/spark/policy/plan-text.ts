@@ -7,7 +7,8 @@
  * test/unit/spark/policy/fixtures). It is deliberately additive: text a tenant controls (string
  * literals, aliases) can add nodes or names, which the policy then refuses, but cannot hide a real
  * node, because every line of the tree is read and nothing is skipped as "inside a literal".
- * What it cannot read with certainty it reports in `problems`, and the policy refuses those.
+ * What it cannot read with certainty it reports in `problems`, and the policy refuses those;
+ * problems quote no plan text (it may hold literals), only node names and line numbers.
  */
 
 export type RelationKind =
@@ -87,14 +88,15 @@ export function parseAnalyzedPlan(explain: string): AnalyzedPlan {
   if ('problem' in section) return { nodes, relations, subqueries, functions, problems: [section.problem] };
   // The first line is the output schema (`id: int, name: string`): names, not expressions.
   const [, ...tree] = section.lines;
-  for (const raw of tree) {
+  for (const [i, raw] of tree.entries()) {
+    const lineNo = i + 1;
     if (raw.trim() === '') continue;
     const line = raw.replace(TREE_PREFIX, '');
     // maxToStringFields / maxPlanStringLength cut lists and text short: what is cut is unseen.
     if (/\.\.\. \d+ more (fields|characters)/.test(line)) problems.push('the plan text is truncated');
     const name = NODE_NAME.exec(line)?.[0];
     if (!name) {
-      problems.push(`unreadable plan line "${line.slice(0, 40)}"`);
+      problems.push(`unreadable plan line ${lineNo}`);
       continue;
     }
     nodes.add(name);
@@ -119,22 +121,22 @@ function readRelation(name: string, line: string, problems: string[]): RelationR
       // RelationV2[id#1, name#2] lake.acme_silver.orders
       const m = /^RelationV2\[.*\] (\S+)$/.exec(line);
       const identity = m ? splitIdentity(m[1]!) : undefined;
-      if (!identity) problems.push(`unreadable relation "${line.slice(0, 60)}"`);
+      if (!identity) problems.push(`unreadable ${name} relation`);
       return { kind: 'v2-table', identity: identity ?? [] };
     }
     case 'Relation': {
       // Relation [id#1,..] parquet | Relation spark_catalog.ns.t[id#1,..] parquet | Relation [..] JDBCRelation(t) [numPartitions=1]
       const m = /^Relation (\S*?)\[[^\]]*\] (.+)$/.exec(line);
       if (!m) {
-        problems.push(`unreadable relation "${line.slice(0, 60)}"`);
+        problems.push(`unreadable ${name} relation`);
         return { kind: 'file-path', identity: [] };
       }
       const [, ident, source] = m as unknown as [string, string, string];
       if (/^JDBCRelation\(.*\) \[numPartitions=\d+\]$/.test(source)) return { kind: 'jdbc', identity: [] };
-      if (!/^[a-z]+$/.test(source)) problems.push(`unknown file relation source "${source.slice(0, 40)}"`);
+      if (!/^[a-z]+$/.test(source)) problems.push('a file relation of an unknown source');
       if (ident === '') return { kind: 'file-path', identity: [], format: source };
       const identity = splitIdentity(ident);
-      if (!identity) problems.push(`unreadable relation "${line.slice(0, 60)}"`);
+      if (!identity) problems.push(`unreadable ${name} relation`);
       return { kind: 'file-table', identity: identity ?? [], format: source };
     }
     case 'LocalRelation':
@@ -149,7 +151,7 @@ function readRelation(name: string, line: string, problems: string[]): RelationR
       // View (`spark_catalog`.`ns`.`v`, [id#1, ..]); its definition follows as child nodes and is read like any plan.
       const m = /^View \((.+?), \[/.exec(line);
       const identity = m ? splitIdentity(m[1]!) : undefined;
-      if (!identity) problems.push(`unreadable view "${line.slice(0, 60)}"`);
+      if (!identity) problems.push('unreadable view');
       return { kind: 'view', identity: identity ?? [] };
     }
     default:

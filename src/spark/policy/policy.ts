@@ -254,9 +254,8 @@ export function analysisViolations(plan: AnalyzedPlan, policy: TenantReadPolicy,
 export function fileViolations(files: readonly string[], policy: TenantReadPolicy): string[] {
   const outside = files.filter((f) => !isUnderRoot(normaliseFileUri(f), policy.roots));
   if (outside.length === 0) return [];
-  // Name the directory the tenant referred to, not the other tenant's file names.
-  const dirs = [...new Set(outside.map((f) => normaliseFileUri(f).replace(/\/[^/]*$/, '')))];
-  return [`reads ${outside.length} file(s) outside the tenant's storage roots, under ${dirs.slice(0, 3).join(', ')}${dirs.length > 3 ? ', …' : ''}`];
+  // No file or directory names: a glob the tenant wrote expands to other tenants' names.
+  return [`reads ${outside.length} file(s) outside the tenant's storage roots`];
 }
 
 /** Hadoop writes local paths as `file:/x`; our roots are `file:///x`. */

@@ -108,9 +108,10 @@ describe('the parser fails closed', () => {
   it('refuses unknown plan nodes and unreadable lines', () => {
     expect(judge(plan('Generate explode(a#1), false\n+- LocalRelation [a#1]'))).toEqual(['plan node Generate is not allowed', 'function explode is not allowed']);
     expect(judge(plan('HiveTableRelation [`spark_catalog`.`beta`.`t`, x]'))).toEqual(['plan node HiveTableRelation is not allowed']);
-    expect(judge(plan('Project [a#1]\n+- #weird'))[0]).toMatch(/unreadable plan line/);
-    expect(judge(plan('RelationV2[a#1] lake.acme_silver.t extra'))[0]).toMatch(/unreadable relation/);
-    expect(judge(plan('Relation [a#1] com.example.Source@1234'))[0]).toMatch(/unknown file relation source/);
+    expect(judge(plan('Project [a#1]\n+- #weird'))).toEqual(['the analysed plan cannot be verified: unreadable plan line 2']);
+    expect(judge(plan('RelationV2[a#1] lake.acme_silver.t extra'))[0]).toMatch(/unreadable RelationV2 relation/);
+    expect(judge(plan('View (`v` x)\n+- LocalRelation [a#1]'))[0]).toMatch(/unreadable view/);
+    expect(judge(plan('Relation [a#1] com.example.Source@1234'))[0]).toMatch(/a file relation of an unknown source/);
     expect(judge(plan('Relation [a#1] csv'))).toEqual(['reading format "csv" is not allowed']);
   });
 

@@ -90,11 +90,11 @@ describe('checkStepPolicy', () => {
     expect(r.message).toBe('source.where, cdc.delete-when: refused by the tenant read policy (step merge): function reflect is not allowed');
   });
 
-  it('refuses files outside the roots (file:/x and file:///x are one path), naming directories only', async () => {
-    const files = ['file:/lake/beta/silver/d/part-0001.parquet', 'file:///lake/acme/bronze/x/part-0.parquet'];
+  it('refuses files outside the roots (file:/x and file:///x are one path), naming none of them', async () => {
+    const files = ['file:/lake/beta/silver/d/part-0001.parquet', 'file:/lake/acme/bronze/x/part-0.parquet'];
     const e = await refusal(checkStepPolicy(fakeSession(fixture('hostile.deltaPath'), files).session, [Query.sql('SELECT 1').rel], acme, subject));
-    expect(e.message).toContain("reads 1 file(s) outside the tenant's storage roots, under file:///lake/beta/silver/d");
-    expect(e.message).not.toContain('part-0001');
+    expect(e.issues.map((i) => i.message)).toEqual(["refused by the tenant read policy (step check-batch): reads 1 file(s) outside the tenant's storage roots"]);
+    expect(e.message).not.toContain('beta');
   });
 
   it('refuses sources outside the roots or with glob characters before anything is sent', async () => {

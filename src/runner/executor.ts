@@ -62,7 +62,11 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
 }
 
 async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport): Promise<string | undefined> {
-  if (step.untrusted?.length) await checkPolicy(step, opts);
+  // Flagged steps are checked right before their plan first reaches the server (analysing it
+  // included): an ensureTable whose table exists sends nothing and needs no check.
+  const policyCheck = async () => {
+    if (step.untrusted?.length) await checkPolicy(step, opts);
+  };
   const run = async (plan: Plan) => {
     // Our own operation id, recorded before sending: a run cancelled mid-step still names it.
     const operationId = randomUUID();
@@ -72,6 +76,7 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
   };
   switch (step.kind) {
     case 'command':
+      await policyCheck();
       await run(compileCommandPlan(step.command, { reveal: true }));
       return undefined;
     case 'ensureTable': {
@@ -79,6 +84,7 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
         opts.logger.debug({ table: displayTable(step.table) }, 'table exists');
         return undefined;
       }
+      await policyCheck();
       try {
         await run(compileCommandPlan(step.create, { reveal: true }));
       } catch (e) {
@@ -89,6 +95,7 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
       return undefined;
     }
     case 'compareSchemas': {
+      await policyCheck();
       const [source, table] = await Promise.all([
         opts.session.analyze.schema(compileRelationPlan(step.source.rel, { reveal: true })),
         opts.session.analyze.schema(compileRelationPlan(Query.table(tableParts(step.table)).rel, { reveal: false })),
@@ -105,6 +112,7 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
       return undefined;
     }
     case 'query': {
+      await policyCheck();
       const result = await run(compileRelationPlan(step.query.rel, { reveal: true }));
       const effect = step.interpret(result.table ? arrowRows(result.table) : []);
       if (effect.fail) throw effect.fail;

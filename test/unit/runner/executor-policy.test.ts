@@ -8,6 +8,7 @@ import { ConfigError, InternalError } from '../../../src/core/errors.js';
 import type { JobPlan, Step } from '../../../src/jobs/template.js';
 import { type SparkSession, executePlan } from '../../../src/runner/executor.js';
 import { alias, fn, lit, sqlExpr } from '../../../src/spark/plan/expressions.js';
+import { SparkError } from '../../../src/spark/errors.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
 
@@ -68,6 +69,36 @@ describe('executor: the policy check before flagged steps', () => {
     const { s, log } = session(fixture('hostile.exists'));
     await run({ steps: [query(), { kind: 'command', id: 'c', title: 'c', command: Query.range(0n, 1n).select(alias(fn('count', lit(1)), 'n')).createView('v') }] }, s);
     expect(log).toEqual(['execute', 'execute']);
+  });
+
+  it('checks a flagged ensureTable only when it creates the table', async () => {
+    const create: Step = {
+      kind: 'ensureTable',
+      id: 'create-table',
+      title: 'create',
+      table: { catalog: 'lake', namespace: 'acme_silver', table: 'o' },
+      create: Query.table(['lake', 'acme_silver', 'o']).filter(sqlExpr('id > 0')).limit(0).writeTo(['lake', 'acme_silver', 'x'], 'create'),
+      untrusted: ['source.where'],
+    };
+    const exists = session(fixture('hostile.exists'));
+    await run({ steps: [create] }, exists.s);
+    expect(exists.log).toEqual([]);
+    const missing = session(fixture('hostile.exists'));
+    missing.s.analyze.schema = async () => {
+      throw new SparkError({ grpcCode: 3, errorClass: 'TABLE_OR_VIEW_NOT_FOUND', message: 'not found', messageParameters: {}, classes: [], causes: [] });
+    };
+    await expect(run({ steps: [create] }, missing.s)).rejects.toThrow(ConfigError);
+    expect(missing.log).toEqual(['conf', 'inputFiles', 'explain']);
+  });
+
+  it('checks a flagged compareSchemas before its source is analysed', async () => {
+    const { s, log } = session(fixture('hostile.reflect'));
+    let analysed = 0;
+    s.analyze.schema = async () => void analysed++;
+    const step: Step = { kind: 'compareSchemas', id: 'check-schema', title: 's', source: Query.table(['lake', 'acme_silver', 'o']), table: { catalog: 'lake', namespace: 'acme_silver', table: 'o' }, interpret: () => ({}), untrusted: ['cdc.delete-when'] };
+    await expect(run({ steps: [step] }, s)).rejects.toThrow(/cdc.delete-when: refused by the tenant read policy \(step check-schema\): function reflect is not allowed/);
+    expect(analysed).toBe(0);
+    expect(log).toEqual(['conf', 'inputFiles', 'explain']);
   });
 
   it('refuses to run a flagged step without a policy (fail closed)', async () => {

@@ -96,6 +96,12 @@ interface StepBase {
    * nothing is not sent: no empty commit). Without it the step always runs.
    */
   readonly when?: (facts: Facts) => boolean;
+  /**
+   * The config paths whose logic (a tenant's expression or SQL) the step carries: the executor
+   * checks its plan against the tenant read policy (src/spark/policy) before it runs it; a refusal
+   * names these paths (78).
+   */
+  readonly untrusted?: readonly string[];
 }
 
 export type Step =

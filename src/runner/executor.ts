@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Table } from 'apache-arrow';
 import type { Logger } from 'pino';
 import type { Plan } from '../spark/proto/gen/spark/connect/base_pb.js';
-import { CancelledError, ConfigError } from '../core/errors.js';
+import { CancelledError, ConfigError, InternalError } from '../core/errors.js';
 import { errorClassOf } from '../spark/errors.js';
 import { displayTable, quoteName, sameLocation, tableParts } from '../core/naming.js';
 import { col, eq, lit } from '../spark/plan/expressions.js';
@@ -11,7 +11,9 @@ import { Query } from '../spark/plan/query.js';
 import { rows as arrowRows } from '../spark/arrow.js';
 import { structFields } from '../spark/types.js';
 import type { DataType } from '../spark/proto/gen/spark/connect/types_pb.js';
-import type { Facts, JobPlan, OutputReport, Row, Step } from '../jobs/template.js';
+import { type PolicySession, type TenantReadPolicy, checkStepPolicy, commandInputs } from '../spark/policy/index.js';
+import type { Rel } from '../spark/plan/relations.js';
+import type { JobPlan, OutputReport, Row, Step } from '../jobs/template.js';
 
 /**
  * Runs a template's steps, in order, on a Spark Connect session. The only code that sends plans:
@@ -19,9 +21,9 @@ import type { Facts, JobPlan, OutputReport, Row, Step } from '../jobs/template.j
  */
 
 /** What the executor needs from a Spark Connect client. */
-export interface SparkSession {
+export interface SparkSession extends PolicySession {
   execute(plan: Plan, opts?: { tags?: string[]; signal?: AbortSignal; operationId?: string }): Promise<{ operationId: string; table?: Table }>;
-  readonly analyze: { schema(plan: Plan): Promise<unknown> };
+  readonly analyze: PolicySession['analyze'] & { schema(plan: Plan): Promise<unknown> };
 }
 
 export interface ExecutionReport {
@@ -43,6 +45,8 @@ export interface ExecuteOptions {
   onOperation?: (id: string) => void;
   /** Awaited before each step is sent: tests pause a run here to interleave it with another. */
   beforeStep?: (step: Step) => Promise<void>;
+  /** What the tenant may read: steps flagged `untrusted` are checked against it before they run. */
+  policy?: TenantReadPolicy;
 }
 
 export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<ExecutionReport> {
@@ -71,6 +75,11 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
 }
 
 async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport, facts: Record<string, readonly Row[]>): Promise<string | undefined> {
+  // Flagged steps are checked right before their plan first reaches the server (analysing it
+  // included): an ensureTable whose table exists sends nothing and needs no check.
+  const policyCheck = async () => {
+    if (step.untrusted?.length) await checkPolicy(step, opts);
+  };
   const run = async (plan: Plan) => {
     // Our own operation id, recorded before sending: a run cancelled mid-step still names it.
     const operationId = randomUUID();
@@ -80,6 +89,7 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
   };
   switch (step.kind) {
     case 'command':
+      await policyCheck();
       await run(compileCommandPlan(step.command, { reveal: true }));
       return undefined;
     case 'ensureTable': {
@@ -103,6 +113,7 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
         await checkLocation();
         return undefined;
       }
+      await policyCheck();
       try {
         await run(compileCommandPlan(step.create, { reveal: true }));
       } catch (e) {
@@ -113,6 +124,7 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
       return undefined;
     }
     case 'compareSchemas': {
+      await policyCheck();
       const [source, table] = await Promise.all([
         opts.session.analyze.schema(compileRelationPlan(step.source.rel, { reveal: true })),
         opts.session.analyze.schema(compileRelationPlan(Query.table(tableParts(step.table)).rel, { reveal: false })),
@@ -136,6 +148,7 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
       return effect.skip;
     }
     case 'query': {
+      await policyCheck();
       const result = await run(compileRelationPlan(step.query.rel, { reveal: true }));
       const rows = result.table ? arrowRows(result.table) : [];
       facts[step.id] = rows;
@@ -146,6 +159,33 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
       if (effect.output) mergeOutput(report.outputs, effect.output);
       return effect.skip;
     }
+  }
+}
+
+/**
+ * The second wall: a step carrying config logic runs only if the server's analysis of its plan
+ * reads nothing but the tenant's data and uses only allowed functions (src/spark/policy).
+ */
+async function checkPolicy(step: Step, opts: ExecuteOptions): Promise<void> {
+  const subject = { step: step.id, configPaths: step.untrusted ?? [] };
+  if (!opts.policy) throw new InternalError(`step ${step.id} carries config logic but the run has no tenant read policy`);
+  const checked = await checkStepPolicy(opts.session, stepRelations(step, subject), opts.policy, subject);
+  opts.logger.info({ step: step.id, policy: { ...checked, configPaths: subject.configPaths } }, 'tenant read policy: allowed');
+}
+
+/** The relations a step sends, as the policy analyses them. */
+export function stepRelations(step: Step, subject: { step: string; configPaths: readonly string[] }): Rel[] {
+  switch (step.kind) {
+    case 'query':
+      return [step.query.rel];
+    case 'compareSchemas':
+      return [step.source.rel];
+    case 'command':
+      return commandInputs(step.command, subject);
+    case 'ensureTable':
+      return commandInputs(step.create, subject);
+    case 'probePaths':
+      return [];
   }
 }
 

@@ -11,6 +11,7 @@ import { type RunState, type StatusDocument, type StatusTargets, writeStatus } f
 import { SparkConnectClient } from '../spark/client.js';
 import { describeRemote, parseConnectionString } from '../spark/connection.js';
 import { executePlan, type ExecutionReport, stepPlan } from './executor.js';
+import { tenantReadPolicy } from '../spark/policy/index.js';
 import { startLocalServer } from './local-server.js';
 import { VERSION } from '../version.js';
 
@@ -150,6 +151,7 @@ async function execute(
     signal,
     tags: [tagFor(runId)],
     onOperation: (id) => spark.operationIds.push(id),
+    policy: tenantReadPolicy(loaded.platform, loaded.tenant),
   });
   return { state: report.skipped ? 'skipped' : 'succeeded', report };
 }

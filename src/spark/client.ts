@@ -415,6 +415,16 @@ export class SparkAnalyze {
     return r.value.treeString;
   }
 
+  /**
+   * The files a plan reads, as the server lists them (best effort: file-based relations such as
+   * parquet paths and Delta tables; Iceberg and JDBC relations report none). Analyses the plan.
+   */
+  async inputFiles(plan: Plan): Promise<string[]> {
+    const r = await this.#analyze({ case: 'inputFiles', value: { plan } });
+    if (r.case !== 'inputFiles') throw unexpected('inputFiles', r.case);
+    return r.value.files;
+  }
+
   async sparkVersion(): Promise<string> {
     const r = await this.#analyze({ case: 'sparkVersion', value: {} });
     if (r.case !== 'sparkVersion') throw unexpected('sparkVersion', r.case);

@@ -48,7 +48,15 @@ export const platformSchema = z
     tenants: z
       .record(
         name(),
-        z.object({ 'storage-roots': z.array(storageUri()).min(1) }).strict(),
+        z
+          .object({
+            'storage-roots': z.array(storageUri()).min(1),
+            // Read-only grants checked by the tenant read policy (src/spark/policy): shared
+            // namespaces (`catalog.namespace`) and where their files live. Writes stay the templates'.
+            'read-namespaces': z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\.[a-z][a-z0-9_]*$/, 'a catalog.namespace')).default([]),
+            'read-roots': z.array(storageUri()).default([]),
+          })
+          .strict(),
       )
       .optional(),
     jdbc: z

@@ -212,6 +212,8 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestV1 | JdbcSnapshotIngest
   };
   let rows = Query.read('jdbc', { options });
   if (source.where !== undefined) rows = rows.filter(configExpr(source.where));
+  // Steps whose plan carries source.where are checked by the tenant read policy before they run.
+  const untrusted = source.where !== undefined ? { untrusted: ['source.where'] } : {};
 
   // Where the rows came from, without credentials: the connection's name, or the url's host.
   const origin = `${connection ? connection.name : describeUrl(url)}/${source.table ?? 'query'}`;
@@ -225,6 +227,7 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestV1 | JdbcSnapshotIngest
   const probe: Step = {
     kind: 'query',
     id: 'probe-source',
+    ...untrusted,
     title: `Check that ${origin} returns rows`,
     // An empty snapshot would replace nothing (a dynamic overwrite only replaces partitions it
     // writes): say so and skip rather than report a success that left an older copy in place.
@@ -251,6 +254,7 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestV1 | JdbcSnapshotIngest
         {
           kind: 'command',
           id: 'write-snapshot',
+          ...untrusted,
           title: `Write the ${target['snapshot-date']} snapshot of ${origin} to ${bronzePath}`,
           // Overwrite with dynamic partition overwrite replaces only the partitions this write
           // produces (this snapshot date), so a rerun leaves no duplicates and other dates untouched.
@@ -279,6 +283,7 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestV1 | JdbcSnapshotIngest
       {
         kind: 'ensureTable',
         id: 'create-table',
+        ...untrusted,
         title: `Create ${displayTable(table)} at ${bronzePath} if missing`,
         table,
         location: bronzePath,
@@ -292,6 +297,7 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestV1 | JdbcSnapshotIngest
       {
         kind: 'command',
         id: 'write-snapshot',
+        ...untrusted,
         title: `Replace the ${target['snapshot-date']} snapshot of ${origin} in ${displayTable(table)}`,
         // One atomic commit that replaces exactly this snapshot date: no duplicates on a rerun.
         command: stamped.writeTo(parts, 'overwrite', { overwriteCondition: eq(col(SNAPSHOT_DATE), snapshotDate) }),

@@ -167,6 +167,8 @@ interface MergeSpec {
   schemaEvolution: 'fail' | 'add-columns';
   tombstoneRetentionDays: number;
   target: { table: string; catalog?: string | undefined; format?: 'iceberg' | 'delta' | undefined };
+  /** Config paths whose expressions the plan carries: those steps are checked by the tenant read policy. */
+  untrusted: string[];
 }
 
 function opDelete(op: string | undefined, values: string[] | undefined): Expr {
@@ -184,6 +186,7 @@ const fromV1 = (c: CdcSilverMergeV1): MergeSpec => ({
   schemaEvolution: 'fail',
   tombstoneRetentionDays: 30,
   target: c.target,
+  untrusted: c.source.where !== undefined ? ['source.where'] : [],
 });
 
 const fromV2 = (c: CdcSilverMergeV2): MergeSpec => ({
@@ -199,6 +202,7 @@ const fromV2 = (c: CdcSilverMergeV2): MergeSpec => ({
   schemaEvolution: c['schema-evolution'],
   tombstoneRetentionDays: c.cdc['tombstone-retention-days'],
   target: c.target,
+  untrusted: [...(c.source.where !== undefined ? ['source.where'] : []), ...(c.cdc['delete-when'] !== undefined ? ['cdc.delete-when'] : [])],
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -255,11 +259,13 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     .select(star(RESOLVED), alias(or(isNull(col(TOMB, keys[0]!)), sequenceGreater(sequence, RESOLVED, TOMB)), AFTER_TOMBSTONE));
 
   const newerThanRow = sequenceGreater(sequence, SOURCE, target.table);
+  const untrusted = spec.untrusted.length ? { untrusted: spec.untrusted } : {};
   const steps: Step[] = [
     ...(partitions ? [probePartitions(partitions, spec.snapshotDates!, bronzePath)] : []),
     {
       kind: 'query',
       id: 'check-batch',
+      ...untrusted,
       title: `Check the CDC batch in ${bronzePath}: events, NULL keys or sequences, ambiguous ties`,
       query: batchChecks(payload, keyAndSeq),
       interpret: (rows) => {
@@ -284,6 +290,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'ensureTable',
       id: 'create-table',
+      ...untrusted,
       title: `Create ${displayTable(target)} at ${location} if missing`,
       table: target,
       location,
@@ -293,6 +300,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'ensureTable',
       id: 'create-tombstones',
+      ...untrusted,
       title: `Create ${displayTable(tombstones)} if missing`,
       table: tombstones,
       location: tenant.location('silver', tombstones.table),
@@ -305,6 +313,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'compareSchemas',
       id: 'check-schema',
+      ...untrusted,
       title: `Compare the batch's columns with ${displayTable(target)}`,
       source: silverColumns,
       table: target,
@@ -326,6 +335,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'query',
       id: 'measure',
+      ...untrusted,
       title: 'Count the inserts, updates, deletes, tombstones and late events of this batch',
       query: measure(source, target, keys, sequence),
       interpret: (rows) => {
@@ -342,6 +352,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       // Tombstones first: if the run dies between the two merges, a rerun still deletes the rows.
       kind: 'command',
       id: 'record-tombstones',
+      ...untrusted,
       title: `Record the deleted keys in ${displayTable(tombstones)}`,
       when: (facts) => fact(facts, 'measure', 'tombstones') > 0,
       command: latest
@@ -356,6 +367,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'command',
       id: 'merge',
+      ...untrusted,
       title: `MERGE the latest event per key into ${displayTable(target)}`,
       // A rerun of an applied batch changes no row: no MERGE, so no new snapshot or version.
       when: (facts) => fact(facts, 'measure', 'inserted') + fact(facts, 'measure', 'updated') + fact(facts, 'measure', 'deleted') > 0,
@@ -375,6 +387,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       // and deletes the row itself. Also heals a run that died between its two merges.
       kind: 'query',
       id: 'find-resurrected',
+      ...untrusted,
       title: `Look for rows of this batch's keys that a newer tombstone deletes`,
       query: resurrected(latest, target, tombstones, keys, sequence).aggregate([], [alias(fn('count', lit(1)), 'rows')]),
       interpret: (rows) => {
@@ -385,6 +398,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'command',
       id: 'delete-resurrected',
+      ...untrusted,
       title: `Delete the rows of ${displayTable(target)} that a newer tombstone deletes`,
       when: (facts) => fact(facts, 'find-resurrected', 'rows') > 0,
       command: resurrected(latest, target, tombstones, keys, sequence)

@@ -5,6 +5,7 @@ import { loadJob } from '../../../src/core/config/load.js';
 import { createLogger } from '../../../src/core/logger.js';
 import type { Step } from '../../../src/jobs/template.js';
 import { executePlan } from '../../../src/runner/executor.js';
+import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import { sessionSettings, tagFor } from '../../../src/runner/run.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
@@ -113,6 +114,7 @@ async function run(format: 'iceberg' | 'delta', table: string, date: string, bef
       logger,
       tags: [tagFor(runId)],
       signal: new AbortController().signal,
+      policy: tenantReadPolicy(loaded.platform, loaded.tenant),
       beforeStep: async (s) => {
         steps.push(s.id);
         await beforeStep?.(s);

@@ -3,6 +3,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadJob } from '../../../src/core/config/load.js';
 import { createLogger } from '../../../src/core/logger.js';
 import { executePlan } from '../../../src/runner/executor.js';
+import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { Query } from '../../../src/spark/plan/query.js';
@@ -140,7 +141,7 @@ target { table = "state", format = ${format}, catalog = "${catalog}" }
       env: {},
       runId: `prop-${seed}-${b}`,
     });
-    await executePlan(job.plan, { session: client, logger, tags: [`prop-${seed}`], signal: new AbortController().signal });
+    await executePlan(job.plan, { session: client, logger, tags: [`prop-${seed}`], signal: new AbortController().signal, policy: tenantReadPolicy(job.platform, job.tenant) });
   }
   const actual =
     format === 'iceberg'

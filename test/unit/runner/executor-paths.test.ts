@@ -44,7 +44,10 @@ function session(opts: { exists: boolean; location?: string; createFails?: strin
         if (!opts.exists) throw notFound('TABLE_OR_VIEW_NOT_FOUND');
         return {};
       },
+      explain: async () => '',
+      inputFiles: async () => [],
     },
+    config: { set: async () => undefined },
     execute: async (p: Plan) => {
       const json = JSON.stringify(toJson(PlanSchema, p));
       if (json.includes('DESCRIBE TABLE EXTENDED')) {
@@ -139,7 +142,10 @@ describe('probePaths', () => {
           if (missing.includes(path)) throw notFound('PATH_NOT_FOUND');
           return {};
         },
+        explain: async () => '',
+        inputFiles: async () => [],
       },
+      config: { set: async () => undefined },
       execute: async () => {
         sent.push('write');
         return { operationId: 'op' };

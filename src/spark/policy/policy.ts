@@ -1,0 +1,244 @@
+import { ConfigError, InternalError } from '../../core/errors.js';
+import { SparkError } from '../errors.js';
+import { isUnderRoot } from '../../core/tenant.js';
+import type { Cmd, MergeAction } from '../plan/commands.js';
+import { compileRelationPlan } from '../plan/compile.js';
+import type { Expr } from '../plan/expressions.js';
+import type { Rel } from '../plan/relations.js';
+import type { Plan } from '../proto/gen/spark/connect/base_pb.js';
+import { ALLOWED_FUNCTIONS, ALLOWED_NODES, ALLOWED_SOURCE_FORMATS } from './allow-list.js';
+import { type AnalyzedPlan, parseAnalyzedPlan } from './plan-text.js';
+
+/**
+ * The tenant read policy, the second wall: before a step that carries config-supplied logic runs,
+ * the server analyses its plan and we refuse (78) unless every relation it reads is the tenant's
+ * (its namespaces, a namespace the platform grants it, or files under its storage roots) and every
+ * plan node and function is on the allow-list (allow-list.ts). It holds on its own: it does not
+ * assume the config's expressions were screened before, and the tenant-SQL templates rely on it.
+ *
+ * Refusals name the offending relation, path or function as the tenant wrote it, never data.
+ */
+
+export interface TenantReadPolicy {
+  readonly tenant: string;
+  /** `catalog.namespace` pairs the tenant may read: its own layers in every catalog, plus grants. */
+  readonly namespaces: readonly string[];
+  /** Storage roots every file read must be under (the tenant's, plus roots of granted data). */
+  readonly roots: readonly string[];
+}
+
+/** What the policy needs from a Spark Connect session. */
+export interface PolicySession {
+  readonly analyze: {
+    explain(plan: Plan, mode: 'extended'): Promise<string>;
+    inputFiles(plan: Plan): Promise<string[]>;
+  };
+  readonly config: { set(pairs: Readonly<Record<string, string>>): Promise<unknown> };
+}
+
+/**
+ * Session settings the check needs: without them Spark cuts long expression lists short
+ * (`... 6 more fields`), and what is cut cannot be judged (the parser refuses truncated text).
+ */
+export const POLICY_SESSION_CONF: Readonly<Record<string, string>> = {
+  'spark.sql.debug.maxToStringFields': '100000',
+  'spark.sql.maxPlanStringLength': '2147483632',
+  // A SQL script (`BEGIN … END`) runs while it is analysed and its result comes back as a plain
+  // LocalRelation: the check would see neither what it read nor what it did. No template uses one.
+  'spark.sql.scripting.enabled': 'false',
+};
+
+/**
+ * How SQL text of a relation may start: a query. `EXECUTE IMMEDIATE` runs its statement while it
+ * is analysed (a DROP TABLE would happen during the check), and scripts run likewise; other
+ * statements are refused anyway by the plan-node allow-list, but need not be sent at all. No
+ * leading comment: Spark's comments nest, and a differing reading of them must not let a statement
+ * pass as a query.
+ */
+const QUERY_START = /^\s*(?:\(|(?:SELECT|WITH|FROM|VALUES|TABLE)\b)/i;
+
+/** Where a refusal points: the config paths whose logic the step carries. */
+export interface PolicySubject {
+  readonly step: string;
+  readonly configPaths: readonly string[];
+}
+
+export interface PolicyCheckReport {
+  /** The relations analysed, and the time the check took (AnalyzePlan round trips included). */
+  readonly relations: number;
+  readonly durationMs: number;
+}
+
+/** Glob characters Hadoop expands in paths: a path with them could match another tenant's files. */
+const GLOB = /[*?[\]{}\\]/;
+
+/**
+ * Check the relations a step will send (its query, or its command's input) against the policy.
+ * Throws a ConfigError (78) listing every violation; passes silently otherwise.
+ */
+export async function checkStepPolicy(
+  session: PolicySession,
+  rels: readonly Rel[],
+  policy: TenantReadPolicy,
+  subject: PolicySubject,
+): Promise<PolicyCheckReport> {
+  const started = performance.now();
+  const refuse = (messages: string[]) => {
+    const path = subject.configPaths.join(', ');
+    const unique = [...new Set(messages)];
+    return new ConfigError(
+      unique.map((m) => ({ path, message: `refused by the tenant read policy (step ${subject.step}): ${m}` })),
+    );
+  };
+  // Before anything is sent: the sources the plan names itself (so Spark never lists or infers the
+  // schema of files outside the roots).
+  const early = rels.flatMap((rel) => relTreeViolations(rel, policy));
+  if (early.length) throw refuse(early);
+  await session.config.set(POLICY_SESSION_CONF);
+  for (const rel of rels) {
+    const plan = compileRelationPlan(rel, { reveal: true });
+    const jdbcSources = countJdbcSources(rel);
+    // Both analyses at once, saving a round trip, unless the plan reads JDBC: there InputFiles
+    // would connect to the database again for nothing (a JDBC relation has no files).
+    const files = jdbcSources === 0 ? analysing(() => session.analyze.inputFiles(plan), refuse) : undefined;
+    files?.catch(() => undefined); // judged below, after the explain
+    const analysed = parseAnalyzedPlan(await analysing(() => session.analyze.explain(plan, 'extended'), refuse));
+    const found = analysisViolations(analysed, policy, { jdbcSources });
+    if (found.length) throw refuse(found);
+    if (analysed.relations.some((r) => r.kind === 'file-path' || r.kind === 'file-table')) {
+      const outside = fileViolations(await (files ?? analysing(() => session.analyze.inputFiles(plan), refuse)), policy);
+      if (outside.length) throw refuse(outside);
+    }
+  }
+  return { relations: rels.length, durationMs: Math.round(performance.now() - started) };
+}
+
+/**
+ * A plan that does not analyse cannot be checked, so it is refused (78) with Spark's error class
+ * only: Spark's message can quote what the plan touched (another tenant's column names in a
+ * "did you mean" or a type mismatch). Missing inputs, an unreachable server, timeouts and denied
+ * permissions keep their own meaning and exit code: they say nothing about the plan's contents.
+ */
+async function analysing<T>(call: () => Promise<T>, refuse: (m: string[]) => ConfigError): Promise<T> {
+  try {
+    return await call();
+  } catch (e) {
+    if (e instanceof SparkError && (e.category === 'spark' || e.category === 'config' || e.category === 'data'))
+      throw refuse([`the plan does not analyse (${e.errorClass ?? e.code}), so it cannot be checked`]);
+    throw e;
+  }
+}
+
+/** The relations of a command the policy can analyse; a command it cannot see into is refused. */
+export function commandInputs(cmd: Cmd, subject: PolicySubject): Rel[] {
+  switch (cmd.kind) {
+    case 'write':
+    case 'writeV2':
+    case 'createView':
+      return [cmd.input];
+    case 'merge':
+      // Conditions and assignments are plan nodes built by the template (expressions carry no SQL
+      // text: docs/expressions.md); what the MERGE reads is its source and its target.
+      return [cmd.source];
+    case 'sqlCommand':
+      throw unverifiable(subject, 'a SQL statement');
+  }
+}
+
+function unverifiable(subject: PolicySubject, what: string): InternalError {
+  // A template bug, not the tenant's: a step flagged as carrying config logic must put it where the policy can see it.
+  return new InternalError(`step ${subject.step} carries config logic (${subject.configPaths.join(', ')}) in ${what}, which the tenant read policy cannot analyse`);
+}
+
+function children(rel: Rel): Rel[] {
+  switch (rel.kind) {
+    case 'sql':
+    case 'table':
+    case 'source':
+    case 'range':
+      return [];
+    case 'join':
+      return [rel.left, rel.right];
+    default:
+      return [rel.input];
+  }
+}
+
+function countJdbcSources(rel: Rel): number {
+  return (rel.kind === 'source' && rel.format === 'jdbc' ? 1 : 0) + children(rel).reduce((n, c) => n + countJdbcSources(c), 0);
+}
+
+/** Static checks of the plan nodes we built: source formats and paths, table names. */
+export function relTreeViolations(rel: Rel, policy: TenantReadPolicy): string[] {
+  const out: string[] = [];
+  if (rel.kind === 'source') {
+    if (!ALLOWED_SOURCE_FORMATS.has(rel.format)) out.push(`reading format "${rel.format}" is not allowed`);
+    const optionPaths = Object.entries(rel.options)
+      .filter(([k]) => k.toLowerCase() === 'path' || k.toLowerCase() === 'paths')
+      .map(([, v]) => (typeof v === 'string' ? v : '[secret]'));
+    for (const p of [...rel.paths, ...optionPaths]) out.push(...pathViolations(p, policy));
+  }
+  if (rel.kind === 'table' && !namespaceAllowed(rel.parts, policy)) out.push(`table ${rel.parts.join('.')} is outside the tenant's namespaces`);
+  if (rel.kind === 'sql' && !QUERY_START.test(rel.query)) out.push('SQL text must be a query (SELECT, WITH, FROM, VALUES, TABLE), without a leading comment');
+  for (const c of children(rel)) out.push(...relTreeViolations(c, policy));
+  return out;
+}
+
+function pathViolations(path: string, policy: TenantReadPolicy): string[] {
+  if (GLOB.test(path)) return [`path ${path} contains glob characters`];
+  if (!isUnderRoot(normaliseFileUri(path), policy.roots)) return [`path ${path} is outside the tenant's storage roots`];
+  return [];
+}
+
+/** Judge the analyzed plan: nodes, relations and functions against the allow-lists and grants. */
+export function analysisViolations(plan: AnalyzedPlan, policy: TenantReadPolicy, opts: { jdbcSources: number }): string[] {
+  const out: string[] = [...plan.problems.map((p) => `the analysed plan cannot be verified: ${p}`)];
+  for (const n of plan.nodes) if (!ALLOWED_NODES.has(n)) out.push(`plan node ${n} is not allowed`);
+  for (const f of plan.functions) if (!ALLOWED_FUNCTIONS.has(f)) out.push(`function ${f} is not allowed`);
+  let jdbc = 0;
+  for (const r of plan.relations) {
+    switch (r.kind) {
+      case 'v2-table':
+      case 'file-table':
+        if (!namespaceAllowed(r.identity, policy)) out.push(`table ${r.identity.join('.')} is outside the tenant's namespaces`);
+        break;
+      case 'view':
+        // A view is judged by what it reads (its definition is part of the plan); its name needs no grant.
+        break;
+      case 'file-path':
+        if (!ALLOWED_SOURCE_FORMATS.has(r.format ?? '')) out.push(`reading format "${r.format}" is not allowed`);
+        break;
+      case 'jdbc':
+        // Only the template's own JDBC source: a JDBC relation the step did not declare came from config text.
+        if (++jdbc > opts.jdbcSources) out.push('a JDBC relation the step does not declare');
+        break;
+      case 'local':
+      case 'range':
+      case 'one-row':
+      case 'cte-ref':
+        break;
+    }
+  }
+  return out;
+}
+
+/** Every file the plan reads must be under the roots (`file:/x` and `file:///x` are one path). */
+export function fileViolations(files: readonly string[], policy: TenantReadPolicy): string[] {
+  const outside = files.filter((f) => !isUnderRoot(normaliseFileUri(f), policy.roots));
+  if (outside.length === 0) return [];
+  // No file or directory names: a glob the tenant wrote expands to other tenants' names.
+  return [`reads ${outside.length} file(s) outside the tenant's storage roots`];
+}
+
+/** Hadoop writes local paths as `file:/x`; our roots are `file:///x`. */
+export function normaliseFileUri(uri: string): string {
+  const m = /^([a-z][a-z0-9+.-]*):(\/[^/].*|\/)$/i.exec(uri);
+  return m ? `${m[1]}://${m[2]}` : uri;
+}
+
+/** Is `catalog.namespace.…table` in one of the policy's namespaces? Compared case-insensitively, as Spark resolves names. */
+export function namespaceAllowed(identity: readonly string[], policy: TenantReadPolicy): boolean {
+  if (identity.length < 3) return false;
+  const ns = `${identity[0]}.${identity[1]}`.toLowerCase();
+  return policy.namespaces.some((n) => n.toLowerCase() === ns);
+}

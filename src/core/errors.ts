@@ -47,6 +47,8 @@ export interface ErrorReport {
   issues?: ConfigIssue[];
   sparkErrorClass?: string;
   sqlState?: string;
+  /** How to fix it, when we know. */
+  hint?: string;
 }
 
 export abstract class LakehouseError extends Error {

@@ -45,7 +45,7 @@ import {
   type UserContext,
 } from './proto/gen/spark/connect/base_pb.js';
 import type { DataType } from './proto/gen/spark/connect/types_pb.js';
-import { retryPolicy, systemClock, withRetry, type Clock, type RetryPolicy } from './retry.js';
+import { RetryBudget, retryPolicy, systemClock, withRetry, type AttemptContext, type Clock, type RetryPolicy } from './retry.js';
 import { Transport, type ServerStream } from './transport.js';
 import { clientType } from './version.js';
 
@@ -58,6 +58,16 @@ export interface ConnectOptions {
   /** Deadline of each unary call (ExecutePlan streams have none: use the signal). Default 5 minutes. */
   deadlineMs?: number;
   retry?: Partial<RetryPolicy>;
+  /**
+   * Wall-clock time all calls of this client together may spend retrying (default 2 minutes):
+   * past it, a failing call fails (69 unreachable, 75 transient) instead of backing off again.
+   */
+  retryBudgetMs?: number;
+  /**
+   * The run's cancellation: when it aborts, every call in flight or waiting to retry ends at once.
+   * Interrupt and release calls, which run after a cancellation, do not listen to it.
+   */
+  signal?: AbortSignal;
   logger?: Logger;
   /** Time source for the retry policy (tests). */
   clock?: Clock;
@@ -81,7 +91,9 @@ const explainModes: Record<ExplainMode, ExplainModeEnum> = {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DEFAULT_DEADLINE_MS = 5 * 60_000;
 /** Interrupt/release on the way out must not hold up a cancelled run. */
-const QUICK_DEADLINE_MS = 10_000;
+const QUICK_DEADLINE_MS = 3_000;
+/** A retried attempt waits at least this long for an answer, even when little budget is left. */
+const MIN_ATTEMPT_DEADLINE_MS = 1_000;
 const method = SparkConnectService.method;
 
 export class SparkConnectClient {
@@ -96,6 +108,8 @@ export class SparkConnectClient {
 
   readonly #transport: Transport;
   readonly #policy: RetryPolicy;
+  readonly #budget: RetryBudget;
+  readonly #signal: AbortSignal | undefined;
   readonly #clock: Clock;
   readonly #deadlineMs: number;
   readonly #clientType: string;
@@ -108,6 +122,8 @@ export class SparkConnectClient {
     this.remote = describeRemote(spec);
     this.logger = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'spark', sessionId: this.sessionId });
     this.#policy = retryPolicy(opts.retry);
+    this.#budget = new RetryBudget(opts.retryBudgetMs);
+    this.#signal = opts.signal;
     this.#clock = opts.clock ?? systemClock;
     this.#deadlineMs = opts.deadlineMs ?? DEFAULT_DEADLINE_MS;
     this.#clientType = clientType(opts.userAgent ?? spec.userAgent);
@@ -147,9 +163,16 @@ export class SparkConnectClient {
    * Run one RPC attempt function under the retry policy; whatever escapes is a LakehouseError.
    * @internal used by SparkAnalyze, SparkConfig and Execution
    */
-  async rpc<T>(name: string, attempt: () => Promise<T>, options: { signal?: AbortSignal; policy?: Partial<RetryPolicy> } = {}): Promise<T> {
+  async rpc<T>(
+    name: string,
+    attempt: (n: number, context: AttemptContext) => Promise<T>,
+    options: { signal?: AbortSignal; policy?: Partial<RetryPolicy>; cleanup?: boolean } = {},
+  ): Promise<T> {
     if (this.#closed) throw new InternalError(`Spark Connect client is closed (${name})`);
     let attempts = 1;
+    // Cleanup calls (interrupt, release) run after the run was cancelled: they do not listen to
+    // its signal, and their own short policy bounds them instead of the run's budget.
+    const signal = options.signal ?? (options.cleanup ? undefined : this.#signal);
     try {
       return await withRetry(
         attempt,
@@ -157,7 +180,8 @@ export class SparkConnectClient {
           policy: options.policy ? { ...this.#policy, ...options.policy } : this.#policy,
           retryable: isRetryableGrpcError,
           clock: this.#clock,
-          ...(options.signal ? { signal: options.signal } : {}),
+          ...(signal ? { signal } : {}),
+          ...(options.cleanup ? {} : { budget: this.#budget }),
           onRetry: ({ retry, delayMs, error }) => {
             this.stats.retries++;
             this.logger.warn(
@@ -223,13 +247,21 @@ export class SparkConnectClient {
   async unary<I extends DescMessage, O extends DescMessage>(
     m: DescMethodUnary<I, O>,
     init: MessageInitShape<I>,
-    options: { policy?: Partial<RetryPolicy>; deadlineMs?: number } = {},
+    options: { policy?: Partial<RetryPolicy>; deadlineMs?: number; cleanup?: boolean } = {},
   ): Promise<MessageShape<O>> {
     const request = create(m.input, { ...this.#common(), ...init } as MessageInitShape<I>);
+    const deadline = options.deadlineMs ?? this.#deadlineMs;
+    const signal = options.cleanup ? undefined : this.#signal;
     const response = await this.rpc(
       m.name,
-      () => this.#transport.unary(m, request, { deadlineMs: options.deadlineMs ?? this.#deadlineMs }),
-      options.policy ? { policy: options.policy } : {},
+      // A retry waits for its answer only as long as retrying may still go on: against a server
+      // that accepts connections and never answers, the budget, not the 5-minute deadline, ends it.
+      (n, { remainingMs }) =>
+        this.#transport.unary(m, request, {
+          deadlineMs: n === 0 ? deadline : Math.min(deadline, Math.max(remainingMs, MIN_ATTEMPT_DEADLINE_MS)),
+          ...(signal ? { signal } : {}),
+        }),
+      { ...(options.policy ? { policy: options.policy } : {}), ...(options.cleanup ? { cleanup: true } : {}) },
     );
     const serverSide = (response as { serverSideSessionId?: unknown }).serverSideSessionId;
     if (typeof serverSide === 'string') this.#observe(serverSide);
@@ -273,7 +305,7 @@ export class SparkConnectClient {
       },
       operationId,
       tags,
-      opts.signal,
+      opts.signal ?? this.#signal,
     );
     return new ResultStream(execution, opts.onProgress);
   }
@@ -307,7 +339,7 @@ export class SparkConnectClient {
     const init: MessageInitShape<typeof ReleaseExecuteRequestSchema> = until
       ? { operationId, release: { case: 'releaseUntil', value: { responseId: until } } }
       : { operationId, release: { case: 'releaseAll', value: {} } };
-    this.unary(method.releaseExecute, init, { deadlineMs: QUICK_DEADLINE_MS }).catch((e: unknown) =>
+    this.unary(method.releaseExecute, init, { deadlineMs: QUICK_DEADLINE_MS, cleanup: true }).catch((e: unknown) =>
       // After the session is released the server has dropped the operation anyway: not worth a warning.
       this.logger[errorClassOf(e)?.startsWith('INVALID_HANDLE.SESSION') ? 'debug' : 'warn'](
         { event: 'spark.release_failed', operationId, releaseUntil: until, err: e instanceof Error ? e.message : String(e) },
@@ -321,7 +353,7 @@ export class SparkConnectClient {
       await this.unary(
         method.interrupt,
         { interruptType: InterruptType.OPERATION_ID, interrupt: { case: 'operationId', value: operationId } },
-        { policy: { maxRetries: 1 }, deadlineMs: QUICK_DEADLINE_MS },
+        { policy: { maxRetries: 1, totalTimeoutMs: QUICK_DEADLINE_MS }, deadlineMs: QUICK_DEADLINE_MS, cleanup: true },
       );
     } catch (e) {
       this.logger.warn({ event: 'spark.interrupt_failed', operationId, err: e instanceof Error ? e.message : String(e) }, 'Interrupt failed');
@@ -362,7 +394,7 @@ export class SparkConnectClient {
           create(ReleaseSessionRequestSchema, { sessionId: this.sessionId, userContext: this.#userContext, clientType: this.#clientType }),
           { deadlineMs: Math.min(this.#deadlineMs, QUICK_DEADLINE_MS) },
         ),
-      { policy: CLEANUP_CALL.policy },
+      { policy: CLEANUP_CALL.policy, cleanup: true },
     );
   }
 
@@ -376,9 +408,11 @@ export class SparkConnectClient {
 
 /**
  * Interrupts and ReleaseSession run while a job is being cancelled or is already failing: they get a
- * few quick retries, never a run's 10-minute budget, so a SIGTERM still ends the pod within 20 s.
+ * few quick retries within 3 s, never the run's budget, and ignore the run's signal. A cancelled run
+ * makes at most three of them in a row (interrupt by tag, interrupt of the running operation,
+ * release), so a SIGTERM ends the pod within 20 s even when the server no longer answers.
  */
-const CLEANUP_CALL = { policy: { maxRetries: 2, totalTimeoutMs: 5_000 }, deadlineMs: 5_000 } as const;
+const CLEANUP_CALL = { policy: { maxRetries: 2, totalTimeoutMs: QUICK_DEADLINE_MS }, deadlineMs: QUICK_DEADLINE_MS, cleanup: true } as const;
 
 function defaultUserId(): string {
   try {

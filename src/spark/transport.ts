@@ -21,6 +21,8 @@ export interface TransportOptions {
 
 export interface CallOptions {
   deadlineMs?: number;
+  /** Cancels the call (the server sees a cancelled stream); the promise rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export interface ServerStream<O> {
@@ -98,16 +100,29 @@ export class Transport {
     request: MessageShape<I>,
     opts: CallOptions = {},
   ): Promise<MessageShape<O>> {
+    const signal = opts.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise((resolve, reject) => {
-      this.#client.makeUnaryRequest(
+      // A call waiting for a connection (a silent or unreachable server) waits until its deadline;
+      // an abort must not: cancel the call and answer with the abort's reason at once.
+      const onAbort = (): void => {
+        call.cancel();
+        reject(signal?.reason);
+      };
+      const call = this.#client.makeUnaryRequest(
         path(method),
         serializer(method.input),
         deserializer(method.output),
         request,
         this.#metadata(),
         this.#callOptions(opts),
-        (err, res) => (err || res === undefined ? reject(err ?? new Error('empty response')) : resolve(res)),
+        (err, res) => {
+          signal?.removeEventListener('abort', onAbort);
+          if (err || res === undefined) reject(err ?? new Error('empty response'));
+          else resolve(res);
+        },
       );
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 

@@ -138,6 +138,18 @@ export class InternalError extends LakehouseError {
   readonly code = 'INTERNAL';
 }
 
+/**
+ * How the CLI ends for an error that escaped a command. Only a usage problem (ours, or yargs'
+ * `YError` for a malformed command line) is 64; a LakehouseError keeps its code; anything else
+ * (a TypeError, a bug) is internal, 70, and its stack goes to the log so it can be fixed.
+ */
+export function cliFailure(e: unknown): { exitCode: number; message: string; usage: boolean; stack?: string } {
+  if (e instanceof UsageError || (e instanceof Error && e.name === 'YError')) return { exitCode: ExitCode.usage, message: e.message, usage: true };
+  if (e instanceof LakehouseError) return { exitCode: e.exitCode, message: e.message, usage: false };
+  const error = asLakehouseError(e);
+  return { exitCode: error.exitCode, message: `internal error: ${error.message}`, usage: false, ...(e instanceof Error && e.stack ? { stack: e.stack } : {}) };
+}
+
 /** Anything thrown at all, as a LakehouseError: unknown throwables are internal errors. */
 export function asLakehouseError(e: unknown): LakehouseError {
   if (e instanceof LakehouseError) return e;

@@ -27,7 +27,15 @@ export interface ExecutionReport {
   outputs: OutputReport[];
   metrics: { rowsRead: number; rowsWritten: number };
   operationIds: string[];
+  /** Ids of the steps that ran to the end, in order: after a failure, what did commit. */
+  completedSteps: string[];
+  /** The step that failed, if one did. */
+  failedStep?: string;
   skipped?: string;
+}
+
+export function emptyReport(): ExecutionReport {
+  return { outputs: [], metrics: { rowsRead: 0, rowsWritten: 0 }, operationIds: [], completedSteps: [] };
 }
 
 export interface ExecuteOptions {
@@ -38,15 +46,27 @@ export interface ExecuteOptions {
   signal: AbortSignal;
   /** Called with each operation id as soon as it is known. */
   onOperation?: (id: string) => void;
+  /**
+   * The report to fill in, step by step. The caller keeps it, so when a step fails (or the run is
+   * cancelled) it still knows which steps completed and what they reported.
+   */
+  report?: ExecutionReport;
 }
 
 export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<ExecutionReport> {
-  const report: ExecutionReport = { outputs: [], metrics: { rowsRead: 0, rowsWritten: 0 }, operationIds: [] };
+  const report = opts.report ?? emptyReport();
   for (const step of plan.steps) {
     throwIfAborted(opts.signal);
     const started = performance.now();
     opts.logger.info({ step: step.id }, step.title);
-    const skipped = await runStep(step, opts, report);
+    let skipped: string | undefined;
+    try {
+      skipped = await runStep(step, opts, report);
+    } catch (e) {
+      report.failedStep = step.id;
+      throw e;
+    }
+    report.completedSteps.push(step.id);
     opts.logger.info({ step: step.id, durationMs: Math.round(performance.now() - started) }, `${step.id} done`);
     if (skipped !== undefined) {
       report.skipped = skipped;

@@ -57,6 +57,8 @@ export interface ConnectOptions {
   userAgent?: string;
   /** Deadline of each unary call (ExecutePlan streams have none: use the signal). Default 5 minutes. */
   deadlineMs?: number;
+  /** How long a call waits for the connection (the HTTP/2 handshake) before failing as UNAVAILABLE. Default 10 s. */
+  connectTimeoutMs?: number;
   retry?: Partial<RetryPolicy>;
   /**
    * Wall-clock time all calls of this client together may spend retrying (default 2 minutes):
@@ -94,6 +96,8 @@ const DEFAULT_DEADLINE_MS = 5 * 60_000;
 const QUICK_DEADLINE_MS = 3_000;
 /** A retried attempt waits at least this long for an answer, even when little budget is left. */
 const MIN_ATTEMPT_DEADLINE_MS = 1_000;
+/** A Spark Connect server completes the HTTP/2 handshake in milliseconds; TLS through a proxy in a few seconds. */
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 const method = SparkConnectService.method;
 
 export class SparkConnectClient {
@@ -112,6 +116,7 @@ export class SparkConnectClient {
   readonly #signal: AbortSignal | undefined;
   readonly #clock: Clock;
   readonly #deadlineMs: number;
+  readonly #connectTimeoutMs: number;
   readonly #clientType: string;
   readonly #userContext: UserContext;
   #serverSideSessionId: string | undefined;
@@ -126,6 +131,7 @@ export class SparkConnectClient {
     this.#signal = opts.signal;
     this.#clock = opts.clock ?? systemClock;
     this.#deadlineMs = opts.deadlineMs ?? DEFAULT_DEADLINE_MS;
+    this.#connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
     this.#clientType = clientType(opts.userAgent ?? spec.userAgent);
     const user = spec.userId ?? defaultUserId();
     this.#userContext = create(UserContextSchema, { userId: user, userName: user });
@@ -256,11 +262,11 @@ export class SparkConnectClient {
       m.name,
       // A retry waits for its answer only as long as retrying may still go on: against a server
       // that accepts connections and never answers, the budget, not the 5-minute deadline, ends it.
-      (n, { remainingMs }) =>
-        this.#transport.unary(m, request, {
-          deadlineMs: n === 0 ? deadline : Math.min(deadline, Math.max(remainingMs, MIN_ATTEMPT_DEADLINE_MS)),
-          ...(signal ? { signal } : {}),
-        }),
+      async (n, { remainingMs }) => {
+        const attemptDeadline = n === 0 ? deadline : Math.min(deadline, Math.max(remainingMs, MIN_ATTEMPT_DEADLINE_MS));
+        await this.#transport.connected(Math.min(this.#connectTimeoutMs, attemptDeadline), signal);
+        return this.#transport.unary(m, request, { deadlineMs: attemptDeadline, ...(signal ? { signal } : {}) });
+      },
       { ...(options.policy ? { policy: options.policy } : {}), ...(options.cleanup ? { cleanup: true } : {}) },
     );
     const serverSide = (response as { serverSideSessionId?: unknown }).serverSideSessionId;

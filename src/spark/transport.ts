@@ -145,6 +145,41 @@ export class Transport {
     };
   }
 
+  /**
+   * Resolve once the channel is connected (HTTP/2 handshake done). A server that accepts TCP and
+   * never speaks HTTP/2 would otherwise hold a call until its deadline (minutes): this fails with
+   * UNAVAILABLE after `timeoutMs`, so the retry policy and its budget apply. A refused connection
+   * fails at once, as the call itself would.
+   */
+  connected(timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    const channel = this.#client.getChannel();
+    const unavailable = (details: string) => Object.assign(new Error(details), { code: grpc.status.UNAVAILABLE, details, metadata: new grpc.Metadata() });
+    return new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const deadline = Date.now() + timeoutMs;
+      let done = false;
+      const finish = (error?: unknown): void => {
+        if (done) return;
+        done = true;
+        signal?.removeEventListener('abort', onAbort);
+        if (error === undefined) resolve();
+        else reject(error);
+      };
+      const onAbort = (): void => finish(signal?.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const check = (): void => {
+        if (done) return;
+        const state = channel.getConnectivityState(true);
+        if (state === grpc.connectivityState.READY) return finish();
+        if (state === grpc.connectivityState.TRANSIENT_FAILURE) return finish(unavailable('failed to connect (connection refused or reset)'));
+        if (state === grpc.connectivityState.SHUTDOWN) return finish(unavailable('channel closed'));
+        if (Date.now() >= deadline) return finish(unavailable(`no connection within ${timeoutMs} ms (the server accepted TCP but did not answer)`));
+        channel.watchConnectivityState(state, deadline, () => check());
+      };
+      check();
+    });
+  }
+
   close(): void {
     this.#client.close();
   }

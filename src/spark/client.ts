@@ -121,6 +121,8 @@ export class SparkConnectClient {
   readonly #userContext: UserContext;
   #serverSideSessionId: string | undefined;
   #closed = false;
+  /** Aborted by close(): a call still retrying (a fire-and-forget release) must not keep the process alive. */
+  readonly #closing = new AbortController();
 
   private constructor(spec: RemoteSpec, opts: ConnectOptions) {
     this.sessionId = spec.sessionId ?? randomUUID();
@@ -176,9 +178,7 @@ export class SparkConnectClient {
   ): Promise<T> {
     if (this.#closed) throw new InternalError(`Spark Connect client is closed (${name})`);
     let attempts = 1;
-    // Cleanup calls (interrupt, release) run after the run was cancelled: they do not listen to
-    // its signal, and their own short policy bounds them instead of the run's budget.
-    const signal = options.signal ?? (options.cleanup ? undefined : this.#signal);
+    const signal = options.signal ? AbortSignal.any([options.signal, this.#closing.signal]) : this.#callSignal(options.cleanup);
     try {
       return await withRetry(
         attempt,
@@ -223,6 +223,15 @@ export class SparkConnectClient {
     return new SparkError(failure, { cause: e });
   }
 
+  /**
+   * What ends a call early: closing the client always; the run's signal too, except for cleanup
+   * calls (interrupt, release), which run after the run was cancelled and are bounded by their own
+   * short policy instead of the run's budget.
+   */
+  #callSignal(cleanup: boolean | undefined): AbortSignal {
+    return cleanup || !this.#signal ? this.#closing.signal : AbortSignal.any([this.#signal, this.#closing.signal]);
+  }
+
   #common(): { sessionId: string; userContext: UserContext; clientType: string; clientObservedServerSideSessionId?: string } {
     return {
       sessionId: this.sessionId,
@@ -257,7 +266,7 @@ export class SparkConnectClient {
   ): Promise<MessageShape<O>> {
     const request = create(m.input, { ...this.#common(), ...init } as MessageInitShape<I>);
     const deadline = options.deadlineMs ?? this.#deadlineMs;
-    const signal = options.cleanup ? undefined : this.#signal;
+    const signal = this.#callSignal(options.cleanup);
     const response = await this.rpc(
       m.name,
       // A retry waits for its answer only as long as retrying may still go on: against a server
@@ -345,9 +354,10 @@ export class SparkConnectClient {
     const init: MessageInitShape<typeof ReleaseExecuteRequestSchema> = until
       ? { operationId, release: { case: 'releaseUntil', value: { responseId: until } } }
       : { operationId, release: { case: 'releaseAll', value: {} } };
-    this.unary(method.releaseExecute, init, { deadlineMs: QUICK_DEADLINE_MS, cleanup: true }).catch((e: unknown) =>
-      // After the session is released the server has dropped the operation anyway: not worth a warning.
-      this.logger[errorClassOf(e)?.startsWith('INVALID_HANDLE.SESSION') ? 'debug' : 'warn'](
+    this.unary(method.releaseExecute, init, CLEANUP_CALL).catch((e: unknown) =>
+      // After the session is released (or the client closed) the server has dropped the operation
+      // anyway, or will when the session expires: not worth a warning.
+      this.logger[this.#closed || errorClassOf(e)?.startsWith('INVALID_HANDLE.SESSION') ? 'debug' : 'warn'](
         { event: 'spark.release_failed', operationId, releaseUntil: until, err: e instanceof Error ? e.message : String(e) },
         'ReleaseExecute failed',
       ),
@@ -408,6 +418,7 @@ export class SparkConnectClient {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#closing.abort(new InternalError('Spark Connect client closed'));
     this.#transport.close();
   }
 }

@@ -105,9 +105,16 @@ export class DataError extends LakehouseError {
   readonly exitCode = ExitCode.data;
   readonly category = 'data' as const;
   readonly code: string;
-  constructor(message: string, options?: { cause?: unknown; code?: string }) {
+  /** How to fix the data, when we know. */
+  readonly hint: string | undefined;
+  constructor(message: string, options?: { cause?: unknown; code?: string; hint?: string }) {
     super(message, options);
     this.code = options?.code ?? 'DATA_INVALID';
+    this.hint = options?.hint;
+  }
+
+  override report(): ErrorReport {
+    return { ...super.report(), ...(this.hint ? { hint: this.hint } : {}) };
   }
 }
 

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Table } from 'apache-arrow';
 import type { Logger } from 'pino';
 import type { Plan } from '../spark/proto/gen/spark/connect/base_pb.js';
-import { CancelledError } from '../core/errors.js';
-import { errorClassOf } from '../spark/errors.js';
+import { CancelledError, DataError } from '../core/errors.js';
+import { errorClassOf, SparkError } from '../spark/errors.js';
 import { displayTable, tableParts } from '../core/naming.js';
 import { compileCommandPlan, compileRelationPlan } from '../spark/plan/compile.js';
 import { Query } from '../spark/plan/query.js';
@@ -21,6 +21,8 @@ import type { JobPlan, OutputReport, Step } from '../jobs/template.js';
 export interface SparkSession {
   execute(plan: Plan, opts?: { tags?: string[]; signal?: AbortSignal; operationId?: string }): Promise<{ operationId: string; table?: Table }>;
   readonly analyze: { schema(plan: Plan): Promise<unknown> };
+  /** Session settings; only used to read a bad source file again for a better error message. */
+  readonly config?: { set(pairs: Readonly<Record<string, string>>): Promise<unknown>; unset(keys: readonly string[]): Promise<void> };
 }
 
 export interface ExecutionReport {
@@ -64,7 +66,7 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
       skipped = await runStep(step, opts, report);
     } catch (e) {
       report.failedStep = step.id;
-      throw e;
+      throw await findBadSourceFile(step, e, opts);
     }
     report.completedSteps.push(step.id);
     opts.logger.info({ step: step.id, durationMs: Math.round(performance.now() - started) }, `${step.id} done`);
@@ -166,4 +168,120 @@ function mergeOutput(outputs: OutputReport[], next: OutputReport): void {
 
 function throwIfAborted(signal: AbortSignal): void {
   if (signal.aborted) throw signal.reason instanceof CancelledError ? signal.reason : new CancelledError('SIGTERM');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad source files: which one?
+
+/** Source failures where Spark names neither the file nor (always) the column. */
+const UNLOCATED = new Set(['SOURCE_TYPE_MISMATCH', 'SOURCE_TYPE_UNSUPPORTED']);
+/** The search reads one footer per file: bounded, it is only there to improve an error message. */
+const DIAGNOSE_MAX_FILES = 200;
+const DIAGNOSE_MAX_MS = 30_000;
+const NANOS_AS_LONG = 'spark.sql.legacy.parquet.nanosAsLong';
+
+/**
+ * A schema merge across bronze files fails without saying which file is odd, and an illegal Parquet
+ * type (nanosecond timestamps) names neither file nor column. Then look at the step's Parquet
+ * sources file by file (their schemas, footers only) and name the file and the column; any other
+ * error, or a search that finds nothing within its bounds, is returned as it was.
+ */
+async function findBadSourceFile(step: Step, error: unknown, opts: ExecuteOptions): Promise<unknown> {
+  if (!(error instanceof SparkError) || !UNLOCATED.has(error.code) || error.messageParameters.path || opts.signal.aborted) return error;
+  const started = performance.now();
+  try {
+    const paths = parquetSourcePaths(step);
+    if (paths.length === 0) return error;
+    // binaryFile lists the files; without its `content` column it reads none of them.
+    const listing = Query.read('binaryFile', { paths, options: { pathGlobFilter: '*.parquet', recursiveFileLookup: 'true' } }).select('path').limit(DIAGNOSE_MAX_FILES + 1);
+    const files = (await opts.session.execute(compileRelationPlan(listing.rel, { reveal: true }), { tags: opts.tags, signal: opts.signal })).table;
+    const names = (files ? arrowRows(files) : []).map((r) => String(r.path)).sort();
+    if (names.length === 0 || names.length > DIAGNOSE_MAX_FILES) return error;
+    const schemas = new Map<string, Map<string, string>>();
+    const unreadable: string[] = [];
+    for (const file of names) {
+      if (performance.now() - started > DIAGNOSE_MAX_MS) return error;
+      try {
+        const t = await opts.session.analyze.schema(compileRelationPlan(Query.read('parquet', { paths: [file] }).rel, { reveal: true }));
+        schemas.set(file, new Map(structFields(t as DataType).map((f) => [f.name.toLowerCase(), f.type])));
+      } catch (e) {
+        if (e instanceof SparkError && e.code === 'SOURCE_TYPE_UNSUPPORTED') unreadable.push(file);
+        else throw e;
+      }
+    }
+    const located = error.code === 'SOURCE_TYPE_UNSUPPORTED' ? await illegalTypeColumn(unreadable, schemas, opts) : typeClash(schemas);
+    if (!located) return error;
+    opts.logger.info({ step: step.id, file: located.file, column: located.column, durationMs: Math.round(performance.now() - started) }, 'found the bad source file');
+    return new DataError(`source file ${located.file}: ${located.what}. Fix: ${error.hint ?? 'rewrite the file'}`, {
+      cause: error,
+      code: error.code,
+      ...(error.hint ? { hint: error.hint } : {}),
+    });
+  } catch (e) {
+    opts.logger.debug({ step: step.id, err: e instanceof Error ? e.message : String(e) }, 'looking for the bad source file failed');
+    return error;
+  }
+}
+
+/** The column whose type differs between files, and the file(s) of the minority type. */
+function typeClash(schemas: Map<string, Map<string, string>>): { file: string; column: string; what: string } | undefined {
+  const columns = new Set([...schemas.values()].flatMap((m) => [...m.keys()]));
+  for (const column of columns) {
+    const byType = new Map<string, string[]>();
+    for (const [file, fields] of schemas) {
+      const type = fields.get(column);
+      if (type !== undefined) byType.set(type, [...(byType.get(type) ?? []), file]);
+    }
+    if (byType.size < 2) continue;
+    const ranked = [...byType].sort((a, b) => b[1].length - a[1].length);
+    const [common, odd] = [ranked[0]!, ranked[1]!];
+    return {
+      file: odd[1][0]!,
+      column,
+      what: `column ${column} is ${odd[0]} in this file${odd[1].length > 1 ? ` (and ${odd[1].length - 1} more)` : ''}, ${common[0]} in ${common[1].length} other file${common[1].length > 1 ? 's' : ''} of the source`,
+    };
+  }
+  return undefined;
+}
+
+/**
+ * The file Spark cannot read, and its column: read again with nanosecond timestamps as longs, the
+ * column is the one that is a bigint there and a timestamp in the readable files (or any
+ * nanosecond column when there is no readable file to compare with).
+ */
+async function illegalTypeColumn(
+  unreadable: string[],
+  readable: Map<string, Map<string, string>>,
+  opts: ExecuteOptions,
+): Promise<{ file: string; column: string; what: string } | undefined> {
+  const file = unreadable[0];
+  if (!file) return undefined;
+  const more = unreadable.length > 1 ? ` (and ${unreadable.length - 1} more file${unreadable.length > 2 ? 's' : ''})` : '';
+  let column: string | undefined;
+  if (opts.session.config) {
+    await opts.session.config.set({ [NANOS_AS_LONG]: 'true' });
+    try {
+      const t = await opts.session.analyze.schema(compileRelationPlan(Query.read('parquet', { paths: [file] }).rel, { reveal: true }));
+      const other = readable.values().next().value as Map<string, string> | undefined;
+      column = structFields(t as DataType).find((f) => f.type === 'bigint' && other?.get(f.name.toLowerCase())?.startsWith('timestamp'))?.name;
+    } finally {
+      await opts.session.config.unset([NANOS_AS_LONG]);
+    }
+  }
+  return { file, column: column ?? '?', what: `${column ? `column ${column} holds` : 'it holds'} a Parquet type Spark cannot read (nanosecond timestamps)${more}` };
+}
+
+/** Every path a step reads as Parquet, wherever it sits in the step's plan. */
+function parquetSourcePaths(step: Step): string[] {
+  const out = new Set<string>();
+  const seen = new Set<unknown>();
+  const walk = (node: unknown, depth: number): void => {
+    if (depth > 200 || typeof node !== 'object' || node === null || seen.has(node)) return;
+    seen.add(node);
+    const n = node as { kind?: unknown; format?: unknown; paths?: unknown };
+    if (n.kind === 'source' && n.format === 'parquet' && Array.isArray(n.paths)) for (const p of n.paths) out.add(String(p));
+    for (const v of Array.isArray(node) ? node : Object.values(node)) walk(v, depth + 1);
+  };
+  walk(step, 0);
+  return [...out];
 }

@@ -5,7 +5,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CancelledError, cliFailure, ConfigError, ExitCode, UsageError } from '../../../src/core/errors.js';
+import { create } from '@bufbuild/protobuf';
+import { tableFromArrays } from 'apache-arrow';
+import { CancelledError, cliFailure, ConfigError, DataError, ExitCode, UsageError } from '../../../src/core/errors.js';
+import { SparkError } from '../../../src/spark/errors.js';
+import { DataTypeSchema, type DataType } from '../../../src/spark/proto/gen/spark/connect/types_pb.js';
 import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import { emptyReport, executePlan, type SparkSession } from '../../../src/runner/executor.js';
 import { runJob, type RunRequest } from '../../../src/runner/run.js';
@@ -151,5 +155,122 @@ describe('the execution report', () => {
     const report = await executePlan(plan, { session, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal });
     expect(report.completedSteps).toEqual(['measure', 'record-tombstones', 'merge', 'expire']);
     expect(report.failedStep).toBeUndefined();
+  });
+});
+
+describe('finding the bad source file', () => {
+  const bronze = 'file:///lake/acme/bronze/events';
+  const readPlan: JobPlan = {
+    steps: [
+      {
+        kind: 'query',
+        id: 'check-batch',
+        title: 'check',
+        query: Query.read('parquet', { paths: [bronze], options: { mergeSchema: 'true' } }).select('id'),
+        interpret: () => ({}),
+      },
+    ],
+  } as JobPlan;
+  const struct = (fields: Record<string, DataType['kind']['case']>): DataType =>
+    create(DataTypeSchema, {
+      kind: {
+        case: 'struct',
+        value: { fields: Object.entries(fields).map(([name, c]) => ({ name, nullable: true, dataType: { kind: { case: c, value: {} } } as never })) },
+      },
+    });
+  const mergeFailure = new SparkError({
+    grpcCode: 13,
+    message: 'Failed merging schemas',
+    errorClass: 'CANNOT_MERGE_SCHEMAS',
+    messageParameters: { left: '"STRUCT<id: BIGINT, amount: INT>"', right: '"STRUCT<id: BIGINT, amount: STRING>"' },
+    classes: [],
+    causes: [],
+  });
+  const nanosFailure = new SparkError({
+    grpcCode: 13,
+    message: 'Illegal Parquet type',
+    errorClass: 'PARQUET_TYPE_ILLEGAL',
+    messageParameters: { parquetType: 'INT64 (TIMESTAMP(NANOS,false))' },
+    classes: [],
+    causes: [],
+  });
+
+  /** A session where the step fails with `failure` and each file has the given schema (or fails). */
+  function lake(failure: Error, files: Record<string, DataType | Error>, nanosAsLong: Record<string, DataType> = {}) {
+    const sent: string[] = [];
+    const conf: Record<string, string> = {};
+    const session: SparkSession = {
+      execute: async (plan) => {
+        const text = JSON.stringify(plan, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
+        if (text.includes('binaryFile')) {
+          sent.push('list');
+          return { operationId: 'l', table: tableFromArrays({ path: Object.keys(files) }) };
+        }
+        throw failure;
+      },
+      analyze: {
+        schema: async (plan) => {
+          const file = Object.keys(files).find((f) => JSON.stringify(plan).includes(f))!;
+          sent.push(`schema ${file}`);
+          const answer = conf['spark.sql.legacy.parquet.nanosAsLong'] === 'true' ? (nanosAsLong[file] ?? files[file]) : files[file];
+          if (answer instanceof Error) throw answer;
+          return answer;
+        },
+      },
+      config: {
+        set: async (pairs) => Object.assign(conf, pairs),
+        unset: async (keys) => {
+          for (const k of keys) delete conf[k];
+        },
+      },
+    };
+    return { session, sent, conf };
+  }
+  const exec = (session: SparkSession) =>
+    executePlan(readPlan, { session, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+
+  it('names the file and column of a type clash between files (65)', async () => {
+    const { session } = lake(mergeFailure, {
+      [`${bronze}/d=1/a.parquet`]: struct({ id: 'long', amount: 'integer' }),
+      [`${bronze}/d=2/b.parquet`]: struct({ id: 'long', amount: 'string' }),
+      [`${bronze}/d=3/c.parquet`]: struct({ id: 'long', amount: 'integer' }),
+    });
+    const e = (await exec(session)) as DataError;
+    expect(e).toBeInstanceOf(DataError);
+    expect(e.exitCode).toBe(65);
+    expect(e.code).toBe('SOURCE_TYPE_MISMATCH');
+    expect(e.message).toMatch(/^source file file:\/\/\/lake\/acme\/bronze\/events\/d=2\/b\.parquet: column amount is string in this file, int in 2 other files of the source\. Fix: /);
+    expect(e.report().hint).toContain('cast');
+  });
+
+  it('names the file and column of nanosecond timestamps, and restores the session setting', async () => {
+    const { session, conf } = lake(
+      nanosFailure,
+      { [`${bronze}/d=1/a.parquet`]: struct({ id: 'long', ts: 'timestamp' }), [`${bronze}/d=2/n.parquet`]: nanosFailure },
+      { [`${bronze}/d=2/n.parquet`]: struct({ id: 'long', ts: 'long' }) },
+    );
+    const e = (await exec(session)) as DataError;
+    expect(e.code).toBe('SOURCE_TYPE_UNSUPPORTED');
+    expect(e.message).toMatch(/^source file file:\/\/\/lake\/acme\/bronze\/events\/d=2\/n\.parquet: column ts holds a Parquet type Spark cannot read \(nanosecond timestamps\)/);
+    expect(conf).toEqual({});
+  });
+
+  it('leaves other errors, and failures it cannot locate, as they were', async () => {
+    const other = new Error('server gone');
+    expect(await exec(lake(other, {}).session)).toBe(other);
+    // All files agree (the clash is elsewhere, or a file vanished): nothing better to say.
+    const agreeing = lake(mergeFailure, { [`${bronze}/a.parquet`]: struct({ id: 'long' }), [`${bronze}/b.parquet`]: struct({ id: 'long' }) });
+    expect(await exec(agreeing.session)).toBe(mergeFailure);
+    expect(agreeing.sent).toEqual(['list', `schema ${bronze}/a.parquet`, `schema ${bronze}/b.parquet`]);
+  });
+
+  it('gives up on sources with too many files to read one by one', async () => {
+    const files = Object.fromEntries(Array.from({ length: 201 }, (_, i) => [`${bronze}/f${i}.parquet`, struct({ id: 'long' })]));
+    const big = lake(mergeFailure, files);
+    expect(await exec(big.session)).toBe(mergeFailure);
+    expect(big.sent).toEqual(['list']);
   });
 });

@@ -1,8 +1,8 @@
 #!/usr/bin/env node
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ExitCode, UsageError, asLakehouseError } from './core/errors.js';
-import { TERMINATION_LOG, XCOM_DIR } from './core/status.js';
+import { ExitCode, UsageError, cliFailure } from './core/errors.js';
+import { TERMINATION_LOG, XCOM_DIR, terminationTargets } from './core/status.js';
 import { VERSION } from './version.js';
 
 /**
@@ -21,11 +21,21 @@ type Argv = {
   'logical-date'?: string;
   'status-file'?: string;
   'log-level': string;
-  'termination-log': string;
+  'termination-log'?: string;
+  'retry-budget'?: string | number;
+  timeout?: number;
 };
 
 /** Options not given on the command line come from LAKEHOUSE_<OPTION> (only these names are read). */
-const ENV_OPTIONS = ['job', 'config', 'env', 'remote', 'run-id', 'logical-date', 'status-file', 'log-level', 'termination-log'] as const;
+const ENV_OPTIONS = ['job', 'config', 'env', 'remote', 'run-id', 'logical-date', 'status-file', 'log-level', 'termination-log', 'retry-budget'] as const;
+
+/** Seconds from the command line or environment as milliseconds; the option's name in the error. */
+function seconds(value: string | number | undefined, option: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = typeof value === 'number' ? value : Number(value);
+  if (!Number.isFinite(n) || n < 0 || String(value).trim() === '') throw new UsageError(`--${option} must be a non-negative number of seconds, got ${JSON.stringify(value)}`);
+  return Math.round(n * 1000);
+}
 
 function withEnvironment(a: Argv): Argv {
   const out: Record<string, unknown> = { ...a };
@@ -45,6 +55,7 @@ async function main(argv: string[]): Promise<number> {
   const run = (command: 'run' | 'validate' | 'plan') => async (args: unknown) => {
     const a = withEnvironment(args as Argv);
     if (!a.config) throw new UsageError('--config <file> is required');
+    const retryBudgetMs = seconds(a['retry-budget'], 'retry-budget');
     // Each command loads only what it needs: a cold start is what an orchestrator pays per task.
     const { runJob } = await import('./runner/run.js');
     exitCode = await runJob({
@@ -59,7 +70,8 @@ async function main(argv: string[]): Promise<number> {
       ...(a['run-id'] ? { runId: a['run-id'] } : {}),
       ...(a['logical-date'] ? { logicalDate: a['logical-date'] } : {}),
       ...(a['status-file'] ? { statusFile: a['status-file'] } : {}),
-      targets: { xcomDir: process.env.LAKEHOUSE_XCOM_DIR ?? XCOM_DIR, terminationLog: a['termination-log'] },
+      ...(retryBudgetMs !== undefined ? { retryBudgetMs } : {}),
+      targets: { xcomDir: process.env.LAKEHOUSE_XCOM_DIR ?? XCOM_DIR, ...terminationTargets(a['termination-log']) },
       signals: process,
       exitNow: (code) => process.exit(code),
     });
@@ -80,16 +92,26 @@ async function main(argv: string[]): Promise<number> {
       'logical-date': { type: 'string', describe: "the orchestrator's logical date (Airflow: {{ ds }})" },
       'status-file': { type: 'string', describe: 'also write the status document here (atomically)' },
       'log-level': { type: 'string', default: 'info', choices: ['trace', 'debug', 'info', 'warn', 'error', 'fatal', 'silent'] },
-      'termination-log': { type: 'string', default: TERMINATION_LOG, describe: 'Kubernetes termination message file' },
+      'termination-log': { type: 'string', describe: `Kubernetes termination message file (default: ${TERMINATION_LOG}, only where it exists)` },
+      'retry-budget': { type: 'string', describe: 'seconds a run may spend retrying Spark Connect in all (default 120); then it exits 69 or 75' },
     })
     .command(['run', '$0'], 'run a job on Spark Connect (the default command)', {}, run('run'))
     .command('validate', 'parse and validate a config without Spark: schema, tenant rules, plan building', {}, run('validate'))
     .command('plan', 'print the Spark Connect plans a run would submit; sends and writes nothing', {}, run('plan'))
-    .command('ping', 'one round trip to Spark Connect (readiness check); exits 0 or 69', {}, async (args) => {
-      const a = withEnvironment(args as unknown as Argv);
-      const { ping } = await import('./runner/ping.js');
-      exitCode = await ping(a.remote ?? process.env.SPARK_REMOTE ?? 'local', a['log-level']);
-    })
+    .command(
+      'ping',
+      'one round trip to Spark Connect (readiness check); exits 0 or 69',
+      (y) => y.option('timeout', { type: 'number', default: 10, describe: 'seconds to wait for the answer, retries included' }),
+      async (args) => {
+        const a = withEnvironment(args as unknown as Argv);
+        const timeoutMs = seconds(a.timeout, 'timeout');
+        const { ping } = await import('./runner/ping.js');
+        exitCode = await ping(a.remote ?? process.env.SPARK_REMOTE ?? 'local', a['log-level'], {
+          ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+          signals: process,
+        });
+      },
+    )
     .command('templates', 'the job catalog with schema versions', {}, async () => {
       const { templates } = await import('./jobs/registry.js');
       const list = templates.map((t) => ({
@@ -123,10 +145,9 @@ async function main(argv: string[]): Promise<number> {
   try {
     await parser.parseAsync();
   } catch (e) {
-    const error = asLakehouseError(e);
-    const usage = error instanceof UsageError || !(e instanceof Error && 'exitCode' in e);
-    process.stderr.write(`lakehouse-jobs: ${error.message}\n${usage ? 'Try lakehouse-jobs --help.\n' : ''}`);
-    return error instanceof UsageError || usage ? ExitCode.usage : error.exitCode;
+    const failure = cliFailure(e);
+    process.stderr.write(`lakehouse-jobs: ${failure.message}\n${failure.stack ? `${failure.stack}\n` : ''}${failure.usage ? 'Try lakehouse-jobs --help.\n' : ''}`);
+    return failure.exitCode;
   }
   return exitCode;
 }

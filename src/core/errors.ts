@@ -47,6 +47,8 @@ export interface ErrorReport {
   issues?: ConfigIssue[];
   sparkErrorClass?: string;
   sqlState?: string;
+  /** How to fix it, when we know. */
+  hint?: string;
 }
 
 export abstract class LakehouseError extends Error {
@@ -103,9 +105,16 @@ export class DataError extends LakehouseError {
   readonly exitCode = ExitCode.data;
   readonly category = 'data' as const;
   readonly code: string;
-  constructor(message: string, options?: { cause?: unknown; code?: string }) {
+  /** How to fix the data, when we know. */
+  readonly hint: string | undefined;
+  constructor(message: string, options?: { cause?: unknown; code?: string; hint?: string }) {
     super(message, options);
     this.code = options?.code ?? 'DATA_INVALID';
+    this.hint = options?.hint;
+  }
+
+  override report(): ErrorReport {
+    return { ...super.report(), ...(this.hint ? { hint: this.hint } : {}) };
   }
 }
 
@@ -134,6 +143,18 @@ export class InternalError extends LakehouseError {
   readonly exitCode = ExitCode.internal;
   readonly category = 'internal' as const;
   readonly code = 'INTERNAL';
+}
+
+/**
+ * How the CLI ends for an error that escaped a command. Only a usage problem (ours, or yargs'
+ * `YError` for a malformed command line) is 64; a LakehouseError keeps its code; anything else
+ * (a TypeError, a bug) is internal, 70, and its stack goes to the log so it can be fixed.
+ */
+export function cliFailure(e: unknown): { exitCode: number; message: string; usage: boolean; stack?: string } {
+  if (e instanceof UsageError || (e instanceof Error && e.name === 'YError')) return { exitCode: ExitCode.usage, message: e.message, usage: true };
+  if (e instanceof LakehouseError) return { exitCode: e.exitCode, message: e.message, usage: false };
+  const error = asLakehouseError(e);
+  return { exitCode: error.exitCode, message: `internal error: ${error.message}`, usage: false, ...(e instanceof Error && e.stack ? { stack: e.stack } : {}) };
 }
 
 /** Anything thrown at all, as a LakehouseError: unknown throwables are internal errors. */

@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, renameSync, writeFileSync, accessSync, constants } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, statSync, writeFileSync, accessSync, constants } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ErrorReport } from './errors.js';
 import type { OutputReport } from '../jobs/template.js';
@@ -27,6 +27,13 @@ export interface StatusDocument {
   spark?: { remote: string; sessionId?: string; serverVersion?: string; operationIds: string[]; interruptedOperationIds?: string[] };
   outputs: OutputReport[];
   metrics: { rowsRead: number; rowsWritten: number };
+  /**
+   * Steps that ran to the end (`run` only). After a failure these are what committed; `outputs`
+   * and `metrics` are what those steps reported (a template may measure a commit in a step before it).
+   */
+  completedSteps?: string[];
+  /** The step that failed. */
+  failedStep?: string;
   skipReason?: string;
   error?: ErrorReport;
 }
@@ -35,8 +42,13 @@ export interface StatusTargets {
   statusFile?: string;
   /** Airflow's XCom sidecar directory; written only when it exists. */
   xcomDir?: string;
-  /** Kubernetes termination message file; written only when writable. */
+  /** A termination message file asked for explicitly: always written (created if need be). */
   terminationLog?: string;
+  /**
+   * The default termination message file, written only when it already exists: Kubernetes creates
+   * it in the pod; anywhere else (a developer's machine, as root) we must not create or overwrite it.
+   */
+  terminationLogIfExists?: string;
   stdout?: (text: string) => void;
 }
 
@@ -49,12 +61,26 @@ export function writeStatus(doc: StatusDocument, targets: StatusTargets): void {
   (targets.stdout ?? ((t) => process.stdout.write(t)))(text + '\n');
   if (targets.statusFile) writeAtomically(targets.statusFile, text + '\n');
   if (targets.xcomDir && existsSync(targets.xcomDir)) writeAtomically(join(targets.xcomDir, 'return.json'), text);
-  if (targets.terminationLog && writable(targets.terminationLog)) {
+  const termination = targets.terminationLog ?? (targets.terminationLogIfExists && existsAsFile(targets.terminationLogIfExists) ? targets.terminationLogIfExists : undefined);
+  if (termination && writable(termination)) {
     try {
-      writeFileSync(targets.terminationLog, compact(doc));
+      writeFileSync(termination, compact(doc));
     } catch {
       // Best effort: the termination message is a convenience; stdout and the files above are the record.
     }
+  }
+}
+
+/** Where the termination message goes: the explicit path, else the default one only where it exists. */
+export function terminationTargets(explicit: string | undefined): Pick<StatusTargets, 'terminationLog' | 'terminationLogIfExists'> {
+  return explicit ? { terminationLog: explicit } : { terminationLogIfExists: TERMINATION_LOG };
+}
+
+function existsAsFile(path: string): boolean {
+  try {
+    return !statSync(path).isDirectory();
+  } catch {
+    return false;
   }
 }
 
@@ -68,6 +94,7 @@ export function compact(doc: StatusDocument): string {
     runId: doc.runId,
     durationMs: doc.durationMs,
     outputs: doc.outputs.map((o) => ({ table: o.table, snapshotId: o.snapshotId, metrics: o.metrics })),
+    ...(doc.completedSteps && doc.status === 'failed' ? { completedSteps: doc.completedSteps } : {}),
     // Scrubbed before it is cut: a secret across the cut would otherwise leave its first half behind.
     ...(doc.error ? { error: { code: doc.error.code, path: doc.error.path, message: scrub(doc.error.message).slice(0, 1000) } } : {}),
   };

@@ -2,8 +2,8 @@ import { randomUUID } from 'node:crypto';
 import type { Table } from 'apache-arrow';
 import type { Logger } from 'pino';
 import type { Plan } from '../spark/proto/gen/spark/connect/base_pb.js';
-import { CancelledError, ConfigError, InternalError } from '../core/errors.js';
-import { errorClassOf } from '../spark/errors.js';
+import { CancelledError, ConfigError, DataError, InternalError } from '../core/errors.js';
+import { errorClassOf, SparkError } from '../spark/errors.js';
 import { displayTable, quoteName, sameLocation, tableParts } from '../core/naming.js';
 import { col, eq, lit } from '../spark/plan/expressions.js';
 import { compileCommandPlan, compileRelationPlan } from '../spark/plan/compile.js';
@@ -24,15 +24,25 @@ import type { JobPlan, OutputReport, Row, Step } from '../jobs/template.js';
 export interface SparkSession extends PolicySession {
   execute(plan: Plan, opts?: { tags?: string[]; signal?: AbortSignal; operationId?: string }): Promise<{ operationId: string; table?: Table }>;
   readonly analyze: PolicySession['analyze'] & { schema(plan: Plan): Promise<unknown> };
+  /** Session settings: the policy's, and a re-read of a bad source file for a better error message. */
+  readonly config: PolicySession['config'] & { unset?(keys: readonly string[]): Promise<void> };
 }
 
 export interface ExecutionReport {
   outputs: OutputReport[];
   metrics: { rowsRead: number; rowsWritten: number };
   operationIds: string[];
+  /** Ids of the steps that ran to the end, in order: after a failure, what did commit. */
+  completedSteps: string[];
+  /** The step that failed, if one did. */
+  failedStep?: string;
   skipped?: string;
   /** Steps not sent because their `when` did not hold (e.g. a write that would change nothing). */
   notNeeded: string[];
+}
+
+export function emptyReport(): ExecutionReport {
+  return { outputs: [], metrics: { rowsRead: 0, rowsWritten: 0 }, operationIds: [], completedSteps: [], notNeeded: [] };
 }
 
 export interface ExecuteOptions {
@@ -47,10 +57,15 @@ export interface ExecuteOptions {
   beforeStep?: (step: Step) => Promise<void>;
   /** What the tenant may read: steps flagged `untrusted` are checked against it before they run. */
   policy?: TenantReadPolicy;
+  /**
+   * The report to fill in, step by step. The caller keeps it, so when a step fails (or the run is
+   * cancelled) it still knows which steps completed and what they reported.
+   */
+  report?: ExecutionReport;
 }
 
 export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<ExecutionReport> {
-  const report: ExecutionReport = { outputs: [], metrics: { rowsRead: 0, rowsWritten: 0 }, operationIds: [], notNeeded: [] };
+  const report = opts.report ?? emptyReport();
   const facts: Record<string, readonly Row[]> = {};
   for (const step of plan.steps) {
     throwIfAborted(opts.signal);
@@ -63,7 +78,14 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
     throwIfAborted(opts.signal);
     const started = performance.now();
     opts.logger.info({ step: step.id }, step.title);
-    const skipped = await runStep(step, opts, report, facts);
+    let skipped: string | undefined;
+    try {
+      skipped = await runStep(step, opts, report, facts);
+    } catch (e) {
+      report.failedStep = step.id;
+      throw await findBadSourceFile(step, e, opts);
+    }
+    report.completedSteps.push(step.id);
     opts.logger.info({ step: step.id, durationMs: Math.round(performance.now() - started) }, `${step.id} done`);
     if (skipped !== undefined) {
       report.skipped = skipped;
@@ -241,4 +263,121 @@ function mergeOutput(outputs: OutputReport[], next: OutputReport): void {
 
 function throwIfAborted(signal: AbortSignal): void {
   if (signal.aborted) throw signal.reason instanceof CancelledError ? signal.reason : new CancelledError('SIGTERM');
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bad source files: which one?
+
+/** Source failures where Spark names neither the file nor (always) the column. */
+const UNLOCATED = new Set(['SOURCE_TYPE_MISMATCH', 'SOURCE_TYPE_UNSUPPORTED']);
+/** The search reads one footer per file: bounded, it is only there to improve an error message. */
+const DIAGNOSE_MAX_FILES = 200;
+const DIAGNOSE_MAX_MS = 30_000;
+const NANOS_AS_LONG = 'spark.sql.legacy.parquet.nanosAsLong';
+
+/**
+ * A schema merge across bronze files fails without saying which file is odd, and an illegal Parquet
+ * type (nanosecond timestamps) names neither file nor column. Then look at the step's Parquet
+ * sources file by file (their schemas, footers only) and name the file and the column; any other
+ * error, or a search that finds nothing within its bounds, is returned as it was.
+ */
+async function findBadSourceFile(step: Step, error: unknown, opts: ExecuteOptions): Promise<unknown> {
+  if (!(error instanceof SparkError) || !UNLOCATED.has(error.code) || error.messageParameters.path || opts.signal.aborted) return error;
+  const started = performance.now();
+  try {
+    const paths = parquetSourcePaths(step);
+    if (paths.length === 0) return error;
+    // binaryFile lists the files; without its `content` column it reads none of them.
+    const listing = Query.read('binaryFile', { paths, options: { pathGlobFilter: '*.parquet', recursiveFileLookup: 'true' } }).select('path').limit(DIAGNOSE_MAX_FILES + 1);
+    const files = (await opts.session.execute(compileRelationPlan(listing.rel, { reveal: true }), { tags: opts.tags, signal: opts.signal })).table;
+    const names = (files ? arrowRows(files) : []).map((r) => String(r.path)).sort();
+    if (names.length === 0 || names.length > DIAGNOSE_MAX_FILES) return error;
+    const schemas = new Map<string, Map<string, string>>();
+    const unreadable: string[] = [];
+    for (const file of names) {
+      if (performance.now() - started > DIAGNOSE_MAX_MS) return error;
+      try {
+        const t = await opts.session.analyze.schema(compileRelationPlan(Query.read('parquet', { paths: [file] }).rel, { reveal: true }));
+        schemas.set(file, new Map(structFields(t as DataType).map((f) => [f.name.toLowerCase(), f.type])));
+      } catch (e) {
+        if (e instanceof SparkError && e.code === 'SOURCE_TYPE_UNSUPPORTED') unreadable.push(file);
+        else throw e;
+      }
+    }
+    const located = error.code === 'SOURCE_TYPE_UNSUPPORTED' ? await illegalTypeColumn(unreadable, schemas, opts) : typeClash(schemas);
+    if (!located) return error;
+    opts.logger.info({ step: step.id, file: located.file, column: located.column, durationMs: Math.round(performance.now() - started) }, 'found the bad source file');
+    return new DataError(`source file ${located.file}: ${located.what}. Fix: ${error.hint ?? 'rewrite the file'}`, {
+      cause: error,
+      code: error.code,
+      ...(error.hint ? { hint: error.hint } : {}),
+    });
+  } catch (e) {
+    opts.logger.debug({ step: step.id, err: e instanceof Error ? e.message : String(e) }, 'looking for the bad source file failed');
+    return error;
+  }
+}
+
+/** The column whose type differs between files, and the file(s) of the minority type. */
+function typeClash(schemas: Map<string, Map<string, string>>): { file: string; column: string; what: string } | undefined {
+  const columns = new Set([...schemas.values()].flatMap((m) => [...m.keys()]));
+  for (const column of columns) {
+    const byType = new Map<string, string[]>();
+    for (const [file, fields] of schemas) {
+      const type = fields.get(column);
+      if (type !== undefined) byType.set(type, [...(byType.get(type) ?? []), file]);
+    }
+    if (byType.size < 2) continue;
+    const ranked = [...byType].sort((a, b) => b[1].length - a[1].length);
+    const [common, odd] = [ranked[0]!, ranked[1]!];
+    return {
+      file: odd[1][0]!,
+      column,
+      what: `column ${column} is ${odd[0]} in this file${odd[1].length > 1 ? ` (and ${odd[1].length - 1} more)` : ''}, ${common[0]} in ${common[1].length} other file${common[1].length > 1 ? 's' : ''} of the source`,
+    };
+  }
+  return undefined;
+}
+
+/**
+ * The file Spark cannot read, and its column: read again with nanosecond timestamps as longs, the
+ * column is the one that is a bigint there and a timestamp in the readable files (or any
+ * nanosecond column when there is no readable file to compare with).
+ */
+async function illegalTypeColumn(
+  unreadable: string[],
+  readable: Map<string, Map<string, string>>,
+  opts: ExecuteOptions,
+): Promise<{ file: string; column: string; what: string } | undefined> {
+  const file = unreadable[0];
+  if (!file) return undefined;
+  const more = unreadable.length > 1 ? ` (and ${unreadable.length - 1} more file${unreadable.length > 2 ? 's' : ''})` : '';
+  let column: string | undefined;
+  const unset = opts.session.config.unset?.bind(opts.session.config);
+  if (unset) {
+    await opts.session.config.set({ [NANOS_AS_LONG]: 'true' });
+    try {
+      const t = await opts.session.analyze.schema(compileRelationPlan(Query.read('parquet', { paths: [file] }).rel, { reveal: true }));
+      const other = readable.values().next().value as Map<string, string> | undefined;
+      column = structFields(t as DataType).find((f) => f.type === 'bigint' && other?.get(f.name.toLowerCase())?.startsWith('timestamp'))?.name;
+    } finally {
+      await unset([NANOS_AS_LONG]);
+    }
+  }
+  return { file, column: column ?? '?', what: `${column ? `column ${column} holds` : 'it holds'} a Parquet type Spark cannot read (nanosecond timestamps)${more}` };
+}
+
+/** Every path a step reads as Parquet, wherever it sits in the step's plan. */
+function parquetSourcePaths(step: Step): string[] {
+  const out = new Set<string>();
+  const seen = new Set<unknown>();
+  const walk = (node: unknown, depth: number): void => {
+    if (depth > 200 || typeof node !== 'object' || node === null || seen.has(node)) return;
+    seen.add(node);
+    const n = node as { kind?: unknown; format?: unknown; paths?: unknown };
+    if (n.kind === 'source' && n.format === 'parquet' && Array.isArray(n.paths)) for (const p of n.paths) out.add(String(p));
+    for (const v of Array.isArray(node) ? node : Object.values(node)) walk(v, depth + 1);
+  };
+  walk(step, 0);
+  return [...out];
 }

@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { toJson } from '@bufbuild/protobuf';
 import type { Logger } from 'pino';
 import { PlanSchema } from '../spark/proto/gen/spark/connect/base_pb.js';
-import { CancelledError, ConfigError, type LakehouseError, asLakehouseError, ExitCode } from '../core/errors.js';
+import { CancelledError, ConfigError, InternalError, type LakehouseError, asLakehouseError, ExitCode } from '../core/errors.js';
 import { type JobIdentity, type LoadedJob, loadJob } from '../core/config/load.js';
 import { resolveSecret } from '../core/config/platform.js';
 import { createLogger } from '../core/logger.js';
@@ -10,7 +10,7 @@ import { registerConnectionSecrets, scrub } from '../core/secrets.js';
 import { type RunState, type StatusDocument, type StatusTargets, writeStatus } from '../core/status.js';
 import { SparkConnectClient } from '../spark/client.js';
 import { describeRemote, parseConnectionString } from '../spark/connection.js';
-import { executePlan, type ExecutionReport, stepPlan } from './executor.js';
+import { emptyReport, executePlan, type ExecutionReport, stepPlan } from './executor.js';
 import { tenantReadPolicy } from '../spark/policy/index.js';
 import { startLocalServer } from './local-server.js';
 import { VERSION } from '../version.js';
@@ -35,9 +35,20 @@ export interface RunRequest {
   targets?: Partial<StatusTargets>;
   /** Process signals to honour (the CLI passes `process`); tests pass an emitter. */
   signals?: NodeJS.EventEmitter;
-  /** Called for a second signal: leave at once. */
+  /** Called for a second signal, or when cancelling overruns its grace period: leave at once. */
   exitNow?: (code: number) => void;
+  /** Wall-clock time the run may spend retrying Spark Connect in all (default 2 minutes). */
+  retryBudgetMs?: number;
+  /** How long a cancelled run may take to wind down before it exits anyway (default 15 s). */
+  cancelGraceMs?: number;
 }
+
+/**
+ * Kubernetes kills a pod 30 s after SIGTERM by default, and the contract promises an exit within 20 s
+ * in any state. Winding down (interrupt by tag, interrupt of the running operation, release) is
+ * bounded call by call; this is the backstop for anything that is not (starting the local server).
+ */
+const CANCEL_GRACE_MS = 15_000;
 
 /** What the status reports about Spark, plus the live client and the cancellation, if any. */
 type SparkState = NonNullable<StatusDocument['spark']> & { client?: SparkConnectClient; cancelledBy?: CancelledError };
@@ -51,9 +62,23 @@ export async function runJob(req: RunRequest): Promise<number> {
   const identity: JobIdentity = {};
   const cancel = new AbortController();
   const spark: SparkState = { remote: '', operationIds: [] };
+  // Filled in step by step: after a failure it still says which steps completed.
+  const report = emptyReport();
   let outcome: { state: RunState; error?: LakehouseError; report?: ExecutionReport };
 
-  const stopSignals = installSignalHandlers(req, cancel, logger, spark, tagFor(runId));
+  let finished = false;
+  /** Exactly one status document and exit code per run, whoever gets here first. */
+  const finish = (o: NonNullable<typeof outcome>): number | undefined => {
+    if (finished) return undefined;
+    finished = true;
+    return reportOutcome(req, o, { startedAt, runId, identity, spark, logger });
+  };
+  const stopSignals = installSignalHandlers(req, cancel, logger, spark, tagFor(runId), (error) => {
+    // The grace period is over: write the cancelled status now and leave.
+    logger.error({ graceMs: req.cancelGraceMs ?? CANCEL_GRACE_MS }, 'cancelling took too long: exiting now');
+    const code = finish({ state: 'cancelled', error, report });
+    if (code !== undefined) (req.exitNow ?? process.exit)(code);
+  });
   try {
     const loaded = await loadJob(
       {
@@ -73,22 +98,43 @@ export async function runJob(req: RunRequest): Promise<number> {
       printPlan(loaded, req.targets?.stdout);
       outcome = { state: 'succeeded' };
     } else {
-      outcome = await execute(loaded, req, logger, cancel.signal, runId, spark);
+      outcome = await execute(loaded, req, logger, cancel.signal, runId, spark, report);
     }
   } catch (e) {
     // Once a signal arrived, whatever the interrupted operation threw is the cancellation.
     const error = spark.cancelledBy && !(e instanceof ConfigError) ? spark.cancelledBy : asLakehouseError(e);
-    outcome = { state: error instanceof CancelledError ? 'cancelled' : 'failed', error };
+    outcome = { state: error instanceof CancelledError ? 'cancelled' : 'failed', error, ...(req.command === 'run' ? { report } : {}) };
     if (error instanceof ConfigError && req.command === 'validate') {
       // `validate` is read by people: one plain line per problem, with its path.
       for (const i of error.issues) process.stderr.write(scrub(`${req.config}: ${i.path ? `${i.path}: ` : ''}${i.message}\n`));
     } else if (error instanceof ConfigError) for (const i of error.issues) logger.error({ path: i.path }, `config error: ${i.path ? `${i.path}: ` : ''}${i.message}`);
-    else logger.error({ error: { type: error.name, code: error.code, exitCode: error.exitCode } }, error.message);
+    else if (error instanceof InternalError) {
+      // A bug: the stack is what it takes to fix it.
+      const cause = error.cause instanceof Error ? error.cause : error;
+      logger.error({ error: { type: cause.name, code: error.code, exitCode: error.exitCode, stack: cause.stack } }, `internal error: ${error.message}`);
+    } else logger.error({ error: { type: error.name, code: error.code, exitCode: error.exitCode } }, error.message);
   } finally {
-    stopSignals();
     await closeSpark(spark.client, logger);
+    stopSignals();
   }
+  // undefined: the grace period already ended the run with a cancelled status.
+  return finish(outcome) ?? (spark.cancelledBy?.exitCode ?? ExitCode.internal);
+}
 
+interface RunContext {
+  startedAt: Date;
+  runId: string;
+  identity: JobIdentity;
+  spark: SparkState;
+  logger: Logger;
+}
+
+/** Build and write the status document of an outcome; returns its exit code. */
+function reportOutcome(
+  req: RunRequest,
+  outcome: { state: RunState; error?: LakehouseError; report?: ExecutionReport },
+  { startedAt, runId, identity, spark, logger }: RunContext,
+): number {
   const exitCode = outcome.error ? outcome.error.exitCode : outcome.state === 'skipped' ? ExitCode.skipped : ExitCode.succeeded;
   const finishedAt = new Date();
   const { client: _client, cancelledBy: _cancelled, ...sparkStatus } = spark;
@@ -107,6 +153,8 @@ export async function runJob(req: RunRequest): Promise<number> {
     ...(req.command === 'run' && sparkStatus.remote ? { spark: sparkStatus } : {}),
     outputs: outcome.report?.outputs ?? [],
     metrics: outcome.report?.metrics ?? { rowsRead: 0, rowsWritten: 0 },
+    ...(outcome.report ? { completedSteps: [...outcome.report.completedSteps] } : {}),
+    ...(outcome.report?.failedStep ? { failedStep: outcome.report.failedStep } : {}),
     ...(outcome.report?.skipped ? { skipReason: outcome.report.skipped } : {}),
     ...(outcome.error ? { error: outcome.error.report() } : {}),
   };
@@ -127,6 +175,7 @@ async function execute(
   signal: AbortSignal,
   runId: string,
   spark: SparkState,
+  report: ExecutionReport,
 ): Promise<{ state: RunState; report: ExecutionReport }> {
   const [remote, origin] = req.remote
     ? [req.remote, { kind: 'option' as const, name: '--remote' }]
@@ -139,19 +188,26 @@ async function execute(
   if (loaded.platform.spark.token && !spec.token)
     spec = { ...spec, token: resolveSecret(loaded.platform.spark.token, '(platform) spark.token', req.env) };
   spark.remote = describeRemote(spec);
-  const client = SparkConnectClient.connect(spec, { userAgent: `lakehouse-jobs/${VERSION}`, logger });
+  const client = SparkConnectClient.connect(spec, {
+    userAgent: `lakehouse-jobs/${VERSION}`,
+    logger,
+    // Connecting, waiting between retries and analyzing all end at once when the run is cancelled.
+    signal,
+    ...(req.retryBudgetMs !== undefined ? { retryBudgetMs: req.retryBudgetMs } : {}),
+  });
   spark.client = client;
   spark.sessionId = client.sessionId;
   spark.serverVersion = await client.analyze.sparkVersion();
   logger.info({ remote: spark.remote, sessionId: client.sessionId, serverVersion: spark.serverVersion }, 'connected to Spark Connect');
   await client.config.set(sessionSettings(loaded, runId, req.logicalDate));
-  const report = await executePlan(loaded.plan, {
+  await executePlan(loaded.plan, {
     session: client,
     logger,
     signal,
     tags: [tagFor(runId)],
     onOperation: (id) => spark.operationIds.push(id),
     policy: tenantReadPolicy(loaded.platform, loaded.tenant),
+    report,
   });
   return { state: report.skipped ? 'skipped' : 'succeeded', report };
 }
@@ -214,9 +270,11 @@ function installSignalHandlers(
   logger: Logger,
   spark: SparkState,
   tag: string,
+  overrun: (error: CancelledError) => void,
 ): () => void {
   const signals = req.signals;
   if (!signals) return () => undefined;
+  let grace: NodeJS.Timeout | undefined;
   const onSignal = (signal: 'SIGINT' | 'SIGTERM') => {
     const error = new CancelledError(signal);
     if (spark.cancelledBy) {
@@ -225,9 +283,12 @@ function installSignalHandlers(
       return;
     }
     spark.cancelledBy = error;
+    grace = setTimeout(() => overrun(error), req.cancelGraceMs ?? CANCEL_GRACE_MS);
+    grace.unref();
     logger.warn({ signal }, 'cancelling: interrupting the Spark operations of this run');
     const client = spark.client;
-    if (!client) {
+    // Nothing submitted yet (still connecting or analyzing): nothing to interrupt on the server.
+    if (!client || spark.operationIds.length === 0) {
       cancel.abort(error);
       return;
     }
@@ -245,6 +306,7 @@ function installSignalHandlers(
   signals.on('SIGINT', int);
   signals.on('SIGTERM', term);
   return () => {
+    clearTimeout(grace);
     signals.off('SIGINT', int);
     signals.off('SIGTERM', term);
   };

@@ -45,7 +45,7 @@ import {
   type UserContext,
 } from './proto/gen/spark/connect/base_pb.js';
 import type { DataType } from './proto/gen/spark/connect/types_pb.js';
-import { retryPolicy, systemClock, withRetry, type Clock, type RetryPolicy } from './retry.js';
+import { RetryBudget, retryPolicy, systemClock, withRetry, type AttemptContext, type Clock, type RetryPolicy } from './retry.js';
 import { Transport, type ServerStream } from './transport.js';
 import { clientType } from './version.js';
 
@@ -57,7 +57,19 @@ export interface ConnectOptions {
   userAgent?: string;
   /** Deadline of each unary call (ExecutePlan streams have none: use the signal). Default 5 minutes. */
   deadlineMs?: number;
+  /** How long a call waits for the connection (the HTTP/2 handshake) before failing as UNAVAILABLE. Default 10 s. */
+  connectTimeoutMs?: number;
   retry?: Partial<RetryPolicy>;
+  /**
+   * Wall-clock time all calls of this client together may spend retrying (default 2 minutes):
+   * past it, a failing call fails (69 unreachable, 75 transient) instead of backing off again.
+   */
+  retryBudgetMs?: number;
+  /**
+   * The run's cancellation: when it aborts, every call in flight or waiting to retry ends at once.
+   * Interrupt and release calls, which run after a cancellation, do not listen to it.
+   */
+  signal?: AbortSignal;
   logger?: Logger;
   /** Time source for the retry policy (tests). */
   clock?: Clock;
@@ -81,7 +93,11 @@ const explainModes: Record<ExplainMode, ExplainModeEnum> = {
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 const DEFAULT_DEADLINE_MS = 5 * 60_000;
 /** Interrupt/release on the way out must not hold up a cancelled run. */
-const QUICK_DEADLINE_MS = 10_000;
+const QUICK_DEADLINE_MS = 3_000;
+/** A retried attempt waits at least this long for an answer, even when little budget is left. */
+const MIN_ATTEMPT_DEADLINE_MS = 1_000;
+/** A Spark Connect server completes the HTTP/2 handshake in milliseconds; TLS through a proxy in a few seconds. */
+const DEFAULT_CONNECT_TIMEOUT_MS = 10_000;
 const method = SparkConnectService.method;
 
 export class SparkConnectClient {
@@ -96,20 +112,28 @@ export class SparkConnectClient {
 
   readonly #transport: Transport;
   readonly #policy: RetryPolicy;
+  readonly #budget: RetryBudget;
+  readonly #signal: AbortSignal | undefined;
   readonly #clock: Clock;
   readonly #deadlineMs: number;
+  readonly #connectTimeoutMs: number;
   readonly #clientType: string;
   readonly #userContext: UserContext;
   #serverSideSessionId: string | undefined;
   #closed = false;
+  /** Aborted by close(): a call still retrying (a fire-and-forget release) must not keep the process alive. */
+  readonly #closing = new AbortController();
 
   private constructor(spec: RemoteSpec, opts: ConnectOptions) {
     this.sessionId = spec.sessionId ?? randomUUID();
     this.remote = describeRemote(spec);
     this.logger = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'spark', sessionId: this.sessionId });
     this.#policy = retryPolicy(opts.retry);
+    this.#budget = new RetryBudget(opts.retryBudgetMs);
+    this.#signal = opts.signal;
     this.#clock = opts.clock ?? systemClock;
     this.#deadlineMs = opts.deadlineMs ?? DEFAULT_DEADLINE_MS;
+    this.#connectTimeoutMs = opts.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS;
     this.#clientType = clientType(opts.userAgent ?? spec.userAgent);
     const user = spec.userId ?? defaultUserId();
     this.#userContext = create(UserContextSchema, { userId: user, userName: user });
@@ -147,9 +171,14 @@ export class SparkConnectClient {
    * Run one RPC attempt function under the retry policy; whatever escapes is a LakehouseError.
    * @internal used by SparkAnalyze, SparkConfig and Execution
    */
-  async rpc<T>(name: string, attempt: () => Promise<T>, options: { signal?: AbortSignal; policy?: Partial<RetryPolicy> } = {}): Promise<T> {
+  async rpc<T>(
+    name: string,
+    attempt: (n: number, context: AttemptContext) => Promise<T>,
+    options: { signal?: AbortSignal; policy?: Partial<RetryPolicy>; cleanup?: boolean } = {},
+  ): Promise<T> {
     if (this.#closed) throw new InternalError(`Spark Connect client is closed (${name})`);
     let attempts = 1;
+    const signal = options.signal ? AbortSignal.any([options.signal, this.#closing.signal]) : this.#callSignal(options.cleanup);
     try {
       return await withRetry(
         attempt,
@@ -157,7 +186,8 @@ export class SparkConnectClient {
           policy: options.policy ? { ...this.#policy, ...options.policy } : this.#policy,
           retryable: isRetryableGrpcError,
           clock: this.#clock,
-          ...(options.signal ? { signal: options.signal } : {}),
+          ...(signal ? { signal } : {}),
+          ...(options.cleanup ? {} : { budget: this.#budget }),
           onRetry: ({ retry, delayMs, error }) => {
             this.stats.retries++;
             this.logger.warn(
@@ -193,6 +223,15 @@ export class SparkConnectClient {
     return new SparkError(failure, { cause: e });
   }
 
+  /**
+   * What ends a call early: closing the client always; the run's signal too, except for cleanup
+   * calls (interrupt, release), which run after the run was cancelled and are bounded by their own
+   * short policy instead of the run's budget.
+   */
+  #callSignal(cleanup: boolean | undefined): AbortSignal {
+    return cleanup || !this.#signal ? this.#closing.signal : AbortSignal.any([this.#signal, this.#closing.signal]);
+  }
+
   #common(): { sessionId: string; userContext: UserContext; clientType: string; clientObservedServerSideSessionId?: string } {
     return {
       sessionId: this.sessionId,
@@ -223,13 +262,21 @@ export class SparkConnectClient {
   async unary<I extends DescMessage, O extends DescMessage>(
     m: DescMethodUnary<I, O>,
     init: MessageInitShape<I>,
-    options: { policy?: Partial<RetryPolicy>; deadlineMs?: number } = {},
+    options: { policy?: Partial<RetryPolicy>; deadlineMs?: number; cleanup?: boolean } = {},
   ): Promise<MessageShape<O>> {
     const request = create(m.input, { ...this.#common(), ...init } as MessageInitShape<I>);
+    const deadline = options.deadlineMs ?? this.#deadlineMs;
+    const signal = this.#callSignal(options.cleanup);
     const response = await this.rpc(
       m.name,
-      () => this.#transport.unary(m, request, { deadlineMs: options.deadlineMs ?? this.#deadlineMs }),
-      options.policy ? { policy: options.policy } : {},
+      // A retry waits for its answer only as long as retrying may still go on: against a server
+      // that accepts connections and never answers, the budget, not the 5-minute deadline, ends it.
+      async (n, { remainingMs }) => {
+        const attemptDeadline = n === 0 ? deadline : Math.min(deadline, Math.max(remainingMs, MIN_ATTEMPT_DEADLINE_MS));
+        await this.#transport.connected(Math.min(this.#connectTimeoutMs, attemptDeadline), signal);
+        return this.#transport.unary(m, request, { deadlineMs: attemptDeadline, ...(signal ? { signal } : {}) });
+      },
+      { ...(options.policy ? { policy: options.policy } : {}), ...(options.cleanup ? { cleanup: true } : {}) },
     );
     const serverSide = (response as { serverSideSessionId?: unknown }).serverSideSessionId;
     if (typeof serverSide === 'string') this.#observe(serverSide);
@@ -273,7 +320,7 @@ export class SparkConnectClient {
       },
       operationId,
       tags,
-      opts.signal,
+      opts.signal ?? this.#signal,
     );
     return new ResultStream(execution, opts.onProgress);
   }
@@ -307,9 +354,10 @@ export class SparkConnectClient {
     const init: MessageInitShape<typeof ReleaseExecuteRequestSchema> = until
       ? { operationId, release: { case: 'releaseUntil', value: { responseId: until } } }
       : { operationId, release: { case: 'releaseAll', value: {} } };
-    this.unary(method.releaseExecute, init, { deadlineMs: QUICK_DEADLINE_MS }).catch((e: unknown) =>
-      // After the session is released the server has dropped the operation anyway: not worth a warning.
-      this.logger[errorClassOf(e)?.startsWith('INVALID_HANDLE.SESSION') ? 'debug' : 'warn'](
+    this.unary(method.releaseExecute, init, CLEANUP_CALL).catch((e: unknown) =>
+      // After the session is released (or the client closed) the server has dropped the operation
+      // anyway, or will when the session expires: not worth a warning.
+      this.logger[this.#closed || errorClassOf(e)?.startsWith('INVALID_HANDLE.SESSION') ? 'debug' : 'warn'](
         { event: 'spark.release_failed', operationId, releaseUntil: until, err: e instanceof Error ? e.message : String(e) },
         'ReleaseExecute failed',
       ),
@@ -321,7 +369,7 @@ export class SparkConnectClient {
       await this.unary(
         method.interrupt,
         { interruptType: InterruptType.OPERATION_ID, interrupt: { case: 'operationId', value: operationId } },
-        { policy: { maxRetries: 1 }, deadlineMs: QUICK_DEADLINE_MS },
+        { policy: { maxRetries: 1, totalTimeoutMs: QUICK_DEADLINE_MS }, deadlineMs: QUICK_DEADLINE_MS, cleanup: true },
       );
     } catch (e) {
       this.logger.warn({ event: 'spark.interrupt_failed', operationId, err: e instanceof Error ? e.message : String(e) }, 'Interrupt failed');
@@ -362,7 +410,7 @@ export class SparkConnectClient {
           create(ReleaseSessionRequestSchema, { sessionId: this.sessionId, userContext: this.#userContext, clientType: this.#clientType }),
           { deadlineMs: Math.min(this.#deadlineMs, QUICK_DEADLINE_MS) },
         ),
-      { policy: CLEANUP_CALL.policy },
+      { policy: CLEANUP_CALL.policy, cleanup: true },
     );
   }
 
@@ -370,15 +418,18 @@ export class SparkConnectClient {
   close(): void {
     if (this.#closed) return;
     this.#closed = true;
+    this.#closing.abort(new InternalError('Spark Connect client closed'));
     this.#transport.close();
   }
 }
 
 /**
  * Interrupts and ReleaseSession run while a job is being cancelled or is already failing: they get a
- * few quick retries, never a run's 10-minute budget, so a SIGTERM still ends the pod within 20 s.
+ * few quick retries within 3 s, never the run's budget, and ignore the run's signal. A cancelled run
+ * makes at most three of them in a row (interrupt by tag, interrupt of the running operation,
+ * release), so a SIGTERM ends the pod within 20 s even when the server no longer answers.
  */
-const CLEANUP_CALL = { policy: { maxRetries: 2, totalTimeoutMs: 5_000 }, deadlineMs: 5_000 } as const;
+const CLEANUP_CALL = { policy: { maxRetries: 2, totalTimeoutMs: QUICK_DEADLINE_MS }, deadlineMs: QUICK_DEADLINE_MS, cleanup: true } as const;
 
 function defaultUserId(): string {
   try {

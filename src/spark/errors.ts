@@ -53,9 +53,105 @@ export interface ErrorRule {
   grpc?: readonly GrpcCodeName[];
   /** Matches when Spark's error class is one of these: `X` also matches `X.SUB`, `*` is a wildcard. */
   errorClass?: readonly string[];
-  /** Matches against the Java exception classes and the message (wrapped exceptions). */
+  /** Matches against the Java exception classes, the message and the causes (wrapped exceptions). */
   exception?: RegExp;
+  /** A further condition on top of the criteria above (all must hold). */
+  when?: (f: ClassifiedFailure) => boolean;
+  /** A message for people: what is wrong, where, and how to fix it (replaces the server's text). */
+  explain?: (f: ClassifiedFailure) => { message: string; hint: string };
 }
+
+type ClassifiedFailure = Pick<SparkFailure, 'grpcCode' | 'errorClass' | 'classes' | 'message'> &
+  Partial<Pick<SparkFailure, 'causes' | 'messageParameters'>>;
+
+/**
+ * Error classes named in the causes' messages (`[FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER] …`): a
+ * failed Spark job often reaches us as "Job aborted due to stage failure" with the real error, and
+ * its class, only in the cause chain.
+ */
+function causeErrorClasses(f: ClassifiedFailure): string[] {
+  return (f.causes ?? []).flatMap((c) => [...c.matchAll(/\[([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\]/g)].map((m) => m[1] as string));
+}
+
+/** The message parameter or the first `file:…`/`s3a:…` path in the message and its causes. */
+function fileOf(f: ClassifiedFailure): string | undefined {
+  const param = f.messageParameters?.path;
+  if (param) return param;
+  for (const text of [f.message, ...(f.causes ?? [])]) {
+    const m = /\b((?:file|s3a?|gs|abfss?|hdfs):\/?[^\s,;]+?\.parquet)\b/.exec(text);
+    if (m) return m[1];
+  }
+  return undefined;
+}
+
+/** Top-level fields of a Spark type string `"STRUCT<id: BIGINT, amount: INT>"`, name → type. */
+export function structFieldsOf(type: string): Map<string, string> {
+  const body = /STRUCT<(.*)>/s.exec(type)?.[1] ?? '';
+  const fields = new Map<string, string>();
+  let depth = 0;
+  let start = 0;
+  const take = (end: number): void => {
+    const field = body.slice(start, end).trim();
+    const colon = field.indexOf(':');
+    if (colon > 0) fields.set(field.slice(0, colon).trim().replace(/^`|`$/g, ''), field.slice(colon + 1).trim());
+  };
+  for (let i = 0; i < body.length; i++) {
+    const ch = body[i];
+    if (ch === '<' || ch === '(') depth++;
+    else if (ch === '>' || ch === ')') depth--;
+    else if (ch === ',' && depth === 0) {
+      take(i);
+      start = i + 1;
+    }
+  }
+  take(body.length);
+  return fields;
+}
+
+const TYPE_CLASH_HINT =
+  'the bronze files disagree on a column type (e.g. one snapshot date wrote it as INT, another as STRING): rewrite the odd partition with the ' +
+  'agreed type (rerun its ingest with a cast in the source query), or move it aside, then rerun';
+
+/** Bad source data: the file and column in the message, and what to do about it. */
+const dataExplanations = {
+  corrupt: (f: ClassifiedFailure) => ({
+    message: `unreadable source file ${fileOf(f) ?? '(file not named by Spark)'}: it is not a valid Parquet file (truncated or corrupt)`,
+    hint: 'restore or rewrite the file from its source (rerun the ingest for its date), or move it out of the bronze path, then rerun',
+  }),
+  typeMismatch: (f: ClassifiedFailure) => {
+    const p = f.messageParameters ?? {};
+    return {
+      message:
+        `source file ${p.path ?? fileOf(f) ?? '(file not named by Spark)'}: column ${(p.column ?? '?').replace(/^\[|\]$/g, '')} is ` +
+        `${p.actualType ?? '?'} in the file, but ${p.expectedType ?? '?'} in the other files of the source`,
+      hint: TYPE_CLASH_HINT,
+    };
+  },
+  mergeSchemas: (f: ClassifiedFailure) => {
+    const p = f.messageParameters ?? {};
+    const left = structFieldsOf(p.left ?? '');
+    const right = structFieldsOf(p.right ?? '');
+    const clashes = [...right].filter(([name, type]) => left.has(name) && left.get(name) !== type).map(([name, type]) => `${name} (${left.get(name)} vs ${type})`);
+    return {
+      message: `source files disagree on the type of column${clashes.length === 1 ? '' : 's'} ${clashes.length ? clashes.join(', ') : '(not named by Spark)'}: their schemas cannot be merged`,
+      hint: TYPE_CLASH_HINT,
+    };
+  },
+  illegalType: (f: ClassifiedFailure) => {
+    const type = f.messageParameters?.parquetType ?? '?';
+    const nanos = /NANOS/.test(type);
+    const file = fileOf(f);
+    return {
+      // Spark names neither the file nor the column here; the type tells which writer setting to fix.
+      message: `${file ? `source file ${file}` : 'a source file'} has a Parquet type Spark cannot read: ${type}`,
+      hint: nanos
+        ? 'Spark reads timestamps with microsecond precision: have the writer store microseconds (pyarrow: coerce_timestamps="us"; pandas: to_parquet(..., coerce_timestamps="us")) and rewrite the file'
+        : 'rewrite the file with types Spark supports (see the Spark Parquet data source documentation)',
+    };
+  },
+};
+
+const ICEBERG_CONFLICT = /Found (?:new )?conflicting|Missing required files to delete|found new delete for replaced data file|Cannot commit, missing data files/i;
 
 /** First match wins; a rule without criteria matches everything. */
 export const errorRules: readonly ErrorRule[] = [
@@ -73,16 +169,33 @@ export const errorRules: readonly ErrorRule[] = [
     outcome: 'unavailable',
     exception: /\bjava\.net\.(?:ConnectException|UnknownHostException|NoRouteToHostException)\b|Connection to [^ ]+ refused|Communications link failure/,
   },
+  // The JDBC source table does not exist (SQLite, PostgreSQL, MySQL/MariaDB, SQL Server, Oracle, H2).
+  {
+    code: 'SOURCE_TABLE_NOT_FOUND',
+    outcome: 'input',
+    exception:
+      /\bno such table: |\brelation "[^"]+" does not exist|\bTable '[^']+' doesn't exist|\bInvalid object name '|\bORA-00942\b|\bTable "[^"]+" not found/,
+  },
   {
     code: 'SPARK_SESSION_LOST',
     outcome: 'transient',
     errorClass: ['INVALID_HANDLE.SESSION_NOT_FOUND', 'INVALID_HANDLE.SESSION_CLOSED', 'INVALID_HANDLE.SESSION_CHANGED'],
   },
+  // Another writer committed first (optimistic concurrency). Rerunning is safe: our writes are
+  // idempotent (MERGE by key, replace by date), so the orchestrator's retry resolves it.
   {
     code: 'COMMIT_CONFLICT',
     outcome: 'transient',
-    errorClass: ['DELTA_CONCURRENT_*'],
+    errorClass: ['DELTA_CONCURRENT_*', 'DELTA_METADATA_CHANGED', 'DELTA_PROTOCOL_CHANGED'],
     exception: /\b(?:[\w.$]*\.)?(?:CommitFailedException|Concurrent(?:Append|DeleteRead|DeleteDelete|Transaction|Write)Exception|ProtocolChangedException|MetadataChangedException)\b/,
+  },
+  // Iceberg's conflict validation: its ValidationException also reports other invalid operations,
+  // so only its conflict messages count.
+  {
+    code: 'COMMIT_CONFLICT',
+    outcome: 'transient',
+    exception: /\bValidationException\b/,
+    when: (f) => [f.message, ...(f.causes ?? [])].some((m) => ICEBERG_CONFLICT.test(m)),
   },
   { code: 'SPARK_TIMEOUT', outcome: 'transient', grpc: ['DEADLINE_EXCEEDED'] },
   { code: 'SPARK_OPERATION_CANCELLED', outcome: 'transient', errorClass: ['OPERATION_CANCELED'] },
@@ -106,6 +219,32 @@ export const errorRules: readonly ErrorRule[] = [
       'MERGE_CARDINALITY_VIOLATION',
       'DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE',
     ],
+  },
+  // Bad source files: corrupt, of a type Spark cannot read, or disagreeing with each other.
+  {
+    code: 'SOURCE_FILE_CORRUPT',
+    outcome: 'data',
+    errorClass: ['FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER', 'FAILED_READ_FILE.NO_HINT'],
+    when: (f) => [f.message, ...(f.causes ?? [])].some((m) => /is not a Parquet file|Could not read footer|ParquetDecodingException|can not read class org\.apache\.parquet/i.test(m)),
+    explain: dataExplanations.corrupt,
+  },
+  {
+    code: 'SOURCE_TYPE_MISMATCH',
+    outcome: 'data',
+    errorClass: ['FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH'],
+    explain: dataExplanations.typeMismatch,
+  },
+  {
+    code: 'SOURCE_TYPE_MISMATCH',
+    outcome: 'data',
+    errorClass: ['CANNOT_MERGE_SCHEMAS', 'CANNOT_MERGE_INCOMPATIBLE_DATA_TYPE'],
+    explain: dataExplanations.mergeSchemas,
+  },
+  {
+    code: 'SOURCE_TYPE_UNSUPPORTED',
+    outcome: 'data',
+    errorClass: ['PARQUET_TYPE_ILLEGAL', 'PARQUET_TYPE_NOT_SUPPORTED', 'PARQUET_TYPE_NOT_RECOGNIZED'],
+    explain: dataExplanations.illegalType,
   },
   // A column the job expects is missing from its input: the source broke its schema contract.
   { code: 'SOURCE_SCHEMA_CONTRACT', outcome: 'data', errorClass: ['UNRESOLVED_COLUMN'] },
@@ -132,15 +271,17 @@ function classMatches(pattern: string, errorClass: string): boolean {
   return errorClass === pattern || errorClass.startsWith(`${pattern}.`);
 }
 
-export function ruleFor(f: Pick<SparkFailure, 'grpcCode' | 'errorClass' | 'classes' | 'message'>): ErrorRule {
+export function ruleFor(f: ClassifiedFailure): ErrorRule {
   const code = grpcCodeName(f.grpcCode);
+  const errorClasses = [...(f.errorClass ? [f.errorClass] : []), ...causeErrorClasses(f)];
   for (const rule of errorRules) {
     if (rule.grpc && !rule.grpc.includes(code as GrpcCodeName)) continue;
     if (rule.errorClass || rule.exception) {
-      const byClass = !!f.errorClass && !!rule.errorClass?.some((p) => classMatches(p, f.errorClass as string));
-      const byException = !!rule.exception && [...f.classes, f.message].some((s) => rule.exception?.test(s));
+      const byClass = !!rule.errorClass?.some((p) => errorClasses.some((c) => classMatches(p, c)));
+      const byException = !!rule.exception && [...f.classes, f.message, ...(f.causes ?? [])].some((s) => rule.exception?.test(s));
       if (!byClass && !byException) continue;
     }
+    if (rule.when && !rule.when(f)) continue;
     return rule;
   }
   throw new Error('errorRules has no catch-all rule');
@@ -161,10 +302,14 @@ export class SparkError extends LakehouseError {
   readonly serverMessage: string;
   readonly errorId: string | undefined;
   readonly causes: readonly string[];
+  /** How to fix it, for the failures we can explain (bad source files). */
+  readonly hint: string | undefined;
 
   constructor(failure: SparkFailure, options?: { cause?: unknown }) {
     const rule = ruleFor(failure);
-    super(describe(failure), options);
+    const explained = rule.explain?.(failure);
+    super(explained ? `${explained.message}. Fix: ${explained.hint}` : describe(failure), options);
+    this.hint = explained?.hint;
     const o = outcomes[rule.outcome];
     this.exitCode = o.exitCode;
     this.category = o.category;
@@ -186,6 +331,7 @@ export class SparkError extends LakehouseError {
       ...super.report(),
       ...(this.errorClass ? { sparkErrorClass: this.errorClass } : {}),
       ...(this.sqlState ? { sqlState: this.sqlState } : {}),
+      ...(this.hint ? { hint: this.hint } : {}),
     };
   }
 }

@@ -19,15 +19,47 @@ export interface RetryPolicy {
   totalTimeoutMs: number;
 }
 
-/** Like Spark's own clients: 50 ms, ×4, capped at 60 s, 15 retries (about 10 minutes in all). */
+/**
+ * Like Spark's own clients (50 ms, ×4, capped at 60 s, 15 retries), but giving up after 2 minutes
+ * instead of Spark's 10: an orchestrator retries a task that exits 69/75, and a pod that waits
+ * 10 minutes for a dead server only delays that.
+ */
+export const DEFAULT_RETRY_BUDGET_MS = 120_000;
+
 export const defaultRetryPolicy: Readonly<RetryPolicy> = Object.freeze({
   initialBackoffMs: 50,
   maxBackoffMs: 60_000,
   multiplier: 4,
   maxRetries: 15,
   jitter: 0.2,
-  totalTimeoutMs: 10 * 60_000,
+  totalTimeoutMs: DEFAULT_RETRY_BUDGET_MS,
 });
+
+/**
+ * The wall-clock time a whole run may spend retrying, shared by all its calls: a run whose every
+ * call fails slowly (a server restarting again and again) still ends within the budget, not within
+ * the budget times the number of calls. Time is charged from a call's first failure until the call
+ * ends; concurrent calls are each charged in full (conservative).
+ */
+export class RetryBudget {
+  #spentMs = 0;
+  constructor(readonly totalMs: number = DEFAULT_RETRY_BUDGET_MS) {
+    if (!Number.isFinite(totalMs) || totalMs < 0) throw new RangeError('retry budget must be a non-negative number of milliseconds');
+  }
+
+  get spentMs(): number {
+    return this.#spentMs;
+  }
+
+  /** What is left, given `pendingMs` not yet charged (the current call's time since its first failure). */
+  remainingMs(pendingMs = 0): number {
+    return Math.max(0, this.totalMs - this.#spentMs - pendingMs);
+  }
+
+  charge(ms: number): void {
+    this.#spentMs += Math.max(0, ms);
+  }
+}
 
 export function retryPolicy(overrides: Partial<RetryPolicy> = {}): RetryPolicy {
   const p = { ...defaultRetryPolicy, ...overrides };
@@ -86,7 +118,15 @@ export interface RetryOptions {
   retryable: (error: unknown) => RetryVerdict;
   clock?: Clock;
   signal?: AbortSignal;
+  /** The run-wide budget this call draws on, besides the policy's own totalTimeoutMs. */
+  budget?: RetryBudget;
   onRetry?: (event: RetryEvent) => void;
+}
+
+/** What an attempt may know about its place in the retry loop. */
+export interface AttemptContext {
+  /** Time left for retrying; a retried attempt should not wait longer than this for an answer. */
+  remainingMs: number;
 }
 
 export interface RetryExhausted {
@@ -100,31 +140,46 @@ export interface RetryExhausted {
  * rethrow the last error. `exhausted` (when given) learns how many attempts were made.
  */
 export async function withRetry<T>(
-  attempt: (n: number) => Promise<T>,
+  attempt: (n: number, context: AttemptContext) => Promise<T>,
   options: RetryOptions,
   exhausted?: (info: RetryExhausted) => void,
 ): Promise<T> {
   const clock = options.clock ?? systemClock;
+  const { policy, budget, signal } = options;
   const start = clock.now();
-  for (let n = 0; ; n++) {
-    try {
-      return await attempt(n);
-    } catch (error) {
-      if (options.signal?.aborted) throw error;
-      const verdict = options.retryable(error);
-      const elapsed = clock.now() - start;
-      if (verdict === false || n >= options.policy.maxRetries) {
-        if (verdict !== false) exhausted?.({ attempts: n + 1, elapsedMs: elapsed });
-        throw error;
+  let firstFailureAt: number | undefined;
+  /** Time left for retrying: the policy's per-call limit and the run's budget, whichever ends first. */
+  const remaining = (): number => {
+    const now = clock.now();
+    const own = policy.totalTimeoutMs - (now - start);
+    const shared = budget ? budget.remainingMs(firstFailureAt === undefined ? 0 : now - firstFailureAt) : Infinity;
+    return Math.max(0, Math.min(own, shared));
+  };
+  try {
+    for (let n = 0; ; n++) {
+      if (signal?.aborted) throw signal.reason;
+      try {
+        return await attempt(n, { remainingMs: remaining() });
+      } catch (error) {
+        if (signal?.aborted) throw error;
+        firstFailureAt ??= clock.now();
+        const verdict = options.retryable(error);
+        const elapsed = clock.now() - start;
+        if (verdict === false || n >= policy.maxRetries) {
+          if (verdict !== false) exhausted?.({ attempts: n + 1, elapsedMs: elapsed });
+          throw error;
+        }
+        let delay = backoffDelay(policy, n, clock.random());
+        if (typeof verdict === 'object') delay = Math.max(delay, Math.min(verdict.minDelayMs, policy.maxBackoffMs));
+        if (delay > remaining()) {
+          exhausted?.({ attempts: n + 1, elapsedMs: elapsed });
+          throw error;
+        }
+        options.onRetry?.({ retry: n + 1, delayMs: delay, error });
+        await clock.sleep(delay, signal);
       }
-      let delay = backoffDelay(options.policy, n, clock.random());
-      if (typeof verdict === 'object') delay = Math.max(delay, Math.min(verdict.minDelayMs, options.policy.maxBackoffMs));
-      if (elapsed + delay > options.policy.totalTimeoutMs) {
-        exhausted?.({ attempts: n + 1, elapsedMs: elapsed });
-        throw error;
-      }
-      options.onRetry?.({ retry: n + 1, delayMs: delay, error });
-      await clock.sleep(delay, options.signal);
     }
+  } finally {
+    if (firstFailureAt !== undefined) budget?.charge(clock.now() - firstFailureAt);
   }
 }

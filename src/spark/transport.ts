@@ -21,6 +21,8 @@ export interface TransportOptions {
 
 export interface CallOptions {
   deadlineMs?: number;
+  /** Cancels the call (the server sees a cancelled stream); the promise rejects with the signal's reason. */
+  signal?: AbortSignal;
 }
 
 export interface ServerStream<O> {
@@ -98,16 +100,29 @@ export class Transport {
     request: MessageShape<I>,
     opts: CallOptions = {},
   ): Promise<MessageShape<O>> {
+    const signal = opts.signal;
+    if (signal?.aborted) return Promise.reject(signal.reason);
     return new Promise((resolve, reject) => {
-      this.#client.makeUnaryRequest(
+      // A call waiting for a connection (a silent or unreachable server) waits until its deadline;
+      // an abort must not: cancel the call and answer with the abort's reason at once.
+      const onAbort = (): void => {
+        call.cancel();
+        reject(signal?.reason);
+      };
+      const call = this.#client.makeUnaryRequest(
         path(method),
         serializer(method.input),
         deserializer(method.output),
         request,
         this.#metadata(),
         this.#callOptions(opts),
-        (err, res) => (err || res === undefined ? reject(err ?? new Error('empty response')) : resolve(res)),
+        (err, res) => {
+          signal?.removeEventListener('abort', onAbort);
+          if (err || res === undefined) reject(err ?? new Error('empty response'));
+          else resolve(res);
+        },
       );
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
   }
 
@@ -128,6 +143,41 @@ export class Transport {
       responses: call as AsyncIterable<MessageShape<O>>,
       cancel: () => call.cancel(),
     };
+  }
+
+  /**
+   * Resolve once the channel is connected (HTTP/2 handshake done). A server that accepts TCP and
+   * never speaks HTTP/2 would otherwise hold a call until its deadline (minutes): this fails with
+   * UNAVAILABLE after `timeoutMs`, so the retry policy and its budget apply. A refused connection
+   * fails at once, as the call itself would.
+   */
+  connected(timeoutMs: number, signal?: AbortSignal): Promise<void> {
+    const channel = this.#client.getChannel();
+    const unavailable = (details: string) => Object.assign(new Error(details), { code: grpc.status.UNAVAILABLE, details, metadata: new grpc.Metadata() });
+    return new Promise<void>((resolve, reject) => {
+      if (signal?.aborted) return reject(signal.reason);
+      const deadline = Date.now() + timeoutMs;
+      let done = false;
+      const finish = (error?: unknown): void => {
+        if (done) return;
+        done = true;
+        signal?.removeEventListener('abort', onAbort);
+        if (error === undefined) resolve();
+        else reject(error);
+      };
+      const onAbort = (): void => finish(signal?.reason);
+      signal?.addEventListener('abort', onAbort, { once: true });
+      const check = (): void => {
+        if (done) return;
+        const state = channel.getConnectivityState(true);
+        if (state === grpc.connectivityState.READY) return finish();
+        if (state === grpc.connectivityState.TRANSIENT_FAILURE) return finish(unavailable('failed to connect (connection refused or reset)'));
+        if (state === grpc.connectivityState.SHUTDOWN) return finish(unavailable('channel closed'));
+        if (Date.now() >= deadline) return finish(unavailable(`no connection within ${timeoutMs} ms (the server accepted TCP but did not answer)`));
+        channel.watchConnectivityState(state, deadline, () => check());
+      };
+      check();
+    });
   }
 
   close(): void {

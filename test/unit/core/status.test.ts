@@ -1,8 +1,8 @@
-import { mkdtempSync, readFileSync, existsSync, mkdirSync } from 'node:fs';
+import { mkdtempSync, readFileSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { compact, type StatusDocument, writeStatus } from '../../../src/core/status.js';
+import { compact, TERMINATION_LOG, terminationTargets, type StatusDocument, writeStatus } from '../../../src/core/status.js';
 import { Secret } from '../../../src/core/secrets.js';
 import { ConfigError } from '../../../src/core/errors.js';
 
@@ -39,6 +39,41 @@ describe('status writer', () => {
     // No XCom directory: nothing written there.
     writeStatus(d, { xcomDir: join(dir, 'missing'), stdout: () => undefined });
     expect(existsSync(join(dir, 'missing'))).toBe(false);
+  });
+
+  it('writes the default termination message file only where it already exists (Kubernetes creates it)', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'status-'));
+    const missing = join(dir, 'termination-log');
+    writeStatus(doc(), { terminationLogIfExists: missing, stdout: () => undefined });
+    expect(existsSync(missing)).toBe(false);
+
+    writeFileSync(missing, 'old');
+    writeStatus(doc(), { terminationLogIfExists: missing, stdout: () => undefined });
+    expect(JSON.parse(readFileSync(missing, 'utf8'))).toMatchObject({ status: 'failed', exitCode: 78 });
+
+    // A directory of that name is not a termination message file.
+    const asDir = join(dir, 'a-directory');
+    mkdirSync(asDir);
+    expect(() => writeStatus(doc(), { terminationLogIfExists: asDir, stdout: () => undefined })).not.toThrow();
+  });
+
+  it('always writes an explicitly requested termination message file, creating it', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'status-'));
+    const path = join(dir, 'term');
+    writeStatus(doc(), { ...terminationTargets(path), stdout: () => undefined });
+    expect(JSON.parse(readFileSync(path, 'utf8'))).toMatchObject({ status: 'failed' });
+  });
+
+  it('uses /dev/termination-log by default, only if it exists', () => {
+    expect(terminationTargets(undefined)).toEqual({ terminationLogIfExists: TERMINATION_LOG });
+    expect(TERMINATION_LOG).toBe('/dev/termination-log');
+    expect(terminationTargets('/x/term')).toEqual({ terminationLog: '/x/term' });
+  });
+
+  it('lists the completed steps of a failed run in the termination message', () => {
+    const failed = doc({ completedSteps: ['check-batch', 'record-tombstones'], failedStep: 'merge' });
+    expect(JSON.parse(compact(failed))).toMatchObject({ completedSteps: ['check-batch', 'record-tombstones'] });
+    expect(JSON.parse(compact({ ...failed, status: 'succeeded', exitCode: 0 }))).not.toHaveProperty('completedSteps');
   });
 
   it('keeps the termination message within 4096 bytes', () => {

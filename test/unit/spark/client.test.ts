@@ -365,3 +365,62 @@ it('other calls map their answers', async () => {
   expect(fake.callsOf('releaseSession')[0]?.metadata).toBeDefined();
   expect(response({}).serverSideSessionId).toBe(SERVER_SIDE_SESSION);
 });
+
+describe('time bounds', () => {
+  const sparkVersion = { result: { case: 'sparkVersion', value: { version: '4.1.4' } } };
+  const unavailable = () => {
+    throw statusError(status.UNAVAILABLE, 'server restarting');
+  };
+
+  it('shares one retry budget between the calls of a client', async () => {
+    const { fake } = await setup({ analyzePlan: unavailable }, '', { initialBackoffMs: 100, multiplier: 1, maxBackoffMs: 100, jitter: 0 });
+    client?.close();
+    client = SparkConnectClient.connect(parseConnectionString(fake.remote), { retry: { initialBackoffMs: 100, multiplier: 1, maxBackoffMs: 100, jitter: 0 }, retryBudgetMs: 450 });
+    const started = Date.now();
+    await expect(client.analyze.sparkVersion()).rejects.toMatchObject({ exitCode: ExitCode.unavailable, code: 'SPARK_UNAVAILABLE' });
+    const firstCalls = fake.callsOf('analyzePlan').length;
+    // 100 ms sleeps within 450 ms: four retries at most.
+    expect(firstCalls).toBeGreaterThanOrEqual(2);
+    expect(firstCalls).toBeLessThanOrEqual(5);
+    // The second call finds the budget spent: one attempt, no retry.
+    await expect(client.analyze.sparkVersion()).rejects.toMatchObject({ code: 'SPARK_UNAVAILABLE' });
+    expect(fake.callsOf('analyzePlan').length).toBe(firstCalls + 1);
+    expect(Date.now() - started).toBeLessThan(2_000);
+  });
+
+  it("the run's signal ends an AnalyzePlan that never answers, with the signal's reason", async () => {
+    const { fake } = await setup({ analyzePlan: () => new Promise(() => undefined) });
+    client?.close();
+    const run = new AbortController();
+    client = SparkConnectClient.connect(parseConnectionString(fake.remote), { signal: run.signal });
+    const p = client.analyze.sparkVersion();
+    await sleep(200);
+    const abortedAt = Date.now();
+    run.abort(new CancelledError('SIGTERM'));
+    await expect(p).rejects.toBeInstanceOf(CancelledError);
+    expect(Date.now() - abortedAt).toBeLessThan(500);
+  });
+
+  it("cleanup calls still run after the run's signal aborted", async () => {
+    const { fake } = await setup({ analyzePlan: () => sparkVersion, releaseSession: () => ({}) });
+    client?.close();
+    const run = new AbortController();
+    client = SparkConnectClient.connect(parseConnectionString(fake.remote), { signal: run.signal });
+    await client.analyze.sparkVersion();
+    run.abort(new CancelledError('SIGTERM'));
+    await expect(client.analyze.sparkVersion()).rejects.toBeInstanceOf(CancelledError);
+    await client.releaseSession();
+    expect(await client.interruptTag('t')).toEqual(['t']);
+    expect(fake.callsOf('releaseSession')).toHaveLength(1);
+  });
+
+  it('closing the client ends a call that is waiting to retry', async () => {
+    await setup({ analyzePlan: unavailable }, '', { initialBackoffMs: 60_000, maxBackoffMs: 60_000, jitter: 0 });
+    const p = client!.analyze.sparkVersion();
+    await sleep(300);
+    const closedAt = Date.now();
+    client!.close();
+    await expect(p).rejects.toThrow(/closed/);
+    expect(Date.now() - closedAt).toBeLessThan(500);
+  });
+});

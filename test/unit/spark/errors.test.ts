@@ -6,6 +6,7 @@ import { ExitCode } from '../../../src/core/errors.js';
 import { Secret } from '../../../src/core/secrets.js';
 import {
   SparkError,
+  structFieldsOf,
   errorRules,
   failureFromGrpc,
   isRetryableGrpcError,
@@ -64,6 +65,42 @@ describe('classification', () => {
     ['delta merge cardinality', { errorClass: 'DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE' }, ExitCode.data, 'DATA_INVALID'],
     ['missing column', { errorClass: 'UNRESOLVED_COLUMN.WITH_SUGGESTION' }, ExitCode.data, 'SOURCE_SCHEMA_CONTRACT'],
     ['parse error', { errorClass: 'PARSE_SYNTAX_ERROR' }, ExitCode.config, 'SPARK_PARSE_ERROR'],
+    // Iceberg's conflict validation (the loser of two overlapping MERGEs, as the real server reports it).
+    [
+      'iceberg conflicting files',
+      { classes: ['org.apache.iceberg.exceptions.ValidationException', 'java.lang.RuntimeException'], message: 'Found conflicting files that can contain records matching true: [/lake/t/data/00000-1.parquet]' },
+      ExitCode.transient,
+      'COMMIT_CONFLICT',
+    ],
+    ['iceberg missing files to delete', { classes: ['org.apache.iceberg.exceptions.ValidationException'], message: 'Missing required files to delete: /lake/t/data/1.parquet' }, ExitCode.transient, 'COMMIT_CONFLICT'],
+    ['iceberg conflict in a cause', { message: 'Job aborted', causes: ['org.apache.iceberg.exceptions.ValidationException: Found new conflicting delete files that can apply to records matching true'] }, ExitCode.transient, 'COMMIT_CONFLICT'],
+    ['delta concurrent delete-read', { errorClass: 'DELTA_CONCURRENT_DELETE_READ' }, ExitCode.transient, 'COMMIT_CONFLICT'],
+    ['delta concurrent delete-delete', { classes: ['io.delta.exceptions.ConcurrentDeleteDeleteException'] }, ExitCode.transient, 'COMMIT_CONFLICT'],
+    ['delta concurrent transaction', { errorClass: 'DELTA_CONCURRENT_TRANSACTION' }, ExitCode.transient, 'COMMIT_CONFLICT'],
+    ['delta metadata changed', { errorClass: 'DELTA_METADATA_CHANGED' }, ExitCode.transient, 'COMMIT_CONFLICT'],
+    ['delta protocol changed', { classes: ['io.delta.exceptions.ProtocolChangedException'] }, ExitCode.transient, 'COMMIT_CONFLICT'],
+    // Bad source files, as the real server reports them.
+    [
+      'corrupt parquet file',
+      { errorClass: 'FAILED_READ_FILE.NO_HINT', messageParameters: { path: 'file:///lake/bronze/t/d=1/b.parquet' }, causes: ['java.lang.RuntimeException: file:/lake/bronze/t/d=1/b.parquet is not a Parquet file. Expected magic number at tail'] },
+      ExitCode.data,
+      'SOURCE_FILE_CORRUPT',
+    ],
+    [
+      'corrupt parquet footer in a cause (schema merging)',
+      { message: 'Job aborted due to stage failure: …', causes: ['org.apache.spark.SparkException: Exception thrown in awaitResult: ', 'org.apache.spark.SparkException: [FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER] Encountered error while reading file file:/lake/b.parquet. Could not read footer.'] },
+      ExitCode.data,
+      'SOURCE_FILE_CORRUPT',
+    ],
+    ['nanosecond timestamps', { errorClass: 'PARQUET_TYPE_ILLEGAL', messageParameters: { parquetType: 'INT64 (TIMESTAMP(NANOS,false))' } }, ExitCode.data, 'SOURCE_TYPE_UNSUPPORTED'],
+    ['column type differs in one file', { errorClass: 'FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH' }, ExitCode.data, 'SOURCE_TYPE_MISMATCH'],
+    ['schemas cannot be merged', { errorClass: 'CANNOT_MERGE_SCHEMAS' }, ExitCode.data, 'SOURCE_TYPE_MISMATCH'],
+    // A JDBC source table that does not exist: each database says it its own way.
+    ['sqlite no such table', { classes: ['org.sqlite.SQLiteException'], message: '[SQLITE_ERROR] SQL error or missing database (no such table: orders)' }, ExitCode.inputMissing, 'SOURCE_TABLE_NOT_FOUND'],
+    ['postgres relation missing', { message: 'org.postgresql.util.PSQLException: ERROR: relation "public.orders" does not exist' }, ExitCode.inputMissing, 'SOURCE_TABLE_NOT_FOUND'],
+    ['mysql table missing', { message: "java.sql.SQLSyntaxErrorException: Table 'shop.orders' doesn't exist" }, ExitCode.inputMissing, 'SOURCE_TABLE_NOT_FOUND'],
+    ['sql server table missing', { message: "com.microsoft.sqlserver.jdbc.SQLServerException: Invalid object name 'dbo.orders'." }, ExitCode.inputMissing, 'SOURCE_TABLE_NOT_FOUND'],
+    ['oracle table missing', { message: 'java.sql.SQLSyntaxErrorException: ORA-00942: table or view does not exist' }, ExitCode.inputMissing, 'SOURCE_TABLE_NOT_FOUND'],
     ['anything else', { errorClass: 'INTERNAL_ERROR' }, ExitCode.internal, 'SPARK_ERROR'],
     ['no class at all', {}, ExitCode.internal, 'SPARK_ERROR'],
   ];
@@ -72,6 +109,43 @@ describe('classification', () => {
     const e = new SparkError(failure(over));
     expect(e.exitCode).toBe(exitCode);
     expect(e.code).toBe(code);
+  });
+
+  it('counts an Iceberg ValidationException as a conflict only for its conflict messages', () => {
+    const other = failure({ classes: ['org.apache.iceberg.exceptions.ValidationException'], message: 'Cannot add column, name already exists: id' });
+    expect(ruleFor(other).code).toBe('SPARK_ERROR');
+  });
+
+  it('counts FAILED_READ_FILE as bad data only when the file itself is unreadable', () => {
+    // An I/O failure reading the file is not the data's fault.
+    const io = failure({ errorClass: 'FAILED_READ_FILE.NO_HINT', causes: ['java.net.SocketTimeoutException: Read timed out'] });
+    expect(ruleFor(io).code).toBe('SPARK_ERROR');
+  });
+
+  it('names the file, the column and the fix for bad source files', () => {
+    const corrupt = new SparkError(
+      failure({ errorClass: 'FAILED_READ_FILE.NO_HINT', messageParameters: { path: 'file:///lake/acme/bronze/orders/d=1/b.parquet' }, causes: ['java.lang.RuntimeException: … is not a Parquet file'] }),
+    );
+    expect(corrupt.message).toContain('unreadable source file file:///lake/acme/bronze/orders/d=1/b.parquet');
+    expect(corrupt.report()).toMatchObject({ code: 'SOURCE_FILE_CORRUPT', category: 'data', retryable: false, hint: expect.stringContaining('rerun the ingest') });
+
+    const mismatch = new SparkError(
+      failure({
+        errorClass: 'FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH',
+        messageParameters: { path: 'file:///lake/b.parquet', column: '[amount]', expectedType: 'int', actualType: 'BINARY' },
+      }),
+    );
+    expect(mismatch.message).toMatch(/^source file file:\/\/\/lake\/b\.parquet: column amount is BINARY in the file, but int in the other files of the source\. Fix: /);
+
+    const merge = new SparkError(
+      failure({ errorClass: 'CANNOT_MERGE_SCHEMAS', messageParameters: { left: '"STRUCT<id: BIGINT, amount: INT, tags: ARRAY<STRING>>"', right: '"STRUCT<id: BIGINT, amount: STRING, tags: ARRAY<STRING>>"' } }),
+    );
+    expect(merge.message).toMatch(/^source files disagree on the type of column amount \(INT vs STRING\)/);
+    expect(merge.hint).toContain('cast');
+
+    const nanos = new SparkError(failure({ errorClass: 'PARQUET_TYPE_ILLEGAL', messageParameters: { parquetType: 'INT64 (TIMESTAMP(NANOS,false))' } }));
+    expect(nanos.message).toContain('INT64 (TIMESTAMP(NANOS,false))');
+    expect(nanos.hint).toContain('coerce_timestamps="us"');
   });
 
   it('does not mistake look-alike classes', () => {
@@ -101,6 +175,18 @@ describe('classification', () => {
       sparkErrorClass: 'TABLE_OR_VIEW_NOT_FOUND',
       sqlState: '42P01',
     });
+  });
+});
+
+describe('structFieldsOf', () => {
+  it('splits top-level fields only', () => {
+    expect([...structFieldsOf('"STRUCT<id: BIGINT, m: MAP<STRING, INT>, d: DECIMAL(10,2), `a b`: STRING>"')]).toEqual([
+      ['id', 'BIGINT'],
+      ['m', 'MAP<STRING, INT>'],
+      ['d', 'DECIMAL(10,2)'],
+      ['a b', 'STRING'],
+    ]);
+    expect(structFieldsOf('INT').size).toBe(0);
   });
 });
 

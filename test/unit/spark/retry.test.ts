@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { backoffDelay, defaultRetryPolicy, retryPolicy, withRetry, type Clock } from '../../../src/spark/retry.js';
+import { backoffDelay, defaultRetryPolicy, RetryBudget, retryPolicy, systemClock, withRetry, type Clock } from '../../../src/spark/retry.js';
 
 /** A clock whose sleep only advances time, recording each delay. */
 function fakeClock(random = 0): Clock & { sleeps: number[]; t: number } {
@@ -112,13 +112,14 @@ describe('withRetry', () => {
     expect(calls).toBe(3);
   });
 
-  it('the default policy gives up after about ten minutes', async () => {
+  it('the default policy gives up within two minutes', async () => {
     const clock = fakeClock();
     await expect(withRetry(async () => Promise.reject(transient), { policy: retryPolicy({ jitter: 0 }), retryable, clock })).rejects.toBe(
       transient,
     );
-    expect(clock.t).toBeLessThanOrEqual(10 * 60_000);
-    expect(clock.sleeps.length).toBeGreaterThanOrEqual(10);
+    expect(clock.t).toBeLessThanOrEqual(120_000);
+    // 50 + 200 + 800 + 3200 + 12800 + 51200 ms; the next 60 s would pass the 2 minutes.
+    expect(clock.sleeps).toEqual([50, 200, 800, 3200, 12800, 51200]);
   });
 
   it('honours a server hint as the minimum delay', async () => {
@@ -144,5 +145,94 @@ describe('withRetry', () => {
     });
     setTimeout(() => controller.abort(reason), 10);
     await expect(p).rejects.toBe(reason);
+  });
+});
+
+describe('the run-wide retry budget', () => {
+  const failAlways = async (): Promise<never> => Promise.reject(transient);
+
+  it('is shared by the calls of a run: a second failing call gets only what the first left', async () => {
+    const clock = fakeClock();
+    const budget = new RetryBudget(5_000);
+    const policy = retryPolicy({ jitter: 0 });
+    await expect(withRetry(failAlways, { policy, retryable, clock, budget })).rejects.toBe(transient);
+    // 50 + 200 + 800 + 3200 = 4250; 12800 more would pass 5 s.
+    expect(clock.sleeps).toEqual([50, 200, 800, 3200]);
+    expect(budget.spentMs).toBe(4250);
+    clock.sleeps.length = 0;
+    await expect(withRetry(failAlways, { policy, retryable, clock, budget })).rejects.toBe(transient);
+    // 750 ms left: 50 + 200 fit, 800 does not.
+    expect(clock.sleeps).toEqual([50, 200]);
+    expect(budget.remainingMs()).toBe(500);
+  });
+
+  it('charges the time of slow failing attempts, not only the sleeps', async () => {
+    const clock = fakeClock();
+    const budget = new RetryBudget(10_000);
+    await expect(
+      withRetry(
+        async () => {
+          clock.t += 4_000; // each attempt waits 4 s for its answer, then fails
+          throw transient;
+        },
+        { policy: retryPolicy({ jitter: 0 }), retryable, clock, budget },
+      ),
+    ).rejects.toBe(transient);
+    // The first failure starts the clock: 50 + 4000 + 200 + 4000 = 8250 ms, then 800 fits (9050 ms),
+    // the next attempt ends at 13050 ms: over the budget, no more retries.
+    expect(clock.sleeps).toEqual([50, 200, 800]);
+    expect(budget.remainingMs()).toBe(0);
+  });
+
+  it('tells each attempt how long it may wait for an answer', async () => {
+    const clock = fakeClock();
+    const seen: number[] = [];
+    await withRetry(
+      async (n, ctx) => {
+        seen.push(ctx.remainingMs);
+        if (n < 2) throw transient;
+        return 'ok';
+      },
+      { policy: retryPolicy({ jitter: 0, totalTimeoutMs: 60_000 }), retryable, clock, budget: new RetryBudget(1_000) },
+    );
+    expect(seen).toEqual([1_000, 950, 750]);
+  });
+
+  it('leaves successful calls and non-retryable errors uncharged', async () => {
+    const budget = new RetryBudget(1_000);
+    const clock = fakeClock();
+    await withRetry(async () => 'ok', { policy: retryPolicy(), retryable, clock, budget });
+    await expect(withRetry(async () => Promise.reject(fatal), { policy: retryPolicy(), retryable, clock, budget })).rejects.toBe(fatal);
+    expect(budget.spentMs).toBe(0);
+  });
+
+  it('refuses a negative budget', () => {
+    expect(() => new RetryBudget(-1)).toThrow(/retry budget/);
+  });
+
+  it('an abort ends a real sleep at once and starts no further attempt', async () => {
+    const controller = new AbortController();
+    const reason = new Error('SIGTERM');
+    let calls = 0;
+    const started = Date.now();
+    const p = withRetry(
+      async () => {
+        calls++;
+        throw transient;
+      },
+      { policy: retryPolicy({ initialBackoffMs: 60_000, maxBackoffMs: 60_000 }), retryable, clock: systemClock, signal: controller.signal },
+    );
+    setTimeout(() => controller.abort(reason), 20);
+    await expect(p).rejects.toBe(reason);
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(calls).toBe(1);
+  });
+
+  it('does not start when the signal is already aborted', async () => {
+    const controller = new AbortController();
+    controller.abort(new Error('gone'));
+    let calls = 0;
+    await expect(withRetry(async () => ++calls, { policy: retryPolicy(), retryable, signal: controller.signal })).rejects.toThrow('gone');
+    expect(calls).toBe(0);
   });
 });

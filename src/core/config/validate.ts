@@ -78,9 +78,20 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replaceAll('.[', '[');
 }
 
-/** zod issues → config issues, one per problem, each with its full path. */
+/**
+ * zod issues → config issues, one per problem, each with its full path. A misspelled required key
+ * is one problem, not two: "unknown key; did you mean" replaces the "is required" of the key it names.
+ */
 export function toConfigIssues(error: z.ZodError, knownKeys?: (path: readonly PropertyKey[]) => string[]): ConfigIssue[] {
-  const out: ConfigIssue[] = [];
+  const issues = issuesOf(error, knownKeys);
+  const misspelled = new Set(issues.flatMap((i) => (i.meant === undefined ? [] : [i.meant])));
+  return issues.filter((i) => !(i.required && misspelled.has(i.path))).map(({ path, message }) => ({ path, message }));
+}
+
+type RawIssue = ConfigIssue & { meant?: string; required?: boolean };
+
+function issuesOf(error: z.ZodError, knownKeys?: (path: readonly PropertyKey[]) => string[]): RawIssue[] {
+  const out: RawIssue[] = [];
   for (const issue of error.issues) {
     if (issue.code === 'unrecognized_keys') {
       const siblings = knownKeys?.(issue.path) ?? [];
@@ -89,6 +100,7 @@ export function toConfigIssues(error: z.ZodError, knownKeys?: (path: readonly Pr
         out.push({
           path: formatPath([...issue.path, key]),
           message: `unknown key${hint ? `; did you mean "${hint}"?` : siblings.length ? ` (known: ${siblings.join(', ')})` : ''}`,
+          ...(hint ? { meant: formatPath([...issue.path, hint]) } : {}),
         });
       }
     } else if (issue.code === 'invalid_union') {
@@ -96,9 +108,10 @@ export function toConfigIssues(error: z.ZodError, knownKeys?: (path: readonly Pr
       const branches = (issue as unknown as { errors: z.core.$ZodIssue[][] }).errors;
       const best = branches.reduce((a, b) => (b.length < a.length ? b : a), branches[0] ?? []);
       if (best.length === 0) out.push({ path: formatPath(issue.path), message: issue.message });
-      for (const sub of best) out.push(...toConfigIssues(new z.ZodError([{ ...sub, path: [...issue.path, ...sub.path] }]), knownKeys));
+      for (const sub of best) out.push(...issuesOf(new z.ZodError([{ ...sub, path: [...issue.path, ...sub.path] }]), knownKeys));
     } else {
-      out.push({ path: formatPath(issue.path), message: describeIssue(issue) });
+      const message = describeIssue(issue);
+      out.push({ path: formatPath(issue.path), message, ...(message === 'is required' ? { required: true } : {}) });
     }
   }
   return out;

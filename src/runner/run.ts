@@ -14,6 +14,7 @@ import { tenantReadPolicy } from '../spark/policy/index.js';
 import { resolveRemote } from '../app/remote.js';
 import { explainableRel, formatAccess, formatPlan, planAccess } from '../app/plan-view.js';
 import { compileRelationPlan } from '../spark/plan/compile.js';
+import { configColumnError } from '../app/config-column.js';
 import { VERSION } from '../version.js';
 
 /**
@@ -86,8 +87,9 @@ export async function runJob(req: RunRequest): Promise<number> {
     const code = finish({ state: 'cancelled', error, report });
     if (code !== undefined) (req.exitNow ?? process.exit)(code);
   });
+  let loaded: LoadedJob | undefined;
   try {
-    const loaded = await loadJob(
+    loaded = await loadJob(
       {
         configFile: req.config,
         ...(req.envFile ? { envFile: req.envFile } : {}),
@@ -116,7 +118,9 @@ export async function runJob(req: RunRequest): Promise<number> {
     }
   } catch (e) {
     // Once a signal arrived, whatever the interrupted operation threw is the cancellation.
-    const error = spark.cancelledBy && !(e instanceof ConfigError) ? spark.cancelledBy : asLakehouseError(e);
+    const caught = spark.cancelledBy && !(e instanceof ConfigError) ? spark.cancelledBy : asLakehouseError(e);
+    const failed = loaded?.plan.steps.find((s) => s.id === report.failedStep);
+    const error = loaded ? configColumnError(caught, failed, loaded.config) : caught;
     outcome = { state: error instanceof CancelledError ? 'cancelled' : 'failed', error, ...(req.command === 'run' ? { report } : {}) };
     if (error instanceof ConfigError && req.command === 'validate') {
       // `validate` is read by people: one plain line per problem, with its path.

@@ -6,8 +6,10 @@ import type { Step } from '../jobs/template.js';
  * A tenant's expression (`source.where`, `cdc.delete-when`, …) naming a column its input does not
  * have is the config's mistake, not bad data: Spark's answer (UNRESOLVED_COLUMN, with its whole
  * analysed plan in the text) becomes a config error (78) at the expression's path, naming the column
- * and the columns Spark suggests. A column the template itself expects stays the data error it is
- * (the source broke its schema contract, 65).
+ * (the tenant's own word). Spark's suggestions are left out, as the tenant read policy leaves them
+ * out (src/spark/policy): they list what the plan touched. A column the template itself expects
+ * stays the data error it is (the source broke its schema contract, 65). Steps the read policy
+ * checks first are refused there (78, at the same paths) when they do not analyse.
  */
 export function configColumnError(error: LakehouseError, step: Step | undefined, config: Record<string, unknown>): LakehouseError {
   if (!(error instanceof SparkError) || !error.errorClass?.startsWith('UNRESOLVED_COLUMN') || !step?.untrusted?.length) return error;
@@ -16,10 +18,8 @@ export function configColumnError(error: LakehouseError, step: Step | undefined,
   const last = column.split('.').at(-1)!.toLowerCase();
   const paths = step.untrusted.filter((p) => mentions(textAt(config, p), last));
   if (paths.length === 0) return error;
-  const proposal = error.messageParameters.proposal ?? /Did you mean one of the following\? \[([^\]]*)\]/.exec(error.serverMessage)?.[1];
-  const known = proposal ? `; the input has ${proposal.split(',').map((c) => unquote(c.trim())).filter(Boolean).join(', ')}` : '';
   return new ConfigError(
-    paths.map((path) => ({ path, message: `names column "${column}", which the input does not have${known}` })),
+    paths.map((path) => ({ path, message: `names column "${column}", which the input does not have (check its spelling against the source's columns)` })),
     { cause: error },
   );
 }

@@ -45,7 +45,9 @@ export function violations(srcDir) {
     const from = relative(srcDir, file).split(sep).join('/');
     const fromLayer = layerOf(from);
     for (const spec of importsOf(readFileSync(file, 'utf8'))) {
-      const to = relative(srcDir, resolve(dirname(file), spec)).split(sep).join('/');
+      const to = relative(srcDir, resolve(dirname(file), spec))
+        .split(sep)
+        .join('/');
       if (to.startsWith('..')) continue;
       const toLayer = layerOf(to);
       if (LAYERS.indexOf(toLayer) > LAYERS.indexOf(fromLayer)) out.push({ from, to, fromLayer, toLayer });

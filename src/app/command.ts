@@ -110,12 +110,14 @@ export function commandHelp(spec: CommandSpec): string {
 
 export function programHelp(commands: readonly Command[]): string {
   const width = Math.max(...commands.map((c) => c.spec.name.length));
-  return [
-    'Usage: lakehouse-jobs [command] [options]',
-    '',
-    'Commands:',
-    ...commands.map((c) => `  ${c.spec.name.padEnd(width)}  ${c.spec.summary}${c.spec.isDefault ? ' (the default command)' : ''}`),
-    '',
-    'lakehouse-jobs <command> --help shows a command\'s options; --version prints the version.',
-  ].join('\n') + '\n';
+  return (
+    [
+      'Usage: lakehouse-jobs [command] [options]',
+      '',
+      'Commands:',
+      ...commands.map((c) => `  ${c.spec.name.padEnd(width)}  ${c.spec.summary}${c.spec.isDefault ? ' (the default command)' : ''}`),
+      '',
+      "lakehouse-jobs <command> --help shows a command's options; --version prints the version.",
+    ].join('\n') + '\n'
+  );
 }

@@ -38,12 +38,14 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
   const template = chooseTemplate(req.job, named);
   identity.template = template.name;
   const supported = template.versions.map((v) => v.version);
-  if (wanted === undefined)
-    throw new ConfigError([{ path: 'job.schema-version', message: `is required (${template.name} supports ${supported.join(', ')})` }]);
+  if (wanted === undefined) throw new ConfigError([{ path: 'job.schema-version', message: `is required (${template.name} supports ${supported.join(', ')})` }]);
   const version = template.versions.find((v) => v.version === wanted);
   if (!version)
     throw new ConfigError([
-      { path: 'job.schema-version', message: `${typeof wanted === 'bigint' ? String(wanted) : JSON.stringify(wanted)} is not supported by ${template.name} (supported: ${supported.join(', ')})` },
+      {
+        path: 'job.schema-version',
+        message: `${typeof wanted === 'bigint' ? String(wanted) : JSON.stringify(wanted)} is not supported by ${template.name} (supported: ${supported.join(', ')})`,
+      },
     ]);
   identity.schemaVersion = version.version;
 
@@ -78,7 +80,9 @@ export function chooseTemplate(option: string | undefined, named: string | undef
   if (option !== undefined) return findTemplate(option);
   if (named === undefined) throw new UsageError('no job template: pass --job <template> or set job.template in the config');
   if (!names.includes(named))
-    throw new ConfigError([{ path: 'job.template', message: `unknown template "${named}"${near(named) ? `; did you mean "${near(named)}"?` : ''} (known: ${names.join(', ')})` }]);
+    throw new ConfigError([
+      { path: 'job.template', message: `unknown template "${named}"${near(named) ? `; did you mean "${near(named)}"?` : ''} (known: ${names.join(', ')})` },
+    ]);
   return findTemplate(named);
 }
 
@@ -91,7 +95,9 @@ function resolveCatalog(platform: PlatformConfig, name: string | undefined, path
   }
   const found = platform.catalogs[name];
   if (!found)
-    throw new ConfigError([{ path, message: `catalog "${name}" is not configured by the platform (configured: ${entries.map(([n]) => n).join(', ') || 'none'})` }]);
+    throw new ConfigError([
+      { path, message: `catalog "${name}" is not configured by the platform (configured: ${entries.map(([n]) => n).join(', ') || 'none'})` },
+    ]);
   return { name, format: found.format };
 }
 
@@ -122,4 +128,3 @@ function deferredSecret(ref: SecretRef, path: string, env: Record<string, string
     }
   })('');
 }
-

@@ -31,7 +31,10 @@ export async function main(argv: readonly string[], env: Record<string, string |
   }
   const named = COMMANDS.find((c) => c.spec.name === first);
   if (!named && first !== undefined && !first.startsWith('-')) {
-    const near = closest(first, COMMANDS.map((c) => c.spec.name));
+    const near = closest(
+      first,
+      COMMANDS.map((c) => c.spec.name),
+    );
     io.stderr(`lakehouse-jobs: unknown command "${first}"${near ? `; did you mean "${near}"?` : ''}\nTry lakehouse-jobs --help.\n`);
     return ExitCode.usage;
   }
@@ -45,7 +48,9 @@ export async function main(argv: readonly string[], env: Record<string, string |
     return await command.run(parseInvocation(command.spec, args, env), env);
   } catch (e) {
     const failure = cliFailure(e);
-    io.stderr(`lakehouse-jobs: ${failure.message}\n${failure.stack ? `${failure.stack}\n` : ''}${failure.usage ? `Try lakehouse-jobs ${named ? `${command.spec.name} ` : ''}--help.\n` : ''}`);
+    io.stderr(
+      `lakehouse-jobs: ${failure.message}\n${failure.stack ? `${failure.stack}\n` : ''}${failure.usage ? `Try lakehouse-jobs ${named ? `${command.spec.name} ` : ''}--help.\n` : ''}`,
+    );
     return failure.exitCode;
   }
 }

@@ -49,7 +49,12 @@ export function LOG_LEVEL(): OptionSpec {
 }
 
 /** The runner's request for a job command; `extra` carries a command's own options. */
-export function jobRequest(command: RunRequest['command'], inv: Invocation, env: Record<string, string | undefined>, extra: Partial<RunRequest> = {}): RunRequest {
+export function jobRequest(
+  command: RunRequest['command'],
+  inv: Invocation,
+  env: Record<string, string | undefined>,
+  extra: Partial<RunRequest> = {},
+): RunRequest {
   const v = inv.values as Record<string, string | undefined> & { set?: string[] };
   if (!v.config) throw new UsageError('--config <file> is required');
   const retryBudgetMs = seconds(v['retry-budget'], 'retry-budget');

@@ -8,7 +8,14 @@ export const planCommand: Command = {
     usage: 'lakehouse-jobs plan --job <template> --config <file> [--format text|json] [--explain] [options]',
     options: [
       ...JOB_OPTIONS,
-      { name: 'format', type: 'string', arg: '<format>', default: 'text', choices: ['text', 'json'], describe: 'text: an operator tree per step; json: the Spark Connect protobuf plans' },
+      {
+        name: 'format',
+        type: 'string',
+        arg: '<format>',
+        default: 'text',
+        choices: ['text', 'json'],
+        describe: 'text: an operator tree per step; json: the Spark Connect protobuf plans',
+      },
       { name: 'explain', type: 'boolean', describe: "also Spark's own explain of each step, from the remote (connects; runs nothing)" },
     ],
   },

@@ -49,7 +49,9 @@ function relTree(rel: Rel): Tree {
     case 'table':
       return { line: `Table ${name(rel.parts)}${options(rel.options)}` };
     case 'source':
-      return { line: `Read ${rel.format}${rel.paths.length ? ` ${rel.paths.join(', ')}` : ''}${rel.schema ? ` schema ${rel.schema}` : ''}${options(rel.options)}` };
+      return {
+        line: `Read ${rel.format}${rel.paths.length ? ` ${rel.paths.join(', ')}` : ''}${rel.schema ? ` schema ${rel.schema}` : ''}${options(rel.options)}`,
+      };
     case 'range':
       return { line: `Range (${rel.start}, ${rel.end}, step=${rel.step}${rel.partitions === undefined ? '' : `, partitions=${rel.partitions}`})` };
     case 'filter':
@@ -254,12 +256,21 @@ export function cmdAccess(cmd: Cmd): { reads: Access[]; writes: Access[] } {
     case 'write':
       return {
         reads: relReads(cmd.input),
-        writes: [cmd.path !== undefined ? { kind: 'path', path: cmd.path, format: cmd.format } : { kind: 'table', table: name(cmd.table ?? []), format: cmd.format }],
+        writes: [
+          cmd.path !== undefined ? { kind: 'path', path: cmd.path, format: cmd.format } : { kind: 'table', table: name(cmd.table ?? []), format: cmd.format },
+        ],
       };
     case 'writeV2':
       return {
         reads: relReads(cmd.input),
-        writes: [{ kind: 'table', table: name(cmd.table), ...(cmd.provider ? { format: cmd.provider } : {}), ...(cmd.properties.location ? { location: cmd.properties.location } : {}) }],
+        writes: [
+          {
+            kind: 'table',
+            table: name(cmd.table),
+            ...(cmd.provider ? { format: cmd.provider } : {}),
+            ...(cmd.properties.location ? { location: cmd.properties.location } : {}),
+          },
+        ],
       };
     case 'merge':
       return { reads: relReads(cmd.source), writes: [{ kind: 'table', table: name(cmd.target) }] };

@@ -38,7 +38,9 @@ describe('messages from a real run', () => {
   it("a where naming a column the bronze batch lacks: 78 at source.where, without Spark's plan text", async () => {
     const job = cdcJob("stauts = 'open'");
     const select = `SELECT 1L AS id, TIMESTAMP'2026-07-05 08:00:00' AS ts, 'open' AS status`;
-    await client.execute(compileCommandPlan(Query.sql(select).writeFiles(`${job.bronze}/_snapshot_date=2026-07-05`, 'parquet', { mode: 'append' }), { reveal: true }));
+    await client.execute(
+      compileCommandPlan(Query.sql(select).writeFiles(`${job.bronze}/_snapshot_date=2026-07-05`, 'parquet', { mode: 'append' }), { reveal: true }),
+    );
     const statusFile = join(job.dir, 'status.json');
     const r = await runCli(['--config', job.job, '--env', job.platform, '--remote', remote(), '--status-file', statusFile]);
     expect(r.code, r.stderr).toBe(78);
@@ -52,7 +54,9 @@ describe('messages from a real run', () => {
   it("plan --explain adds Spark's own explain of each step it can analyse", async () => {
     const job = cdcJob("status = 'open'");
     const select = `SELECT 1L AS id, TIMESTAMP'2026-07-05 08:00:00' AS ts, 'open' AS status`;
-    await client.execute(compileCommandPlan(Query.sql(select).writeFiles(`${job.bronze}/_snapshot_date=2026-07-05`, 'parquet', { mode: 'append' }), { reveal: true }));
+    await client.execute(
+      compileCommandPlan(Query.sql(select).writeFiles(`${job.bronze}/_snapshot_date=2026-07-05`, 'parquet', { mode: 'append' }), { reveal: true }),
+    );
     const r = await runCli(['plan', '--explain', '--config', job.job, '--env', job.platform, '--remote', remote()]);
     expect(r.code, r.stderr).toBe(0);
     expect(r.stdout).toContain('[1/');

@@ -12,7 +12,7 @@ import { tenantContext } from '../../../src/core/tenant.js';
 import { executePlan, stepRelations } from '../../../src/runner/executor.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
-import { alias, col, fn, lit } from '../../../src/spark/plan/expressions.js';
+import { alias, fn } from '../../../src/spark/plan/expressions.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import type { Rel } from '../../../src/spark/plan/relations.js';
 import { type TenantReadPolicy, checkStepPolicy, tenantReadPolicy } from '../../../src/spark/policy/index.js';
@@ -41,7 +41,6 @@ let dir: string;
 const sql = (text: string) => client.execute(compileRelationPlan(Query.sql(text).rel, { reveal: true }));
 const bronzePath = `${acme.root}/bronze/orders_cdc`;
 const bronze = () => Query.read('parquet', { paths: [bronzePath] });
-const ownTable = () => Query.table(['lake', `${acme.id}_silver`, 'o']);
 const V = { iceberg: `lake.${victim.id}_silver.t`, delta: `spark_catalog.${victim.id}_silver.d`, files: `${victim.root}/bronze/p` };
 
 beforeAll(async () => {

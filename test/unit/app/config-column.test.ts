@@ -5,7 +5,8 @@ import { SparkError, type SparkFailure } from '../../../src/spark/errors.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import type { Step } from '../../../src/jobs/template.js';
 
-const plan = "[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with name `stauts` cannot be resolved. Did you mean one of the following? [`status`, `id`, `ts`]. SQLSTATE: 42703;\n'Filter ('stauts = active)\n+- Relation [id#1,status#2,ts#3] parquet\n";
+const plan =
+  "[UNRESOLVED_COLUMN.WITH_SUGGESTION] A column, variable, or function parameter with name `stauts` cannot be resolved. Did you mean one of the following? [`status`, `id`, `ts`]. SQLSTATE: 42703;\n'Filter ('stauts = active)\n+- Relation [id#1,status#2,ts#3] parquet\n";
 const failure = (over: Partial<SparkFailure> = {}): SparkFailure => ({
   grpcCode: 13,
   message: plan,
@@ -16,7 +17,14 @@ const failure = (over: Partial<SparkFailure> = {}): SparkFailure => ({
   causes: [],
   ...over,
 });
-const step: Step = { id: 'check-batch', title: 'check', kind: 'query', query: Query.table(['lake', 'n', 't']), interpret: () => ({}), untrusted: ['source.where', 'cdc.delete-when'] };
+const step: Step = {
+  id: 'check-batch',
+  title: 'check',
+  kind: 'query',
+  query: Query.table(['lake', 'n', 't']),
+  interpret: () => ({}),
+  untrusted: ['source.where', 'cdc.delete-when'],
+};
 const config = { source: { where: { text: "stauts = 'active'", ast: {} } }, cdc: { 'delete-when': { text: 'op = 1', ast: {} } } };
 
 describe('an expression naming a column its input lacks', () => {
@@ -24,7 +32,9 @@ describe('an expression naming a column its input lacks', () => {
     const e = configColumnError(new SparkError(failure()), step, config);
     expect(e).toBeInstanceOf(ConfigError);
     expect(e.exitCode).toBe(78);
-    expect((e as ConfigError).issues).toEqual([{ path: 'source.where', message: 'names column "stauts", which the input does not have (check its spelling against the source\'s columns)' }]);
+    expect((e as ConfigError).issues).toEqual([
+      { path: 'source.where', message: 'names column "stauts", which the input does not have (check its spelling against the source\'s columns)' },
+    ]);
     // Neither Spark's plan nor its suggestions: they list what the plan touched.
     expect(e.message).not.toContain('Relation');
     expect(e.message).not.toContain('status');

@@ -17,11 +17,11 @@ describe('one direction of dependencies: core <- spark <- jobs <- app', () => {
       'jobs/c.ts': "export { s } from '../spark/b.js';\nimport '../app/side-effect.js';\n",
       'runner/d.ts': "import { c } from '../jobs/c.js';\n",
     });
-    expect(violations(src).map((v: { from: string; to: string }) => `${v.from} -> ${v.to}`).sort()).toEqual([
-      'core/a.ts -> jobs/template.js',
-      'jobs/c.ts -> app/side-effect.js',
-      'spark/b.ts -> runner/run.js',
-    ]);
+    expect(
+      violations(src)
+        .map((v: { from: string; to: string }) => `${v.from} -> ${v.to}`)
+        .sort(),
+    ).toEqual(['core/a.ts -> jobs/template.js', 'jobs/c.ts -> app/side-effect.js', 'spark/b.ts -> runner/run.js']);
   });
 
   it('puts the runner, the commands and the entry point in the app layer', () => {

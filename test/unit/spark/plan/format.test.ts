@@ -15,7 +15,9 @@ describe('readable plans', () => {
   });
 
   it('draws relations as an indented tree, inputs of a join with :- and +-', () => {
-    const left = Query.read('parquet', { paths: ['file:///lake/acme/bronze/orders'] }).filter(eq(col('day'), lit('x'))).as('s');
+    const left = Query.read('parquet', { paths: ['file:///lake/acme/bronze/orders'] })
+      .filter(eq(col('day'), lit('x')))
+      .as('s');
     const right = Query.table(['lake', 'acme_silver', 'orders']).as('t');
     expect(formatRel(left.join(right, eqNullSafe(col('s', 'id'), col('t', 'id')), 'left').limit(5).rel)).toBe(
       [
@@ -31,10 +33,12 @@ describe('readable plans', () => {
   });
 
   it('prints a MERGE with its clauses above its source', () => {
-    const merge = Query.table(['lake', 'b', 'src']).as('s').mergeInto(['lake', 'acme_silver', 'orders'], eqNullSafe(col('orders', 'id'), col('s', 'id')), {
-      whenMatched: [{ action: 'delete', condition: col('s', 'del') }, { action: 'updateAll' }],
-      whenNotMatched: [{ action: 'insert', values: [['id', col('s', 'id')]] }],
-    });
+    const merge = Query.table(['lake', 'b', 'src'])
+      .as('s')
+      .mergeInto(['lake', 'acme_silver', 'orders'], eqNullSafe(col('orders', 'id'), col('s', 'id')), {
+        whenMatched: [{ action: 'delete', condition: col('s', 'del') }, { action: 'updateAll' }],
+        whenNotMatched: [{ action: 'insert', values: [['id', col('s', 'id')]] }],
+      });
     expect(formatCmd(merge)).toBe(
       [
         'MergeInto lake.acme_silver.orders ON (orders.id <=> s.id)',
@@ -49,7 +53,9 @@ describe('readable plans', () => {
 
   it('never prints a secret, as an option or a literal', () => {
     const password = new Secret('hunter2-format-test');
-    const read = Query.read('jdbc', { options: { url: 'jdbc:postgresql://db/x', password: { secret: password } } }).filter(eq(col('k'), lit({ secret: password })));
+    const read = Query.read('jdbc', { options: { url: 'jdbc:postgresql://db/x', password: { secret: password } } }).filter(
+      eq(col('k'), lit({ secret: password })),
+    );
     const text = formatCmd(read.writeFiles('file:///lake/acme/bronze/t', 'parquet', { mode: 'append' }));
     expect(text).not.toContain('hunter2-format-test');
     expect(text).toContain('password=[redacted]');
@@ -66,7 +72,9 @@ describe('readable plans', () => {
     expect(cmdAccess(src.writeTo(['lake', 'n', 'u'], 'create', { provider: 'delta', properties: { location: 'file:///lake/n/u' } })).writes).toEqual([
       { kind: 'table', table: 'lake.n.u', format: 'delta', location: 'file:///lake/n/u' },
     ]);
-    expect(cmdAccess(src.writeFiles('file:///out', 'parquet', { mode: 'overwrite' })).writes).toEqual([{ kind: 'path', path: 'file:///out', format: 'parquet' }]);
+    expect(cmdAccess(src.writeFiles('file:///out', 'parquet', { mode: 'overwrite' })).writes).toEqual([
+      { kind: 'path', path: 'file:///out', format: 'parquet' },
+    ]);
     expect(cmdAccess(sqlCommand('CREATE NAMESPACE x'))).toEqual({ reads: [], writes: [] });
   });
 });

@@ -1,7 +1,7 @@
 import { ConfigError, type ConfigIssue, UsageError } from '../core/errors.js';
 import { identify, type JobIdentity, loadPlatform, type LoadRequest, readJobConfig, validateJobConfig } from '../core/config/load.js';
 import { localPlatformDefaults, type PlatformConfig, resolveSecret, type SecretRef } from '../core/config/platform.js';
-import { closest } from '../core/config/validate.js';
+import { closest } from '../core/config/closest.js';
 import { Secret } from '../core/secrets.js';
 import { tenantContext, type TenantContext } from '../core/tenant.js';
 import { findTemplate, templates } from '../jobs/registry.js';

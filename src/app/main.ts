@@ -1,5 +1,5 @@
 import { cliFailure, ExitCode } from '../core/errors.js';
-import { closest } from '../core/config/validate.js';
+import { closest } from '../core/config/closest.js';
 import { VERSION } from '../version.js';
 import { type Command, commandHelp, parseInvocation, programHelp } from './command.js';
 import { pingCommand } from './commands/ping.js';

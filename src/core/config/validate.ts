@@ -2,6 +2,9 @@ import { z } from 'zod';
 import type { ConfigIssue } from '../errors.js';
 import { CATALOG_PATTERN, COLUMN_PATTERN, NAME_PATTERN, STORAGE_URI_PATTERN, storageUriProblem } from '../naming.js';
 import { type ConfigExpression, MAX_EXPRESSION_LENGTH, parseExpression } from '../expression/index.js';
+import { closest } from './closest.js';
+
+export { closest } from './closest.js';
 
 /**
  * Schema building blocks shared by every template, and the one place that turns zod's issues into
@@ -124,34 +127,6 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     return values.length === 1 ? `must be ${JSON.stringify(values[0])}` : `must be one of ${values.map((v) => JSON.stringify(v)).join(', ')}`;
   }
   return issue.message.replace(/^Invalid input: /, '');
-}
-
-/** The known key closest to `key` by edit distance, if it is close enough to be a typo. */
-export function closest(key: string, candidates: readonly string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = Infinity;
-  for (const c of candidates) {
-    const d = editDistance(key.toLowerCase(), c.toLowerCase());
-    if (d < bestDistance) {
-      best = c;
-      bestDistance = d;
-    }
-  }
-  return best !== undefined && bestDistance <= Math.max(2, Math.floor(key.length / 3)) ? best : undefined;
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = tmp;
-    }
-  }
-  return row[b.length]!;
 }
 
 /** The keys a strict object schema accepts at `path`, for "did you mean" hints. */

@@ -58,8 +58,11 @@ export function storagePath(storageRoot: string, layer: Layer, table: string, ..
  * in which nothing is special to Hadoop, and compared only after normalisation.
  */
 
-/** One path segment: letters, digits and `_ - . = + @ ~`, neither starting nor ending with a dot (so no `.` or `..`). */
-export const PATH_SEGMENT_PATTERN = /^[A-Za-z0-9_=+@~-](?:[A-Za-z0-9_.=+@~-]*[A-Za-z0-9_=+@~-])?$/;
+/**
+ * One path segment: letters, digits and `_ - . = + @ ~`, not ending with a dot; a single leading dot
+ * is allowed (hidden folders such as `.cache`), but never `.`, `..` or any other run of dots.
+ */
+export const PATH_SEGMENT_PATTERN = /^\.?[A-Za-z0-9_=+@~-](?:[A-Za-z0-9_.=+@~-]*[A-Za-z0-9_=+@~-])?$/;
 /** `bucket`, `container@account.dfs.core.windows.net`, `host:8020`. */
 const AUTHORITY_PATTERN = /^(?:[A-Za-z0-9_-](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?@)?[A-Za-z0-9_-](?:[A-Za-z0-9._-]*[A-Za-z0-9_-])?(?::[0-9]{1,5})?$/;
 /** The shape as a JSON Schema pattern (the checks below give the precise reason). */
@@ -95,7 +98,7 @@ export function parseStorageUri(uri: string): Parsed {
     if (seg === '') return { problem: 'must not contain empty segments (//)' };
     if (seg === '.' || seg === '..') return { problem: `must not contain "${seg}" segments` };
     if (!PATH_SEGMENT_PATTERN.test(seg))
-      return { problem: `has an invalid segment "${seg}": letters, digits and _ - . = + @ ~ only, not starting or ending with a dot` };
+      return { problem: `has an invalid segment "${seg}": letters, digits and _ - . = + @ ~ only, not ending with a dot nor starting with two` };
   }
   if (scheme === 'file' && !authority && path === undefined) return { problem: 'needs a path after file://, e.g. file:///lake/tenant' };
   const base = `${scheme}://${(authority ?? '').toLowerCase()}`;

@@ -23,7 +23,8 @@ const HOSTILE: [string, RegExp][] = [
   ['s3a://lake/acme/./x', /"\." segments/],
   ['s3a://lake/acme//beta', /empty segments/],
   ['s3a://lake/acme.', /invalid segment "acme\."/],
-  ['s3a://lake/.hidden', /invalid segment/],
+  ['s3a://lake/..hidden', /invalid segment/],
+  ['s3a://lake/...', /invalid segment/],
   ['s3a://lake/acme beta', /whitespace/],
   ['s3a://lake/acme\tbeta', /whitespace or control/],
   ['s3a://lake/acme\u0000', /control/],
@@ -59,6 +60,7 @@ describe('literal storage URIs', () => {
     ['abfss://data@account.dfs.core.windows.net/acme', 'abfss://data@account.dfs.core.windows.net/acme'],
     ['hdfs://NameNode:8020/lake/acme', 'hdfs://namenode:8020/lake/acme'],
     ['gs://my_bucket/a-b/c.d/e=1/f+g/h@i/j~k', 'gs://my_bucket/a-b/c.d/e=1/f+g/h@i/j~k'],
+    ['file:///home/ann/.cache/lake/acme', 'file:///home/ann/.cache/lake/acme'], // a hidden folder: one leading dot
   ])('accepts %j as %j', (uri, normal) => {
     expect(storageUriProblem(uri)).toBeUndefined();
     expect(normaliseStorageUri(uri)).toBe(normal);

@@ -67,7 +67,7 @@ export function compact(doc: StatusDocument): string {
     tenant: doc.tenant,
     runId: doc.runId,
     durationMs: doc.durationMs,
-    outputs: doc.outputs.map((o) => ({ table: o.table, snapshotId: o.snapshotId, metrics: o.metrics })),
+    outputs: doc.outputs.map((o) => ({ table: o.table, path: o.path, snapshotId: o.snapshotId, metrics: o.metrics })),
     ...(doc.error ? { error: { code: doc.error.code, path: doc.error.path, message: doc.error.message.slice(0, 1000) } } : {}),
   };
   let text = scrub(JSON.stringify(small, bigintSafe));

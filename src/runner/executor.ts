@@ -11,7 +11,7 @@ import { Query } from '../spark/plan/query.js';
 import { rows as arrowRows } from '../spark/arrow.js';
 import { structFields } from '../spark/types.js';
 import type { DataType } from '../spark/proto/gen/spark/connect/types_pb.js';
-import type { Facts, JobPlan, OutputReport, Row, Step } from '../jobs/template.js';
+import { type Facts, type JobPlan, type OutputReport, type Row, type Step, sameColumnType } from '../jobs/template.js';
 
 /**
  * Runs a template's steps, in order, on a Spark Connect session. The only code that sends plans:
@@ -123,6 +123,10 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
       const decision = step.interpret({
         added: incoming.filter((f) => !have.has(f.name.toLowerCase())),
         missing: [...have.values()].filter((f) => !names.has(f.name.toLowerCase())).map((f) => f.name),
+        changed: incoming.flatMap((f) => {
+          const t = have.get(f.name.toLowerCase());
+          return t && !sameColumnType(t.type, f.type) ? [{ name: f.name, tableType: t.type, sourceType: f.type }] : [];
+        }),
       });
       if (decision.fail) throw decision.fail;
       for (const command of decision.commands ?? []) await run(compileCommandPlan(command, { reveal: true }));

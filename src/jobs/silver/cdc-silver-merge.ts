@@ -6,6 +6,7 @@ import {
   type Expr,
   alias,
   and,
+  cast,
   col,
   desc,
   eq,
@@ -79,6 +80,21 @@ const cdcChecks = (cdc: { keys: string[]; sequence: string[]; op?: string | unde
 const source = z.object({ table: name(), where: expression('source.where').optional() }).strict();
 
 /**
+ * A silver column type from config. It travels as a type name that Spark parses, so only these
+ * forms pass: the scalar types and decimal(p,s).
+ */
+const SCALAR_TYPES = ['string', 'boolean', 'tinyint', 'smallint', 'int', 'bigint', 'float', 'double', 'date', 'timestamp', 'timestamp_ntz', 'binary'];
+const columnType = () =>
+  z
+    .string()
+    .transform((t) => t.trim().toLowerCase().replace(/\s+/g, ''))
+    .refine((t) => {
+      if (SCALAR_TYPES.includes(t)) return true;
+      const m = /^decimal\((\d{1,2}),(\d{1,2})\)$/.exec(t);
+      return m !== null && Number(m[1]) >= 1 && Number(m[1]) <= 38 && Number(m[2]) <= Number(m[1]);
+    }, `must be one of ${SCALAR_TYPES.join(', ')} or decimal(p,s) with 1 <= p <= 38 and s <= p`);
+
+/**
  * v2: which bronze partitions to read (`--set source.snapshot-date={{ ds }}`), without it all of
  * them; and which bronze format (what jdbc-snapshot-ingest's target.format wrote).
  */
@@ -133,7 +149,14 @@ const v2 = defineVersion(2, {
           ctx.addIssue({ code: 'custom', path: ['delete-when'], message: 'use either cdc.delete-when or cdc.op-column/delete-values, not both' });
       }),
     columns: z
-      .object({ include: z.array(columnName()).min(1).optional(), exclude: z.array(columnName()).min(1).optional() })
+      .object({
+        include: z.array(columnName()).min(1).optional(),
+        exclude: z.array(columnName()).min(1).optional(),
+        types: z
+          .record(columnName(), columnType())
+          .optional()
+          .describe('Silver column types, e.g. { amount = "decimal(12,2)" }: every batch is cast to them, so silver is created with them and keeps them.'),
+      })
       .strict()
       .refine((c) => !(c.include && c.exclude), 'use either columns.include or columns.exclude, not both')
       .optional(),
@@ -144,6 +167,14 @@ const v2 = defineVersion(2, {
     const protectedCols = [...c.cdc['primary-key'], ...c.cdc['sequence-by']];
     for (const [i, x] of (c.columns?.exclude ?? []).entries())
       if (protectedCols.includes(x)) ctx.addIssue({ code: 'custom', path: ['columns', 'exclude', i], message: `"${x}" is a key or sequence column and cannot be excluded` });
+    for (const x of Object.keys(c.columns?.types ?? {})) {
+      const path = ['columns', 'types', x];
+      if ((BRONZE_STAMPS as readonly string[]).includes(x)) ctx.addIssue({ code: 'custom', path, message: `"${x}" is a bronze metadata column and never reaches silver` });
+      else if (x === c.cdc['op-column']) ctx.addIssue({ code: 'custom', path, message: `"${x}" is cdc.op-column and never reaches silver` });
+      else if (c.columns?.exclude?.includes(x)) ctx.addIssue({ code: 'custom', path, message: `"${x}" is excluded (columns.exclude)` });
+      else if (c.columns?.include && !c.columns.include.includes(x) && !protectedCols.includes(x))
+        ctx.addIssue({ code: 'custom', path, message: `"${x}" is not in columns.include` });
+    }
   },
 });
 
@@ -180,6 +211,8 @@ interface MergeSpec {
   cdcOnly: string[];
   include?: string[] | undefined;
   exclude?: string[] | undefined;
+  /** Declared silver column types (validated type names). */
+  types: [string, string][];
   schemaEvolution: 'fail' | 'add-columns';
   tombstoneRetentionDays: number;
   target: { table: string; catalog?: string | undefined; format?: SilverFormat | undefined };
@@ -200,6 +233,7 @@ const mergeSpec = (c: CdcSilverMergeSpec): MergeSpec => ({
   cdcOnly: c.cdc['op-column'] ? [c.cdc['op-column']] : [],
   include: c.columns?.include,
   exclude: c.columns?.exclude,
+  types: Object.entries(c.columns?.types ?? {}),
   schemaEvolution: c['schema-evolution'],
   tombstoneRetentionDays: c.cdc['tombstone-retention-days'],
   target: c.target,
@@ -243,6 +277,8 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     .drop(ROW_NUMBER, ...spec.cdcOnly);
   if (spec.include) latest = latest.select(...[...new Set([...keyAndSeq, ...spec.include])], DELETE_FLAG);
   if (spec.exclude) latest = latest.drop(...spec.exclude);
+  // Declared types: silver is created with them, and every later batch is cast to them.
+  if (spec.types.length) latest = latest.withColumns(spec.types.map(([c, t]) => [c, cast(col(c), t)] as const));
   const silverColumns = latest.drop(DELETE_FLAG);
 
   // Tombstones known before this run decide whether an upsert is newer than a delete.

@@ -162,3 +162,40 @@ target { table = "orders", snapshot-date = "2026-07-05"${target} }
     expect(count.interpret([{ rows: 1n }]).output?.table).toBeUndefined();
   });
 });
+
+describe('cdc-silver-merge v2 columns.types', () => {
+  const typed = (columns: string, extra = '') => `
+job    { template = "cdc-silver-merge", schema-version = 2 }
+tenant { id = "acme", storage-root = "file:///lake/acme" }
+source { table = "orders_cdc" }
+cdc    { primary-key = ["id"], sequence-by = ["ts"], op-column = "op" }
+columns { ${columns} }
+${extra}
+target { table = "orders", format = iceberg }
+`;
+
+  it('casts every batch to the declared types, so silver is created with them', async () => {
+    const job = await load(typed('types { amount = "Decimal(12, 2)", seen = timestamp }'));
+    const p = plans(job);
+    expect(p['create-table']).toContain('"typeStr":"decimal(12,2)"');
+    expect(p['create-table']).toContain('"typeStr":"timestamp"');
+    expect(p['merge']).toContain('"typeStr":"decimal(12,2)"');
+  });
+
+  it('refuses types outside the allow-list and types for columns that never reach silver (78, at columns.types.<column>)', async () => {
+    const bad = await issues(typed('types { amount = "decimal(40,2)", x = "string) ; DROP TABLE t; --", y = "map<string,int>" }'));
+    expect(bad.map((i) => i.path).sort()).toEqual(['columns.types.amount', 'columns.types.x', 'columns.types.y']);
+    expect(bad[0]?.message).toMatch(/must be one of string, .* or decimal\(p,s\)/);
+    const unreachable = await issues(typed('exclude = ["raw"], types { raw = string, op = string, _snapshot_date = date }'));
+    expect(unreachable).toEqual(
+      expect.arrayContaining([
+        { path: 'columns.types.raw', message: '"raw" is excluded (columns.exclude)' },
+        { path: 'columns.types.op', message: '"op" is cdc.op-column and never reaches silver' },
+        { path: 'columns.types._snapshot_date', message: '"_snapshot_date" is a bronze metadata column and never reaches silver' },
+      ]),
+    );
+    const notIncluded = await issues(typed('include = ["name"], types { amount = string }'));
+    expect(notIncluded).toEqual([{ path: 'columns.types.amount', message: '"amount" is not in columns.include' }]);
+    expect((await load(typed('include = ["name"], types { id = bigint, name = string }'))).plan.steps.length).toBeGreaterThan(0);
+  });
+});

@@ -17,11 +17,12 @@ const tenant = freshTenant();
 let client: SparkConnectClient;
 let dir: string;
 
-const config = (evolution: string) => `
+const config = (evolution: string, columns = '') => `
 job    { template = "cdc-silver-merge", schema-version = 2 }
 tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
 source { table = "payments_cdc" }
 cdc    { primary-key = ["id"], sequence-by = ["ts"] }
+${columns}
 schema-evolution = ${evolution}
 target { table = "payments", format = iceberg, catalog = "lake" }
 `;
@@ -48,6 +49,7 @@ beforeAll(async () => {
   dir = tempFiles({
     'fail.conf': config('fail'),
     'evolve.conf': config('add-columns'),
+    'typed.conf': config('add-columns', 'columns { types { amount = "decimal(12,2)" } }'),
     'platform.conf': `catalogs { lake { format = iceberg, default = true } }\ntenants { ${tenant.id} { storage-roots = ["${tenant.root}"] } }`,
   });
   client = connect();
@@ -77,6 +79,17 @@ describe('silver schema fixed at creation', () => {
     expect(rows.sort((a, b) => Number(a.id) - Number(b.id))).toEqual([
       { id: 1, amount: '10.50' },
       { id: 2, amount: '7.25' },
+    ]);
+  });
+
+  it('columns.types declares the type: the batch is cast to it and merges', async () => {
+    const r = await run('typed.conf', '2026-09-02');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.status.outputs[0].metrics).toEqual({ inserted: 0, updated: 1, deleted: 0, late: 0 });
+    const rows = readIcebergWithPyIceberg(`${tenant.id}_silver`, 'payments').map((r) => ({ id: r.id, amount: String(r.amount), note: r.note }));
+    expect(rows.sort((a, b) => Number(a.id) - Number(b.id))).toEqual([
+      { id: 1, amount: '11.00', note: 'x' },
+      { id: 2, amount: '7.25', note: null },
     ]);
   });
 });

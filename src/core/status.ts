@@ -11,7 +11,10 @@ import { scrub } from './secrets.js';
 
 /** A table a run wrote (or would write): what the status document lists under `outputs`. */
 export interface OutputReport {
-  table: string;
+  /** The table written, `catalog.namespace.table`; absent for files at a path (parquet bronze). */
+  table?: string;
+  /** Files written at a path (no table): the path. */
+  path?: string;
   format: string;
   location?: string;
   snapshotId?: string;
@@ -103,7 +106,7 @@ export function compact(doc: StatusDocument): string {
     tenant: doc.tenant,
     runId: doc.runId,
     durationMs: doc.durationMs,
-    outputs: doc.outputs.map((o) => ({ table: o.table, snapshotId: o.snapshotId, metrics: o.metrics })),
+    outputs: doc.outputs.map((o) => ({ table: o.table, path: o.path, snapshotId: o.snapshotId, metrics: o.metrics })),
     ...(doc.completedSteps && doc.status === 'failed' ? { completedSteps: doc.completedSteps } : {}),
     // Scrubbed before it is cut: a secret across the cut would otherwise leave its first half behind.
     ...(doc.error ? { error: { code: doc.error.code, path: doc.error.path, message: scrub(doc.error.message).slice(0, 1000) } } : {}),

@@ -8,11 +8,14 @@ import type { CatalogRef, JobContext, Step } from './template.js';
  * properties the table is created with.
  */
 
-/** The named catalog (or the platform's default), checked against the format the config asks for. */
-export function tableCatalog(ctx: JobContext, name: string | undefined, format: 'iceberg' | 'delta' | undefined): CatalogRef {
-  const catalog = ctx.catalog(name, 'target.catalog');
+/**
+ * The named catalog (or the platform's default), checked against the format the config asks for;
+ * `section` holds the `catalog` and `format` keys errors name.
+ */
+export function tableCatalog(ctx: JobContext, name: string | undefined, format: 'iceberg' | 'delta' | undefined, section = 'target'): CatalogRef {
+  const catalog = ctx.catalog(name, `${section}.catalog`);
   if (format && catalog.format !== format)
-    throw new ConfigError([{ path: 'target.format', message: `is ${format}, but catalog "${catalog.name}" holds ${catalog.format} tables` }]);
+    throw new ConfigError([{ path: `${section}.format`, message: `is ${format}, but catalog "${catalog.name}" holds ${catalog.format} tables` }]);
   return catalog;
 }
 

@@ -9,25 +9,31 @@ import type { Query } from '../spark/plan/query.js';
 
 /**
  * The job catalog's contract. A template is a row of the catalog: a name, its config schema per
- * version, and a pure function from (context, config) to plan steps. No I/O, no gRPC.
+ * version, and a pure function from (context, config) to plan steps. No I/O, no gRPC. Templates are
+ * written with the kit (`defineTemplate` in kit.ts), which keeps the schema-to-plan types linked;
+ * the catalog only sees this erased shape.
  */
 export interface JobTemplate {
   readonly name: string;
   readonly layer: Layer | 'ops';
   readonly summary: string;
   readonly stability: 'stable' | 'beta' | 'experimental';
+  /** The docs page, relative to the repository root. */
+  readonly docs: string;
+  /** Ascending by version; the last is the newest. */
   readonly versions: readonly TemplateVersion[];
 }
 
-export interface TemplateVersion<C = any> {
+export interface TemplateVersion {
   readonly version: number;
   /** Validates the whole job config document (job, tenant and the template's sections). */
-  readonly schema: z.ZodType<C>;
+  readonly schema: z.ZodType;
   /** A runnable example, relative to the repository root. */
   readonly example: string;
   /** Config paths whose values are secrets (never printed). */
   readonly secretPaths?: readonly string[];
-  plan(ctx: JobContext, config: C): JobPlan;
+  /** The plan for a config this version's schema accepted. */
+  plan(ctx: JobContext, config: unknown): JobPlan;
 }
 
 export interface CatalogRef {
@@ -77,6 +83,23 @@ export interface SchemaDiff {
   readonly added: readonly { readonly name: string; readonly type: string }[];
   /** Columns the table has and the source lacks. */
   readonly missing: readonly string[];
+  /** Columns both have, with different types (after `sameColumnType`). */
+  readonly changed: readonly { readonly name: string; readonly tableType: string; readonly sourceType: string }[];
+}
+
+/**
+ * Whether a source column's type is the table's: text is text whatever length a JDBC driver
+ * reported, and the integer widths a table format stores as int (Iceberg has no byte or short) are int.
+ */
+export function sameColumnType(tableType: string, sourceType: string): boolean {
+  const norm = (t: string) =>
+    t
+      .toLowerCase()
+      .replace(/\b(var)?char\(\d+\)/g, 'string')
+      .replace(/\b(tinyint|smallint|byte|short)\b/g, 'int')
+      .replace(/\binteger\b/g, 'int')
+      .replace(/\s+/g, '');
+  return norm(tableType) === norm(sourceType);
 }
 
 /** The rows of the query steps that ran before, by step id: what a later step's `when` decides on. */

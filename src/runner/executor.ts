@@ -13,7 +13,7 @@ import { structFields } from '../spark/types.js';
 import type { DataType } from '../spark/proto/gen/spark/connect/types_pb.js';
 import { type PolicySession, type TenantReadPolicy, checkStepPolicy, commandInputs } from '../spark/policy/index.js';
 import type { Rel } from '../spark/plan/relations.js';
-import type { JobPlan, OutputReport, Row, Step } from '../jobs/template.js';
+import { type JobPlan, type OutputReport, type Row, type Step, sameColumnType } from '../jobs/template.js';
 
 /**
  * Runs a template's steps, in order, on a Spark Connect session. The only code that sends plans:
@@ -157,6 +157,10 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
       const decision = step.interpret({
         added: incoming.filter((f) => !have.has(f.name.toLowerCase())),
         missing: [...have.values()].filter((f) => !names.has(f.name.toLowerCase())).map((f) => f.name),
+        changed: incoming.flatMap((f) => {
+          const t = have.get(f.name.toLowerCase());
+          return t && !sameColumnType(t.type, f.type) ? [{ name: f.name, tableType: t.type, sourceType: f.type }] : [];
+        }),
       });
       if (decision.fail) throw decision.fail;
       for (const command of decision.commands ?? []) await run(compileCommandPlan(command, { reveal: true }));

@@ -87,7 +87,8 @@ export type PlatformConfig = z.infer<typeof platformSchema>;
 
 /** Without `--env`: no tenant policy, and the local stack's catalogs. */
 export const localPlatformDefaults: PlatformConfig = platformSchema.parse({
-  catalogs: { lake: { format: 'iceberg', default: true }, spark_catalog: { format: 'delta' } },
+  // hms: the catalog the seed project's configs name (scripts/stack/spark-connect.conf defines it).
+  catalogs: { lake: { format: 'iceberg', default: true }, spark_catalog: { format: 'delta' }, hms: { format: 'iceberg' } },
   // Without a platform config the runner serves one developer on their own machine.
   jdbc: { 'inline-urls': 'allow' },
 });

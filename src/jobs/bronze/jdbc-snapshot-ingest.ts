@@ -1,14 +1,25 @@
 import { z } from 'zod';
 import { ConfigError } from '../../core/errors.js';
 import { secretRef } from '../../core/config/platform.js';
-import { catalogName, columnName, expression, isoDate, jobSection, name, tenantSection } from '../../core/config/validate.js';
+import { columnName, expression, isoDate, name } from '../../core/config/validate.js';
 import { alias, col, eq, fn, lit } from '../../spark/plan/expressions.js';
 import { configExpr } from '../../spark/plan/config-expression.js';
 import { Query } from '../../spark/plan/query.js';
 import type { OptionValue } from '../../spark/plan/relations.js';
-import type { JobContext, JobPlan, JobTemplate, OutputReport, Step, TemplateVersion } from '../template.js';
-import { displayTable, tableParts } from '../../core/naming.js';
-import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js';
+import type { JobContext, JobPlan, Step } from '../template.js';
+import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
+import {
+  BRONZE_SESSION_CONF,
+  BRONZE_STAMPS,
+  SNAPSHOT_DATE,
+  bronzeFormatKeys,
+  bronzeOutput,
+  bronzeRef,
+  checkBronzeCatalog,
+  readBronze,
+  stampBronze,
+  writeBronze,
+} from '../layers/bronze.js';
 
 /**
  * jdbc-snapshot-ingest: snapshot one RDBMS table (or the tenant's own query) through Spark's JDBC
@@ -23,9 +34,6 @@ import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js
 
 const TEMPLATE = 'jdbc-snapshot-ingest';
 
-/** The stamps every bronze row carries (docs/contracts.md). */
-export const SNAPSHOT_DATE = '_snapshot_date';
-const STAMPS = ['_lake_tenant', '_lake_source', '_lake_ingested_at', SNAPSHOT_DATE] as const;
 
 /**
  * JDBC sub-protocols an inline `source.url` may use, each with the driver classes it may name. A
@@ -75,7 +83,7 @@ function checkPartitionBy(t: { 'partition-by': string[] }, ctx: z.RefinementCtx)
   cols.forEach((c, i) => {
     if (cols.findIndex((x) => x.toLowerCase() === c.toLowerCase()) !== i)
       ctx.addIssue({ code: 'custom', path: ['partition-by', i], message: `"${c}" appears twice` });
-    if ((STAMPS as readonly string[]).includes(c.toLowerCase()))
+    if ((BRONZE_STAMPS as readonly string[]).includes(c.toLowerCase()))
       ctx.addIssue({ code: 'custom', path: ['partition-by', i], message: `"${c}" is a bronze metadata column (${SNAPSHOT_DATE} always comes first)` });
   });
 }
@@ -83,22 +91,12 @@ function checkPartitionBy(t: { 'partition-by': string[] }, ctx: z.RefinementCtx)
 const targetV1 = targetBase.superRefine(checkPartitionBy);
 
 /** v2: the bronze layer may be an Iceberg or Delta table instead of bare parquet. */
-const targetV2 = targetBase
-  .extend({
-    format: z.enum(['parquet', 'iceberg', 'delta']).default('parquet').describe('parquet files (as v1), or a bronze Iceberg or Delta table'),
-    catalog: catalogName().optional().describe("For iceberg and delta: the platform's catalog (default: its default catalog)"),
-  })
-  .superRefine((t, ctx) => {
-    checkPartitionBy(t, ctx);
-    if (t.format === 'parquet' && t.catalog !== undefined)
-      ctx.addIssue({ code: 'custom', path: ['catalog'], message: 'applies to iceberg and delta tables; parquet files need no catalog' });
-  });
+const targetV2 = targetBase.extend(bronzeFormatKeys).superRefine((t, ctx) => {
+  checkPartitionBy(t, ctx);
+  checkBronzeCatalog(t, ctx);
+});
 
-const v1Schema = z
-  .object({
-    job: jobSection(TEMPLATE, 1),
-    tenant: tenantSection(),
-    source: z
+const source = z
       .object({
         table: z
           .string()
@@ -166,21 +164,20 @@ const v1Schema = z
             else if (lo >= hi) issue('upper-bound', 'must be greater than lower-bound');
           }
         }
-      }),
-    target: targetV1,
-  })
-  .strict();
+      });
 
-export type JdbcSnapshotIngestV1 = z.infer<typeof v1Schema>;
+const v2 = defineVersion(2, { sections: { source, target: targetV2 }, secretPaths: ['source.password'] });
+/** The spec the plan is built from: the newest version's config. */
+export type JdbcSnapshotIngestSpec = SpecOf<typeof v2.sections>;
 
-const v2Schema = v1Schema.extend({ job: jobSection(TEMPLATE, 2), target: targetV2 });
-export type JdbcSnapshotIngestV2 = z.infer<typeof v2Schema>;
+/** v1 is the seed project's shape: parquet bronze only. */
+const v1 = defineVersion(1, { sections: { source, target: targetV1 }, secretPaths: ['source.password'] }).migrate(
+  (c): JdbcSnapshotIngestSpec => ({ tenant: c.tenant, source: c.source, target: { ...c.target, format: 'parquet' } }),
+);
 
-function plan(ctx: JobContext, config: JdbcSnapshotIngestV1 | JdbcSnapshotIngestV2): JobPlan {
+function plan(ctx: JobContext, config: JdbcSnapshotIngestSpec): JobPlan {
   const { tenant } = ctx;
   const { source, target } = config;
-  const format = 'format' in target ? target.format : 'parquet';
-  const bronzePath = tenant.location('bronze', target.table);
   const snapshotDate = lit({ date: target['snapshot-date'] });
 
   const connection = source.connection !== undefined ? ctx.jdbcConnection(source.connection, 'source.connection') : undefined;
@@ -217,12 +214,9 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestV1 | JdbcSnapshotIngest
 
   // Where the rows came from, without credentials: the connection's name, or the url's host.
   const origin = `${connection ? connection.name : describeUrl(url)}/${source.table ?? 'query'}`;
-  const stamped = rows.withColumns([
-    ['_lake_tenant', lit(tenant.id)],
-    ['_lake_source', lit(origin)],
-    ['_lake_ingested_at', fn('current_timestamp')],
-    [SNAPSHOT_DATE, snapshotDate],
-  ]);
+  const stamped = stampBronze(rows, { tenant: tenant.id, origin, snapshotDate: target['snapshot-date'] });
+  const bronze = bronzeRef(ctx, target, 'target');
+  const output = bronzeOutput(bronze);
 
   const probe: Step = {
     kind: 'query',
@@ -235,74 +229,28 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestV1 | JdbcSnapshotIngest
     interpret: (r) =>
       r.length === 0 ? { skip: `the source ${origin} returned no rows: nothing written for snapshot-date ${target['snapshot-date']}` } : {},
   };
-  const count = (snapshot: Query, output: OutputReport): Step => ({
+  const count: Step = {
     kind: 'query',
     id: 'count-snapshot',
-    title: `Count the rows of ${SNAPSHOT_DATE}=${target['snapshot-date']} in ${output.table}`,
-    query: snapshot.filter(eq(col(SNAPSHOT_DATE), snapshotDate)).aggregate([], [alias(fn('count', lit(1)), 'rows')]),
+    title: `Count the rows of ${SNAPSHOT_DATE}=${target['snapshot-date']} in ${bronze.name}`,
+    query: readBronze(bronze).rows.filter(eq(col(SNAPSHOT_DATE), snapshotDate)).aggregate([], [alias(fn('count', lit(1)), 'rows')]),
     interpret: (r) => {
       const n = Number(r[0]?.rows ?? 0);
       return { output: { ...output, metrics: { rowsWritten: n } }, metrics: { rowsRead: n, rowsWritten: n } };
     },
-  });
-
-  if (format === 'parquet') {
-    const output = { table: `${tenant.namespace('bronze')}.${target.table}`, format: 'parquet', location: bronzePath };
-    return {
-      steps: [
-        probe,
-        {
-          kind: 'command',
-          id: 'write-snapshot',
-          ...untrusted,
-          title: `Write the ${target['snapshot-date']} snapshot of ${origin} to ${bronzePath}`,
-          // Overwrite with dynamic partition overwrite replaces only the partitions this write
-          // produces (this snapshot date), so a rerun leaves no duplicates and other dates untouched.
-          command: stamped.writeFiles(bronzePath, 'parquet', {
-            mode: 'overwrite',
-            partitionBy: [SNAPSHOT_DATE, ...target['partition-by']],
-            options: { partitionOverwriteMode: 'dynamic' },
-          }),
-        },
-        count(Query.read('parquet', { paths: [bronzePath] }), output),
-      ],
-    };
-  }
-
-  // A bronze table (v2): <catalog>.<tenant>_bronze.<table> at <storage-root>/bronze/<table>.
-  const catalog = tableCatalog(ctx, 'catalog' in target ? target.catalog : undefined, format);
-  const table = tenant.table(catalog.name, 'bronze', target.table);
-  const parts = tableParts(table);
+  };
   return {
-    // Bronze keeps text as text: JDBC drivers report varchar lengths (SQLite even 0) that Delta
-    // would enforce as constraints on every write.
-    sessionConf: { 'spark.sql.legacy.charVarcharAsString': 'true' },
+    sessionConf: BRONZE_SESSION_CONF,
     steps: [
       probe,
-      createNamespaceStep(table),
-      {
-        kind: 'ensureTable',
-        id: 'create-table',
-        ...untrusted,
-        title: `Create ${displayTable(table)} at ${bronzePath} if missing`,
-        table,
-        location: bronzePath,
+      ...writeBronze(bronze, stamped, {
+        snapshotDate: target['snapshot-date'],
+        partitionBy: target['partition-by'],
+        origin,
         configPath: 'target.table',
-        create: stamped.limit(0).writeTo(parts, 'create', {
-          provider: format,
-          partitionBy: [col(SNAPSHOT_DATE), ...target['partition-by'].map((c) => col(c))],
-          properties: tableProperties(format, bronzePath),
-        }),
-      },
-      {
-        kind: 'command',
-        id: 'write-snapshot',
-        ...untrusted,
-        title: `Replace the ${target['snapshot-date']} snapshot of ${origin} in ${displayTable(table)}`,
-        // One atomic commit that replaces exactly this snapshot date: no duplicates on a rerun.
-        command: stamped.writeTo(parts, 'overwrite', { overwriteCondition: eq(col(SNAPSHOT_DATE), snapshotDate) }),
-      },
-      count(Query.table(parts), { table: displayTable(table), format, location: bronzePath }),
+        ...(source.where !== undefined ? { untrusted: ['source.where'] } : {}),
+      }),
+      count,
     ],
   };
 }
@@ -317,27 +265,13 @@ export function describeUrl(url: string): string {
   return `${protocol}:${file || 'memory'}`;
 }
 
-const v1: TemplateVersion<JdbcSnapshotIngestV1> = {
-  version: 1,
-  schema: v1Schema,
-  example: 'configs/examples/jdbc-snapshot-ingest.v1.conf',
-  secretPaths: ['source.password'],
-  plan,
-};
-
-const v2: TemplateVersion<JdbcSnapshotIngestV2> = {
-  version: 2,
-  schema: v2Schema,
-  example: 'configs/examples/jdbc-snapshot-ingest.v2.conf',
-  secretPaths: ['source.password'],
-  plan,
-};
-
-export const jdbcSnapshotIngest: JobTemplate = {
+export const jdbcSnapshotIngest = defineTemplate({
   name: TEMPLATE,
   layer: 'bronze',
   summary:
     'Snapshot one RDBMS table (or query) through JDBC into the bronze layer as metadata-stamped parquet (or, v2, an Iceberg or Delta table) partitioned by _snapshot_date; a rerun replaces that date only.',
   stability: 'beta',
-  versions: [v1, v2],
-};
+  newest: v2,
+  older: [v1],
+  plan,
+});

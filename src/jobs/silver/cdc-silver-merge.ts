@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import { DataError } from '../../core/errors.js';
 import { type TableName, displayTable, quoteIdentifier, quoteName, tableParts } from '../../core/naming.js';
-import { catalogName, columnName, expression, isoDate, jobSection, name, tenantSection } from '../../core/config/validate.js';
+import { catalogName, columnName, expression, isoDate, name } from '../../core/config/validate.js';
 import {
   type Expr,
   alias,
   and,
+  cast,
   col,
   desc,
   eq,
@@ -23,10 +24,13 @@ import {
 } from '../../spark/plan/expressions.js';
 import { configExpr } from '../../spark/plan/config-expression.js';
 import type { ConfigExpression } from '../../core/expression/index.js';
+import type { Cmd } from '../../spark/plan/commands.js';
 import { Query, sqlCommand } from '../../spark/plan/query.js';
-import type { Facts, JobContext, JobPlan, JobTemplate, Row, Step, TemplateVersion } from '../template.js';
-import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js';
-import { SNAPSHOT_DATE } from '../bronze/jdbc-snapshot-ingest.js';
+import type { Facts, JobContext, JobPlan, Row, SchemaDiff, Step } from '../template.js';
+import { createNamespaceStep, tableProperties } from '../tables.js';
+import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
+import { BRONZE_SESSION_CONF, BRONZE_STAMPS, type BronzeFormat, bronzeFormatKeys, bronzeRef, checkBronzeCatalog, readBronze } from '../layers/bronze.js';
+import { SILVER_FORMATS, type SilverFormat, silverCompanion, silverRef } from '../layers/silver.js';
 
 /**
  * cdc-silver-merge: resolve a batch of CDC events from the tenant's bronze layer to the latest
@@ -44,8 +48,6 @@ import { SNAPSHOT_DATE } from '../bronze/jdbc-snapshot-ingest.js';
  *   never resurrect a delete; rerunning any batch changes nothing.
  */
 
-/** Bronze metadata columns never reach silver. */
-export const BRONZE_METADATA_COLUMNS = ['_lake_tenant', '_lake_source', '_lake_ingested_at', '_snapshot_date'] as const;
 /** Suffix of the tombstone table next to each silver table (a reserved name). */
 export const TOMBSTONE_SUFFIX = '__cdc_tombstones';
 
@@ -71,28 +73,44 @@ const cdcChecks = (cdc: { keys: string[]; sequence: string[]; op?: string | unde
   if (cdc.op !== undefined && (cdc.keys.includes(cdc.op) || cdc.sequence.includes(cdc.op)))
     ctx.addIssue({ code: 'custom', path: ['op-column'], message: 'must differ from the key and sequence columns' });
   for (const c of [...cdc.keys, ...cdc.sequence, ...(cdc.op ? [cdc.op] : [])])
-    if ((BRONZE_METADATA_COLUMNS as readonly string[]).includes(c))
+    if ((BRONZE_STAMPS as readonly string[]).includes(c))
       ctx.addIssue({ code: 'custom', path: [], message: `"${c}" is a bronze metadata column and cannot be a CDC column` });
 };
 
 const source = z.object({ table: name(), where: expression('source.where').optional() }).strict();
 
-/** v2: which bronze partitions to read (`--set source.snapshot-date={{ ds }}`); without it, all of them. */
+/**
+ * A silver column type from config. It travels as a type name that Spark parses, so only these
+ * forms pass: the scalar types and decimal(p,s).
+ */
+const SCALAR_TYPES = ['string', 'boolean', 'tinyint', 'smallint', 'int', 'bigint', 'float', 'double', 'date', 'timestamp', 'timestamp_ntz', 'binary'];
+const columnType = () =>
+  z
+    .string()
+    .transform((t) => t.trim().toLowerCase().replace(/\s+/g, ''))
+    .refine((t) => {
+      if (SCALAR_TYPES.includes(t)) return true;
+      const m = /^decimal\((\d{1,2}),(\d{1,2})\)$/.exec(t);
+      return m !== null && Number(m[1]) >= 1 && Number(m[1]) <= 38 && Number(m[2]) <= Number(m[1]);
+    }, `must be one of ${SCALAR_TYPES.join(', ')} or decimal(p,s) with 1 <= p <= 38 and s <= p`);
+
+/**
+ * v2: which bronze partitions to read (`--set source.snapshot-date={{ ds }}`), without it all of
+ * them; and which bronze format (what jdbc-snapshot-ingest's target.format wrote).
+ */
 const sourceV2 = source.extend({
+  ...bronzeFormatKeys,
   'snapshot-date': z
     .union([isoDate(), z.array(isoDate()).min(1)])
     .transform((v) => (Array.isArray(v) ? v : [v]))
     .refine((dates) => new Set(dates).size === dates.length, 'lists a date twice')
     .optional()
     .describe(
-      'The bronze snapshot date(s) to merge, e.g. --set source.snapshot-date={{ ds }}: exactly <bronze>/_snapshot_date=<date> is read for each, no other partition is listed or read; a date without a partition skips the run (99). Without it, every partition is read.',
+      'The bronze snapshot date(s) to merge, e.g. --set source.snapshot-date={{ ds }}: exactly <bronze>/_snapshot_date=<date> is read for each (a table: filtered by that literal date), no other partition is listed or read; a date without a partition skips the run (99). Without it, every partition is read.',
     ),
-});
+}).superRefine(checkBronzeCatalog);
 
-const v1Schema = z
-  .object({
-    job: jobSection(TEMPLATE, 1),
-    tenant: tenantSection(),
+const v1Sections = {
     source,
     cdc: z
       .object({
@@ -108,13 +126,10 @@ const v1Schema = z
           ctx.addIssue({ code: 'custom', path: ['delete-values'], message: 'needs cdc.op-column (which column holds the operation?)' });
       }),
     target: z.object({ table: name(), catalog: catalogName().optional() }).strict(),
-  })
-  .strict();
+};
 
-const v2Schema = z
-  .object({
-    job: jobSection(TEMPLATE, 2),
-    tenant: tenantSection(),
+const v2 = defineVersion(2, {
+  sections: {
     source: sourceV2,
     cdc: z
       .object({
@@ -134,26 +149,58 @@ const v2Schema = z
           ctx.addIssue({ code: 'custom', path: ['delete-when'], message: 'use either cdc.delete-when or cdc.op-column/delete-values, not both' });
       }),
     columns: z
-      .object({ include: z.array(columnName()).min(1).optional(), exclude: z.array(columnName()).min(1).optional() })
+      .object({
+        include: z.array(columnName()).min(1).optional(),
+        exclude: z.array(columnName()).min(1).optional(),
+        types: z
+          .record(columnName(), columnType())
+          .optional()
+          .describe('Silver column types, e.g. { amount = "decimal(12,2)" }: every batch is cast to them, so silver is created with them and keeps them.'),
+      })
       .strict()
       .refine((c) => !(c.include && c.exclude), 'use either columns.include or columns.exclude, not both')
       .optional(),
     'schema-evolution': z.enum(['fail', 'add-columns']).default('fail'),
-    target: z.object({ table: name(), catalog: catalogName().optional(), format: z.enum(['iceberg', 'delta']).optional() }).strict(),
-  })
-  .strict()
-  .superRefine((c, ctx) => {
+    target: z.object({ table: name(), catalog: catalogName().optional(), format: z.enum(SILVER_FORMATS).optional() }).strict(),
+  },
+  refine: (c, ctx) => {
     const protectedCols = [...c.cdc['primary-key'], ...c.cdc['sequence-by']];
     for (const [i, x] of (c.columns?.exclude ?? []).entries())
       if (protectedCols.includes(x)) ctx.addIssue({ code: 'custom', path: ['columns', 'exclude', i], message: `"${x}" is a key or sequence column and cannot be excluded` });
-  });
+    for (const x of Object.keys(c.columns?.types ?? {})) {
+      const path = ['columns', 'types', x];
+      if ((BRONZE_STAMPS as readonly string[]).includes(x)) ctx.addIssue({ code: 'custom', path, message: `"${x}" is a bronze metadata column and never reaches silver` });
+      else if (x === c.cdc['op-column']) ctx.addIssue({ code: 'custom', path, message: `"${x}" is cdc.op-column and never reaches silver` });
+      else if (c.columns?.exclude?.includes(x)) ctx.addIssue({ code: 'custom', path, message: `"${x}" is excluded (columns.exclude)` });
+      else if (c.columns?.include && !c.columns.include.includes(x) && !protectedCols.includes(x))
+        ctx.addIssue({ code: 'custom', path, message: `"${x}" is not in columns.include` });
+    }
+  },
+});
 
-export type CdcSilverMergeV1 = z.infer<typeof v1Schema>;
-export type CdcSilverMergeV2 = z.infer<typeof v2Schema>;
+/** The spec the plan is built from: the newest version's config. */
+export type CdcSilverMergeSpec = SpecOf<typeof v2.sections>;
+
+/** v1 is the seed project's shape: parquet bronze, one sequence column, op values. */
+const v1 = defineVersion(1, { sections: v1Sections }).migrate(
+  (c): CdcSilverMergeSpec => ({
+    tenant: c.tenant,
+    source: { ...c.source, format: 'parquet' },
+    cdc: {
+      'primary-key': c.cdc['primary-key'],
+      'sequence-by': [c.cdc['sequence-by']],
+      'op-column': c.cdc['op-column'],
+      'delete-values': c.cdc['delete-values'],
+      'tombstone-retention-days': 30,
+    },
+    'schema-evolution': 'fail',
+    target: c.target,
+  }),
+);
 
 /** Both versions, normalised: what the plan is built from. */
 interface MergeSpec {
-  sourceTable: string;
+  source: { table: string; format: BronzeFormat; catalog?: string | undefined };
   where?: ConfigExpression | undefined;
   /** The bronze partitions to read; all of them when undefined. */
   snapshotDates?: string[] | undefined;
@@ -164,9 +211,11 @@ interface MergeSpec {
   cdcOnly: string[];
   include?: string[] | undefined;
   exclude?: string[] | undefined;
+  /** Declared silver column types (validated type names). */
+  types: [string, string][];
   schemaEvolution: 'fail' | 'add-columns';
   tombstoneRetentionDays: number;
-  target: { table: string; catalog?: string | undefined; format?: 'iceberg' | 'delta' | undefined };
+  target: { table: string; catalog?: string | undefined; format?: SilverFormat | undefined };
   /** Config paths whose expressions the plan carries: those steps are checked by the tenant read policy. */
   untrusted: string[];
 }
@@ -176,21 +225,8 @@ function opDelete(op: string | undefined, values: string[] | undefined): Expr {
   return op ? fn('coalesce', isIn(col(op), (values ?? ['d']).map(lit)), lit(false)) : lit(false);
 }
 
-const fromV1 = (c: CdcSilverMergeV1): MergeSpec => ({
-  sourceTable: c.source.table,
-  where: c.source.where,
-  keys: c.cdc['primary-key'],
-  sequence: [c.cdc['sequence-by']],
-  isDelete: opDelete(c.cdc['op-column'], c.cdc['delete-values']),
-  cdcOnly: c.cdc['op-column'] ? [c.cdc['op-column']] : [],
-  schemaEvolution: 'fail',
-  tombstoneRetentionDays: 30,
-  target: c.target,
-  untrusted: c.source.where !== undefined ? ['source.where'] : [],
-});
-
-const fromV2 = (c: CdcSilverMergeV2): MergeSpec => ({
-  sourceTable: c.source.table,
+const mergeSpec = (c: CdcSilverMergeSpec): MergeSpec => ({
+  source: c.source,
   where: c.source.where,
   snapshotDates: c.source['snapshot-date'],
   keys: c.cdc['primary-key'],
@@ -199,6 +235,7 @@ const fromV2 = (c: CdcSilverMergeV2): MergeSpec => ({
   cdcOnly: c.cdc['op-column'] ? [c.cdc['op-column']] : [],
   include: c.columns?.include,
   exclude: c.columns?.exclude,
+  types: Object.entries(c.columns?.types ?? {}),
   schemaEvolution: c['schema-evolution'],
   tombstoneRetentionDays: c.cdc['tombstone-retention-days'],
   target: c.target,
@@ -217,26 +254,20 @@ export function sequenceGreater(columns: string[], a: string, b: string): Expr {
 }
 
 function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
-  const { tenant } = ctx;
-  const catalog = tableCatalog(ctx, spec.target.catalog, spec.target.format);
-  const target = tenant.table(catalog.name, 'silver', spec.target.table);
-  const tombstones = tenant.table(catalog.name, 'silver', `${spec.target.table}${TOMBSTONE_SUFFIX}`);
-  const location = tenant.location('silver', spec.target.table);
-  const bronzePath = tenant.location('bronze', spec.sourceTable);
+  const silver = silverRef(ctx, spec.target);
+  const { catalog, table: target, location } = silver;
+  const tomb = silverCompanion(ctx, silver, TOMBSTONE_SUFFIX);
+  const tombstones = tomb.table;
+  const bronze = bronzeRef(ctx, spec.source, 'source');
   const { keys, sequence } = spec;
   const keyAndSeq = [...keys, ...sequence];
 
-  // Exactly the selected partitions, as literal paths with basePath at the bronze dir (so
-  // _snapshot_date stays a column): another date's files are never listed, let alone read, so a
-  // bad old partition cannot break this date's run. Without a selection, every partition.
-  const partitions = spec.snapshotDates?.map((d) => tenant.location('bronze', spec.sourceTable, `${SNAPSHOT_DATE}=${d}`));
-  // mergeSchema: bronze partitions written before and after a source schema change must all show
-  // their columns; without it Spark takes one file's schema and new columns silently vanish.
-  let events = partitions
-    ? Query.read('parquet', { paths: partitions, options: { mergeSchema: 'true', basePath: bronzePath } })
-    : Query.read('parquet', { paths: [bronzePath], options: { mergeSchema: 'true' } });
+  // Parquet bronze: exactly the selected partitions are listed and read; a bronze table: read
+  // through its catalog, filtered by the literal dates. Without a selection, all of bronze.
+  const read = readBronze(bronze, spec.snapshotDates);
+  let events = read.rows;
   if (spec.where) events = events.filter(configExpr(spec.where));
-  const payload = events.drop(...BRONZE_METADATA_COLUMNS);
+  const payload = events.drop(...BRONZE_STAMPS);
 
   // The latest event per key, with its delete flag; only silver columns (plus the flag) remain.
   let latest = payload
@@ -248,6 +279,8 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     .drop(ROW_NUMBER, ...spec.cdcOnly);
   if (spec.include) latest = latest.select(...[...new Set([...keyAndSeq, ...spec.include])], DELETE_FLAG);
   if (spec.exclude) latest = latest.drop(...spec.exclude);
+  // Declared types: silver is created with them, and every later batch is cast to them.
+  if (spec.types.length) latest = latest.withColumns(spec.types.map(([c, t]) => [c, cast(col(c), t)] as const));
   const silverColumns = latest.drop(DELETE_FLAG);
 
   // Tombstones known before this run decide whether an upsert is newer than a delete.
@@ -261,17 +294,17 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   const newerThanRow = sequenceGreater(sequence, SOURCE, target.table);
   const untrusted = spec.untrusted.length ? { untrusted: spec.untrusted } : {};
   const steps: Step[] = [
-    ...(partitions ? [probePartitions(partitions, spec.snapshotDates!, bronzePath)] : []),
+    ...read.checks,
     {
       kind: 'query',
       id: 'check-batch',
       ...untrusted,
-      title: `Check the CDC batch in ${bronzePath}: events, NULL keys or sequences, ambiguous ties`,
+      title: `Check the CDC batch in ${bronze.name}: events, NULL keys or sequences, ambiguous ties`,
       query: batchChecks(payload, keyAndSeq),
       interpret: (rows) => {
         const r = rows[0] ?? {};
         const events = Number(r.events ?? 0);
-        if (events === 0) return { skip: `no CDC events in ${spec.sourceTable}${spec.where ? ' matching source.where' : ''}` };
+        if (events === 0) return { skip: `no CDC events in ${bronze.name}${spec.where ? ' matching source.where' : ''}` };
         if (Number(r.null_groups ?? 0) > 0)
           return {
             fail: new DataError(`CDC events have a NULL in cdc.primary-key or cdc.sequence-by, e.g. ${String(r.null_example)}`, { code: 'CDC_NULL_KEY' }),
@@ -303,12 +336,12 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       ...untrusted,
       title: `Create ${displayTable(tombstones)} if missing`,
       table: tombstones,
-      location: tenant.location('silver', tombstones.table),
+      location: tomb.location,
       configPath: 'target.table',
       create: latest
         .select(...keyAndSeq, alias(fn('current_timestamp'), DELETED_AT), alias(lit(ctx.runId), RUN_ID))
         .limit(0)
-        .writeTo(tableParts(tombstones), 'create', { provider: catalog.format, properties: tableProperties(catalog.format, tenant.location('silver', tombstones.table)) }),
+        .writeTo(tableParts(tombstones), 'create', { provider: catalog.format, properties: tableProperties(catalog.format, tomb.location) }),
     },
     {
       kind: 'compareSchemas',
@@ -317,20 +350,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       title: `Compare the batch's columns with ${displayTable(target)}`,
       source: silverColumns,
       table: target,
-      interpret: (diff) => {
-        if (diff.missing.length)
-          return { fail: new DataError(`the batch lacks columns that ${displayTable(target)} has: ${diff.missing.join(', ')}`, { code: 'SCHEMA_CHANGED' }) };
-        if (!diff.added.length) return {};
-        if (spec.schemaEvolution === 'fail')
-          return {
-            fail: new DataError(
-              `the batch has new columns ${diff.added.map((f) => `${f.name} ${f.type}`).join(', ')}; set schema-evolution = add-columns (schema-version 2) to add them`,
-              { code: 'SCHEMA_CHANGED' },
-            ),
-          };
-        const columns = diff.added.map((f) => `${quoteIdentifier(f.name)} ${f.type}`).join(', ');
-        return { commands: [sqlCommand(`ALTER TABLE ${quoteName(tableParts(target))} ADD COLUMNS (${columns})`)] };
-      },
+      interpret: (diff) => schemaDecision(diff, displayTable(target), tableParts(target), spec.schemaEvolution),
     },
     {
       kind: 'query',
@@ -426,21 +446,36 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     },
     catalog.format === 'iceberg' ? icebergSnapshotStep(target) : deltaVersionStep(target),
   ];
-  return { steps };
+  // Bronze columns that JDBC reported as varchar(n) (SQLite: varchar(0)) are text to silver: a
+  // Delta table created from them would enforce the length on every write.
+  return { steps, sessionConf: BRONZE_SESSION_CONF };
 }
 
-/** A selected snapshot date whose partition is not there (yet): nothing to merge, skip (99) rather than fail. */
-function probePartitions(partitions: string[], dates: string[], bronzePath: string): Step {
-  return {
-    kind: 'probePaths',
-    id: 'probe-partitions',
-    title: `Check that the bronze partitions of ${dates.join(', ')} exist in ${bronzePath}`,
-    paths: partitions,
-    interpret: (missing) =>
-      missing.length === 0
-        ? {}
-        : { skip: `no bronze partition for source.snapshot-date ${dates.filter((_, i) => missing.includes(partitions[i]!)).join(', ')} in ${bronzePath}` },
-  };
+/**
+ * Silver's schema is fixed when it is created: a batch may not drop a column or change a column's
+ * type (65, SCHEMA_CHANGED, naming column, silver type and batch type); new columns stop the run
+ * unless `schema-evolution = add-columns`, which adds them (and only them) first.
+ */
+export function schemaDecision(diff: SchemaDiff, table: string, parts: string[], evolution: 'fail' | 'add-columns'): { fail?: DataError; commands?: Cmd[] } {
+  if (diff.missing.length)
+    return { fail: new DataError(`the batch lacks columns that ${table} has: ${diff.missing.join(', ')}`, { code: 'SCHEMA_CHANGED' }) };
+  if (diff.changed.length)
+    return {
+      fail: new DataError(
+        `the batch changes the type of ${diff.changed.map((c) => `${c.name} (${table} has ${c.tableType}, the batch ${c.sourceType})`).join(', ')}; silver's column types are fixed when it is created (cast the column upstream, or write to a new table)`,
+        { code: 'SCHEMA_CHANGED' },
+      ),
+    };
+  if (!diff.added.length) return {};
+  if (evolution === 'fail')
+    return {
+      fail: new DataError(
+        `the batch has new columns ${diff.added.map((f) => `${f.name} ${f.type}`).join(', ')}; set schema-evolution = add-columns (schema-version 2) to add them`,
+        { code: 'SCHEMA_CHANGED' },
+      ),
+    };
+  const columns = diff.added.map((f) => `${quoteIdentifier(f.name)} ${f.type}`).join(', ');
+  return { commands: [sqlCommand(`ALTER TABLE ${quoteName(parts)} ADD COLUMNS (${columns})`)] };
 }
 
 /** A number from the one row of an earlier query step (0 when absent). */
@@ -555,25 +590,13 @@ function deltaVersionStep(target: TableName): Step {
   };
 }
 
-const v1: TemplateVersion<CdcSilverMergeV1> = {
-  version: 1,
-  schema: v1Schema,
-  example: 'configs/examples/cdc-silver-merge.v1.conf',
-  plan: (ctx, c) => plan(ctx, fromV1(c)),
-};
-
-const v2: TemplateVersion<CdcSilverMergeV2> = {
-  version: 2,
-  schema: v2Schema,
-  example: 'configs/examples/cdc-silver-merge.v2.conf',
-  plan: (ctx, c) => plan(ctx, fromV2(c)),
-};
-
-export const cdcSilverMerge: JobTemplate = {
+export const cdcSilverMerge = defineTemplate({
   name: TEMPLATE,
   layer: 'silver',
   summary:
     'Resolve CDC events from bronze to the latest event per business key and MERGE them into a silver Iceberg or Delta table: deletes applied (with tombstones), updates upserted, late and replayed events ignored, namespace and table created on first run.',
   stability: 'beta',
-  versions: [v1, v2],
-};
+  newest: v2,
+  older: [v1],
+  plan: (ctx, spec) => plan(ctx, mergeSpec(spec)),
+});

@@ -138,7 +138,7 @@ describe('jdbc-snapshot-ingest v1 from PostgreSQL', () => {
       status: 'succeeded',
       job: { template: 'jdbc-snapshot-ingest', schemaVersion: 1, name: 'it-customers' },
       metrics: { rowsRead: 5, rowsWritten: 5 },
-      outputs: [{ table: `${tenant.id}_bronze.customers`, format: 'parquet', location: `${tenant.root}/bronze/customers`, metrics: { rowsWritten: 5 } }],
+      outputs: [{ path: `${tenant.root}/bronze/customers`, format: 'parquet', location: `${tenant.root}/bronze/customers`, metrics: { rowsWritten: 5 } }],
     });
     const rows = bronze(tenant.root, 'customers');
     expect(payload(rows, '2026-07-05')).toEqual(JSON.parse(pg.psql(CANONICAL_PG(schema))));

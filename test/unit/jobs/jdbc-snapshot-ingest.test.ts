@@ -326,7 +326,7 @@ describe('jdbc-snapshot-ingest v1 plans', () => {
     expect(probe.interpret([])).toEqual({ skip: expect.stringMatching(/returned no rows: nothing written for snapshot-date 2026-07-05/) });
     expect(probe.interpret([{ one: 1 }])).toEqual({});
     expect(count.interpret([{ rows: 42n }])).toEqual({
-      output: { table: 'acme_bronze.orders', format: 'parquet', location: 'file:///lake/acme/bronze/orders', metrics: { rowsWritten: 42 } },
+      output: { path: 'file:///lake/acme/bronze/orders', format: 'parquet', location: 'file:///lake/acme/bronze/orders', metrics: { rowsWritten: 42 } },
       metrics: { rowsRead: 42, rowsWritten: 42 },
     });
   });

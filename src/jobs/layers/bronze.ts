@@ -1,0 +1,194 @@
+import { z } from 'zod';
+import { type TableName, displayTable, tableParts } from '../../core/naming.js';
+import { catalogName } from '../../core/config/validate.js';
+import { alias, col, eq, fn, isIn, lit } from '../../spark/plan/expressions.js';
+import { Query } from '../../spark/plan/query.js';
+import type { JobContext, OutputReport, Step } from '../template.js';
+import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js';
+
+/**
+ * The bronze layer's contract (docs/contracts.md): what every bronze row carries and where bronze
+ * lives. Writers (jdbc-snapshot-ingest) and readers (cdc-silver-merge) go through this module, so the
+ * two ends of the chain cannot disagree on a format, a path or a stamp.
+ *
+ * Bronze is either parquet files under `<storage-root>/bronze/<table>`, partitioned by
+ * `_snapshot_date`, or an Iceberg or Delta table `<catalog>.<tenant>_bronze.<table>` at that same
+ * location. A table is always read as a table, never through its files: a Delta directory holds
+ * files that Delta has removed, and Iceberg's data files are not laid out as Hive partitions.
+ */
+
+/** The snapshot date every bronze row carries; bronze is partitioned by it first. */
+export const SNAPSHOT_DATE = '_snapshot_date';
+/** The stamps every bronze row carries; none of them reaches silver. */
+export const BRONZE_STAMPS = ['_lake_tenant', '_lake_source', '_lake_ingested_at', SNAPSHOT_DATE] as const;
+
+export const BRONZE_FORMATS = ['parquet', 'iceberg', 'delta'] as const;
+export type BronzeFormat = (typeof BRONZE_FORMATS)[number];
+
+/** The config keys that choose a bronze format (a writer's `target`, a reader's `source`). */
+export const bronzeFormatKeys = {
+  format: z.enum(BRONZE_FORMATS).default('parquet').describe('parquet files (the v1 layout), or a bronze Iceberg or Delta table'),
+  catalog: catalogName().optional().describe("For iceberg and delta: the platform's catalog (default: its default catalog)"),
+};
+
+/** parquet needs no catalog: a refinement for a section holding `bronzeFormatKeys`. */
+export function checkBronzeCatalog(s: { format: BronzeFormat; catalog?: string | undefined }, ctx: z.RefinementCtx): void {
+  if (s.format === 'parquet' && s.catalog !== undefined)
+    ctx.addIssue({ code: 'custom', path: ['catalog'], message: 'applies to iceberg and delta tables; parquet files need no catalog' });
+}
+
+export type BronzeRef =
+  | { readonly kind: 'files'; readonly format: 'parquet'; readonly location: string; readonly name: string }
+  | { readonly kind: 'table'; readonly format: 'iceberg' | 'delta'; readonly location: string; readonly name: string; readonly table: TableName };
+
+/**
+ * Where a tenant's bronze table lives, in the given format. `section` is the config section that
+ * chose it (`target` for a writer, `source` for a reader): errors name its keys.
+ */
+export function bronzeRef(ctx: JobContext, spec: { table: string; format: BronzeFormat; catalog?: string | undefined }, section: string): BronzeRef {
+  const location = ctx.tenant.location('bronze', spec.table);
+  if (spec.format === 'parquet') return { kind: 'files', format: 'parquet', location, name: location };
+  const catalog = tableCatalog(ctx, spec.catalog, spec.format, section);
+  const table = ctx.tenant.table(catalog.name, 'bronze', spec.table);
+  return { kind: 'table', format: spec.format, location, name: displayTable(table), table };
+}
+
+/** What the status says a run wrote: the table, or for files the path (there is no table to name). */
+export function bronzeOutput(ref: BronzeRef): OutputReport {
+  return ref.kind === 'table'
+    ? { table: ref.name, format: ref.format, location: ref.location }
+    : { path: ref.location, format: 'parquet', location: ref.location };
+}
+
+/**
+ * Bronze keeps text as text: JDBC drivers report varchar lengths (SQLite even 0) that Delta would
+ * enforce as constraints on every write, and that would follow the columns into silver.
+ */
+export const BRONZE_SESSION_CONF: Readonly<Record<string, string>> = { 'spark.sql.legacy.charVarcharAsString': 'true' };
+
+/** The source's rows with the bronze stamps. */
+export function stampBronze(rows: Query, s: { tenant: string; origin: string; snapshotDate: string }): Query {
+  return rows.withColumns([
+    ['_lake_tenant', lit(s.tenant)],
+    ['_lake_source', lit(s.origin)],
+    ['_lake_ingested_at', fn('current_timestamp')],
+    [SNAPSHOT_DATE, lit({ date: s.snapshotDate })],
+  ]);
+}
+
+/**
+ * The steps that replace one snapshot date of bronze with `stamped` (rows carrying the stamps):
+ * a rerun of the date leaves no duplicates and other dates untouched.
+ */
+export function writeBronze(
+  ref: BronzeRef,
+  stamped: Query,
+  w: { snapshotDate: string; partitionBy: readonly string[]; origin: string; configPath: string; untrusted?: readonly string[] },
+): Step[] {
+  const date = lit({ date: w.snapshotDate });
+  // Steps whose plan carries the tenant's logic (e.g. source.where) are checked by the read policy.
+  const untrusted = w.untrusted?.length ? { untrusted: w.untrusted } : {};
+  if (ref.kind === 'files')
+    return [
+      {
+        kind: 'command',
+        id: 'write-snapshot',
+        ...untrusted,
+        title: `Write the ${w.snapshotDate} snapshot of ${w.origin} to ${ref.location}`,
+        // Overwrite with dynamic partition overwrite replaces only the partitions this write
+        // produces (this snapshot date), so a rerun leaves no duplicates and other dates untouched.
+        command: stamped.writeFiles(ref.location, 'parquet', {
+          mode: 'overwrite',
+          partitionBy: [SNAPSHOT_DATE, ...w.partitionBy],
+          options: { partitionOverwriteMode: 'dynamic' },
+        }),
+      },
+    ];
+  const parts = tableParts(ref.table);
+  return [
+    createNamespaceStep(ref.table),
+    {
+      kind: 'ensureTable',
+      id: 'create-table',
+      ...untrusted,
+      title: `Create ${ref.name} at ${ref.location} if missing`,
+      table: ref.table,
+      location: ref.location,
+      configPath: w.configPath,
+      create: stamped.limit(0).writeTo(parts, 'create', {
+        provider: ref.format,
+        partitionBy: [col(SNAPSHOT_DATE), ...w.partitionBy.map((c) => col(c))],
+        properties: tableProperties(ref.format, ref.location),
+      }),
+    },
+    {
+      kind: 'command',
+      id: 'write-snapshot',
+      ...untrusted,
+      title: `Replace the ${w.snapshotDate} snapshot of ${w.origin} in ${ref.name}`,
+      // One atomic commit that replaces exactly this snapshot date: no duplicates on a rerun.
+      command: stamped.writeTo(parts, 'overwrite', { overwriteCondition: eq(col(SNAPSHOT_DATE), date) }),
+    },
+  ];
+}
+
+export interface BronzeRead {
+  /** Bronze rows (stamps included) of the selected snapshot dates, or of all of them. */
+  readonly rows: Query;
+  /** Steps to run before reading: a selected date that bronze does not hold skips the run (99). */
+  readonly checks: Step[];
+}
+
+/**
+ * Read bronze, optionally only some snapshot dates. Files: exactly the partitions
+ * `<location>/_snapshot_date=<date>` are listed and read, so a bad file in another date's partition
+ * cannot affect the run. Tables: read through the catalog with a literal filter on `_snapshot_date`
+ * (the table format prunes its partitions).
+ */
+export function readBronze(ref: BronzeRef, snapshotDates?: readonly string[]): BronzeRead {
+  if (ref.kind === 'files') {
+    if (!snapshotDates) {
+      // mergeSchema: partitions written before and after a source schema change must all show
+      // their columns; without it Spark takes one file's schema and new columns silently vanish.
+      return { rows: Query.read('parquet', { paths: [ref.location], options: { mergeSchema: 'true' } }), checks: [] };
+    }
+    const partitions = snapshotDates.map((d) => `${ref.location}/${SNAPSHOT_DATE}=${d}`);
+    return {
+      // basePath at the bronze dir, so _snapshot_date stays a column.
+      rows: Query.read('parquet', { paths: partitions, options: { mergeSchema: 'true', basePath: ref.location } }),
+      checks: [
+        {
+          kind: 'probePaths',
+          id: 'probe-partitions',
+          title: `Check that the bronze partitions of ${snapshotDates.join(', ')} exist in ${ref.location}`,
+          paths: partitions,
+          interpret: (missing) =>
+            missing.length === 0 ? {} : { skip: noSnapshot(snapshotDates.filter((_, i) => missing.includes(partitions[i]!)), ref) },
+        },
+      ],
+    };
+  }
+  const table = Query.table(tableParts(ref.table));
+  if (!snapshotDates) return { rows: table, checks: [] };
+  const selected = table.filter(isIn(col(SNAPSHOT_DATE), snapshotDates.map((d) => lit({ date: d }))));
+  return {
+    rows: selected,
+    checks: [
+      {
+        kind: 'query',
+        id: 'probe-partitions',
+        title: `Check that ${ref.name} holds the snapshot dates ${snapshotDates.join(', ')}`,
+        query: selected.aggregate([col(SNAPSHOT_DATE)], [alias(fn('count', lit(1)), 'rows')]).select(alias(fn('string', col(SNAPSHOT_DATE)), 'date')),
+        interpret: (rows) => {
+          const present = new Set(rows.map((r) => String(r.date)));
+          const missing = snapshotDates.filter((d) => !present.has(d));
+          return missing.length === 0 ? {} : { skip: noSnapshot(missing, ref) };
+        },
+      },
+    ],
+  };
+}
+
+function noSnapshot(dates: readonly string[], ref: BronzeRef): string {
+  return `no bronze partition for source.snapshot-date ${dates.join(', ')} in ${ref.name}`;
+}

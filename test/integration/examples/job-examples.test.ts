@@ -1,0 +1,100 @@
+import { execFileSync, spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { lakeHome, readDeltaWithDeltaRs, readIcebergWithPyIceberg, repoRoot } from '../../support/stack.js';
+
+/**
+ * Every job example in configs/examples/ runs as its comment says: `scripts/lakehouse-jobs` with
+ * the local platform config on the local stack's lake (the quickstart's data, two days), and the
+ * silver tables hold what the quickstart promises, read by PyIceberg and delta-rs. The runs are
+ * idempotent, so the test may share the lake with the quickstart.
+ */
+
+const home = lakeHome();
+const platform = 'configs/examples/platform-local.conf';
+
+/** The quickstart's CDC events of a day (scripts/quickstart), in the source database. */
+function cdcEvents(day: '2026-07-05' | '2026-07-06'): void {
+  mkdirSync(join(home, 'sources'), { recursive: true });
+  execFileSync('python3', [
+    '-c',
+    `import sqlite3, sys
+db, day = sys.argv[1], sys.argv[2]
+events = {
+    "2026-07-05": [
+        (1, "alice", "NEW", 10.00, "2026-07-05 08:00:00", "c"), (1, "alice", "PAID", 10.00, "2026-07-05 09:00:00", "u"),
+        (2, "bob", "NEW", 25.50, "2026-07-05 08:30:00", "c"), (3, "carol", "NEW", 7.25, "2026-07-05 08:45:00", "c"),
+        (3, "carol", "NEW", 7.25, "2026-07-05 10:00:00", "d"), (4, "dave", "NEW", 99.99, "2026-07-05 11:00:00", "c"),
+    ],
+    "2026-07-06": [
+        (2, "bob", "SHIPPED", 25.50, "2026-07-06 09:00:00", "u"), (4, "dave", "NEW", 99.99, "2026-07-06 09:30:00", "d"),
+        (5, "erin", "NEW", 42.00, "2026-07-06 10:00:00", "c"), (3, "carol", "NEW", 7.25, "2026-07-05 08:45:00", "c"),
+    ],
+}[day]
+con = sqlite3.connect(db)
+con.execute("CREATE TABLE IF NOT EXISTS orders_cdc (id INTEGER, customer TEXT, status TEXT, amount DECIMAL(12,2), ts TEXT, op TEXT)")
+con.execute("DELETE FROM orders_cdc")
+con.executemany("INSERT INTO orders_cdc VALUES (?, ?, ?, ?, ?, ?)", events)
+con.commit()`,
+    join(home, 'sources/shop.db'),
+    day,
+  ]);
+}
+
+/** `scripts/lakehouse-jobs …` from the repository root, as the examples' comments write it. */
+function lakehouseJobs(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve) => {
+    const child = spawn('bash', [join(repoRoot, 'scripts/lakehouse-jobs'), ...args, '--log-level', 'warn'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
+    child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
+}
+
+async function ok(args: string[]): Promise<any> {
+  const r = await lakehouseJobs(args);
+  expect(r.code, `${args.join(' ')}\n${r.stderr}`).toBe(0);
+  return JSON.parse(r.stdout);
+}
+
+const silver = (rows: Record<string, unknown>[]) =>
+  rows.map((r) => ({ id: Number(r.id), status: r.status })).sort((a, b) => a.id - b.id);
+const EXPECTED = [
+  { id: 1, status: 'PAID' },
+  { id: 2, status: 'SHIPPED' },
+  { id: 5, status: 'NEW' },
+];
+
+describe('configs/examples, run as their comments say', () => {
+  it('v1: jdbc-snapshot-ingest.v1.conf into parquet bronze, cdc-silver-merge.v1.conf into Iceberg silver (the quickstart)', async () => {
+    for (const day of ['2026-07-05', '2026-07-06'] as const) {
+      cdcEvents(day);
+      const ingest = await ok(['--job', 'jdbc-snapshot-ingest', '--config', 'configs/examples/jdbc-snapshot-ingest.v1.conf', '--env', platform, '--set', `target.snapshot-date=${day}`]);
+      expect(ingest.outputs[0]).toMatchObject({ path: `file://${home}/acme/bronze/orders_cdc`, format: 'parquet' });
+      const merge = await ok(['--job', 'cdc-silver-merge', '--config', 'configs/examples/cdc-silver-merge.v1.conf', '--env', platform, '--set', `source.where="_snapshot_date = '${day}'"`]);
+      expect(merge.outputs[0]).toMatchObject({ table: 'lake.acme_silver.orders', format: 'iceberg' });
+    }
+    expect(silver(readIcebergWithPyIceberg('acme_silver', 'orders'))).toEqual(EXPECTED);
+  });
+
+  it('v2: jdbc-snapshot-ingest.v2.conf into an Iceberg bronze table, cdc-silver-merge.v2.conf from it into Delta silver; a rerun commits nothing', async () => {
+    for (const day of ['2026-07-05', '2026-07-06'] as const) {
+      cdcEvents(day);
+      const ingest = await ok(['--config', 'configs/examples/jdbc-snapshot-ingest.v2.conf', '--env', platform, '--set', `target.snapshot-date=${day}`]);
+      expect(ingest.outputs[0]).toMatchObject({ table: 'lake.acme_bronze.orders_cdc_table', format: 'iceberg' });
+      const merge = await ok(['--config', 'configs/examples/cdc-silver-merge.v2.conf', '--env', platform, '--set', `source.snapshot-date=${day}`]);
+      expect(merge.outputs[0]).toMatchObject({ table: 'spark_catalog.acme_silver.orders_delta', format: 'delta' });
+    }
+    expect(silver(readDeltaWithDeltaRs(`${home}/acme/silver/orders_delta`))).toEqual(EXPECTED);
+    const rerun = await ok(['--config', 'configs/examples/cdc-silver-merge.v2.conf', '--env', platform, '--set', 'source.snapshot-date=2026-07-06']);
+    expect(rerun.outputs[0]).toMatchObject({ committed: false, metrics: { inserted: 0, updated: 0, deleted: 0 } });
+  });
+
+  it('jdbc-snapshot-ingest.postgres.v1.conf validates with its platform config (running it needs scripts/postgres on its port)', async () => {
+    const r = await ok(['validate', '--job', 'jdbc-snapshot-ingest', '--config', 'configs/examples/jdbc-snapshot-ingest.postgres.v1.conf', '--env', 'configs/examples/jdbc-snapshot-ingest.platform.conf']);
+    expect(r.status).toBe('succeeded');
+  });
+});

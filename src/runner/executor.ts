@@ -115,6 +115,8 @@ async function runStep(
     const operationId = randomUUID();
     report.operationIds.push(operationId);
     opts.onOperation?.(operationId);
+    // Which step sent which operation: bench/passes attributes the server's jobs and scans by it.
+    opts.logger.debug({ step: step.id, operationId }, 'operation sent');
     return opts.session.execute(plan, { operationId, tags: opts.tags, signal: opts.signal });
   };
   switch (step.kind) {

@@ -260,14 +260,14 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
 
   const newerThanRow = sequenceGreater(sequence, SOURCE, target.table);
   const untrusted = spec.untrusted.length ? { untrusted: spec.untrusted } : {};
-  // The steps that read only the batch's keys carry source.where, not cdc.delete-when.
+  // The steps that read the events without their delete flag carry source.where, not cdc.delete-when.
   const whereOnly = spec.untrusted.includes('source.where') ? { untrusted: ['source.where'] } : {};
   const steps: Step[] = [
     ...(partitions ? [probePartitions(partitions, spec.snapshotDates!, bronzePath)] : []),
     {
       kind: 'query',
       id: 'check-batch',
-      ...untrusted,
+      ...whereOnly,
       title: `Check the CDC batch in ${bronzePath}: events, NULL keys or sequences, ambiguous ties`,
       query: batchChecks(payload, keyAndSeq),
       interpret: (rows) => {

@@ -12,6 +12,7 @@
  *            Iceberg `BatchScan …`): each is one pass over a table or a set of files
  *   rows     records read from storage (the tasks' input metrics)
  *   analyses AnalyzePlan calls of the tenant read policy (from our log: relations analysed)
+ * and per run the jobs of no operation (those an AnalyzePlan call starts, e.g. Delta's log replay).
  * The Spark UI and its REST API are off on this server, and Spark Connect has no listener API for
  * clients: the event log is the server's own record of the same listener events the UI shows.
  *
@@ -79,7 +80,7 @@ function scans(p: PlanInfo | undefined): number {
 }
 
 /** Per operation id: jobs, stages, tasks, scans, rows. */
-function countByOperation(events: Event[]): Map<string, Omit<StepCount, 'ops' | 'analyses' | 'ms'>> {
+function countByOperation(events: Event[], untagged: number[]): Map<string, Omit<StepCount, 'ops' | 'analyses' | 'ms'>> {
   const byOp = new Map<string, Omit<StepCount, 'ops' | 'analyses' | 'ms'>>();
   const get = (op: string) => byOp.get(op) ?? byOp.set(op, { jobs: 0, stages: 0, tasks: 0, scans: 0, rows: 0 }).get(op)!;
   const stageOp = new Map<number, string>();
@@ -89,7 +90,10 @@ function countByOperation(events: Event[]): Map<string, Omit<StepCount, 'ops' | 
     switch (e.Event) {
       case 'SparkListenerJobStart': {
         const op = opOf((e.Properties as Record<string, unknown> | undefined)?.['spark.job.tags']);
-        if (!op) break;
+        if (!op) {
+          untagged.push(e['Submission Time'] as number);
+          break;
+        }
         get(op).jobs++;
         for (const s of (e['Stage IDs'] as number[] | undefined) ?? []) stageOp.set(s, op);
         break;
@@ -126,25 +130,34 @@ function countByOperation(events: Event[]): Map<string, Omit<StepCount, 'ops' | 
 }
 
 /** Our runner's JSON log lines: which step sent which operation, the policy's analyses, step durations. */
-function stepsOfRun(logFile: string): { order: string[]; opStep: Map<string, string>; analyses: Map<string, number>; ms: Map<string, number> } {
+function stepsOfRun(logFile: string): {
+  order: string[];
+  opStep: Map<string, string>;
+  analyses: Map<string, number>;
+  ms: Map<string, number>;
+  span: [number, number];
+} {
   const order: string[] = [];
   const opStep = new Map<string, string>();
   const analyses = new Map<string, number>();
   const ms = new Map<string, number>();
+  const span: [number, number] = [Infinity, -Infinity];
   for (const line of readFileSync(logFile, 'utf8').split('\n')) {
-    let r: { step?: string; operationId?: string; msg?: string; durationMs?: number; policy?: { relations?: number } };
+    let r: { time?: string; step?: string; operationId?: string; msg?: string; durationMs?: number; policy?: { relations?: number } };
     try {
       r = JSON.parse(line) as typeof r;
     } catch {
       continue;
     }
+    const t = r.time ? Date.parse(r.time) : NaN;
+    if (!Number.isNaN(t)) [span[0], span[1]] = [Math.min(span[0], t), Math.max(span[1], t)];
     if (!r.step) continue;
     if (!order.includes(r.step)) order.push(r.step);
     if (r.operationId && r.msg === 'operation sent') opStep.set(r.operationId, r.step);
     if (r.policy?.relations !== undefined) analyses.set(r.step, (analyses.get(r.step) ?? 0) + r.policy.relations);
     if (r.msg === `${r.step} done` && r.durationMs !== undefined) ms.set(r.step, r.durationMs);
   }
-  return { order, opStep, analyses, ms };
+  return { order, opStep, analyses, ms, span };
 }
 
 function main(): void {
@@ -152,9 +165,10 @@ function main(): void {
   const dir = args[args.indexOf('--eventlog') + 1];
   if (!dir) throw new Error('usage: passes.ts --eventlog <dir> --run <name>=<log> …');
   const runs = args.flatMap((a, i) => (args[i - 1] === '--run' ? [a] : [])).map((r) => r.split(/=(.*)/s, 2) as [string, string]);
-  const byOp = countByOperation(readEventLog(dir));
+  const untagged: number[] = [];
+  const byOp = countByOperation(readEventLog(dir), untagged);
   const result = runs.map(([name, log]) => {
-    const { order, opStep, analyses, ms } = stepsOfRun(log);
+    const { order, opStep, analyses, ms, span } = stepsOfRun(log);
     const steps = new Map(order.map((s) => [s, zero()]));
     for (const [op, step] of opStep) {
       const c = steps.get(step)!;
@@ -166,7 +180,10 @@ function main(): void {
     for (const [step, t] of ms) steps.get(step)!.ms = t;
     const total = zero();
     for (const c of steps.values()) for (const k of Object.keys(total) as (keyof StepCount)[]) total[k] += c[k];
-    return { run: name, total, steps: Object.fromEntries(steps) };
+    // Jobs of no operation while the run ran (runs are sequential, on a server of their own): what
+    // an AnalyzePlan call started, e.g. Delta replaying its log to analyse a plan for the policy.
+    const analysisJobs = untagged.filter((t) => t >= span[0] && t <= span[1]).length;
+    return { run: name, total, analysisJobs, steps: Object.fromEntries(steps) };
   });
   if (!args.includes('--markdown')) {
     process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
@@ -177,7 +194,7 @@ function main(): void {
   for (const r of result) {
     process.stdout.write(`\n### ${r.run}\n\n| step | ${cols.join(' | ')} |\n|---|${cols.map(() => '---:').join('|')}|\n`);
     for (const [step, c] of Object.entries(r.steps)) process.stdout.write(`${row(step, c)}\n`);
-    process.stdout.write(`${row('**total**', r.total)}\n`);
+    process.stdout.write(`${row('**total**', r.total)}\n\nJobs of no operation during the run (started by AnalyzePlan): ${r.analysisJobs}\n`);
   }
 }
 

@@ -11,7 +11,7 @@ import { Query } from '../spark/plan/query.js';
 import { rows as arrowRows } from '../spark/arrow.js';
 import { structFields } from '../spark/types.js';
 import type { DataType } from '../spark/proto/gen/spark/connect/types_pb.js';
-import { type PolicySession, type TenantReadPolicy, checkStepPolicy, commandInputs } from '../spark/policy/index.js';
+import { type PolicySession, PolicyVerdicts, type TenantReadPolicy, checkStepPolicy, commandInputs } from '../spark/policy/index.js';
 import type { Rel } from '../spark/plan/relations.js';
 import { type JobPlan, type OutputReport, type Row, type Step, sameColumnType } from '../jobs/template.js';
 
@@ -67,6 +67,8 @@ export interface ExecuteOptions {
 export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<ExecutionReport> {
   const report = opts.report ?? emptyReport();
   const facts: Record<string, readonly Row[]> = {};
+  // The tenant read policy's verdicts of this run: a relation shared by several steps is analysed once.
+  const verdicts = new PolicyVerdicts();
   for (const step of plan.steps) {
     throwIfAborted(opts.signal);
     if (step.when && !step.when(facts)) {
@@ -80,7 +82,7 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
     opts.logger.info({ step: step.id }, step.title);
     let skipped: string | undefined;
     try {
-      skipped = await runStep(step, opts, report, facts);
+      skipped = await runStep(step, opts, report, facts, verdicts);
     } catch (e) {
       report.failedStep = step.id;
       throw await findBadSourceFile(step, e, opts);
@@ -96,17 +98,25 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
   return report;
 }
 
-async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport, facts: Record<string, readonly Row[]>): Promise<string | undefined> {
+async function runStep(
+  step: Step,
+  opts: ExecuteOptions,
+  report: ExecutionReport,
+  facts: Record<string, readonly Row[]>,
+  verdicts: PolicyVerdicts,
+): Promise<string | undefined> {
   // Flagged steps are checked right before their plan first reaches the server (analysing it
   // included): an ensureTable whose table exists sends nothing and needs no check.
   const policyCheck = async () => {
-    if (step.untrusted?.length) await checkPolicy(step, opts);
+    if (step.untrusted?.length) await checkPolicy(step, opts, verdicts);
   };
   const run = async (plan: Plan) => {
     // Our own operation id, recorded before sending: a run cancelled mid-step still names it.
     const operationId = randomUUID();
     report.operationIds.push(operationId);
     opts.onOperation?.(operationId);
+    // Which step sent which operation: bench/passes attributes the server's jobs and scans by it.
+    opts.logger.debug({ step: step.id, operationId }, 'operation sent');
     return opts.session.execute(plan, { operationId, tags: opts.tags, signal: opts.signal });
   };
   switch (step.kind) {
@@ -192,10 +202,10 @@ async function runStep(step: Step, opts: ExecuteOptions, report: ExecutionReport
  * The second wall: a step carrying config logic runs only if the server's analysis of its plan
  * reads nothing but the tenant's data and uses only allowed functions (src/spark/policy).
  */
-async function checkPolicy(step: Step, opts: ExecuteOptions): Promise<void> {
+async function checkPolicy(step: Step, opts: ExecuteOptions, verdicts: PolicyVerdicts): Promise<void> {
   const subject = { step: step.id, configPaths: step.untrusted ?? [] };
   if (!opts.policy) throw new InternalError(`step ${step.id} carries config logic but the run has no tenant read policy`);
-  const checked = await checkStepPolicy(opts.session, stepRelations(step, subject), opts.policy, subject);
+  const checked = await checkStepPolicy(opts.session, stepRelations(step, subject), opts.policy, subject, { verdicts });
   opts.logger.info({ step: step.id, policy: { ...checked, configPaths: subject.configPaths } }, 'tenant read policy: allowed');
 }
 

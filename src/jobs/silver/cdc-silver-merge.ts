@@ -293,12 +293,14 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
 
   const newerThanRow = sequenceGreater(sequence, SOURCE, target.table);
   const untrusted = spec.untrusted.length ? { untrusted: spec.untrusted } : {};
+  // The steps that read the events without their delete flag carry source.where, not cdc.delete-when.
+  const whereOnly = spec.untrusted.includes('source.where') ? { untrusted: ['source.where'] } : {};
   const steps: Step[] = [
     ...read.checks,
     {
       kind: 'query',
       id: 'check-batch',
-      ...untrusted,
+      ...whereOnly,
       title: `Check the CDC batch in ${bronze.name}: events, NULL keys or sequences, ambiguous ties`,
       query: batchChecks(payload, keyAndSeq),
       interpret: (rows) => {
@@ -407,9 +409,9 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       // and deletes the row itself. Also heals a run that died between its two merges.
       kind: 'query',
       id: 'find-resurrected',
-      ...untrusted,
+      ...whereOnly,
       title: `Look for rows of this batch's keys that a newer tombstone deletes`,
-      query: resurrected(latest, target, tombstones, keys, sequence).aggregate([], [alias(fn('count', lit(1)), 'rows')]),
+      query: resurrected(payload, target, tombstones, keys, sequence).aggregate([], [alias(fn('count', lit(1)), 'rows')]),
       interpret: (rows) => {
         const n = Number(rows[0]?.rows ?? 0);
         return n > 0 ? { output: { table: displayTable(target), format: catalog.format, committed: true, metrics: { repaired: n } } } : {};
@@ -418,10 +420,10 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'command',
       id: 'delete-resurrected',
-      ...untrusted,
+      ...whereOnly,
       title: `Delete the rows of ${displayTable(target)} that a newer tombstone deletes`,
       when: (facts) => fact(facts, 'find-resurrected', 'rows') > 0,
-      command: resurrected(latest, target, tombstones, keys, sequence)
+      command: resurrected(payload, target, tombstones, keys, sequence)
         .as(SOURCE)
         .mergeInto(tableParts(target), and(...keys.map((k) => eqNullSafe(col(target.table, k), col(SOURCE, k)))), {
           whenMatched: [{ action: 'delete', condition: sequenceGreater(sequence, SOURCE, target.table) }],
@@ -491,10 +493,11 @@ function expired(days: number): Expr {
 /**
  * The tombstones of this batch's keys that are newer than the key's row in silver, read now: rows
  * that a concurrent run brought back after another run deleted them (key and the tombstone's
- * sequence, one row per key).
+ * sequence, one row per key). The batch's keys are those of its events: the same set as the keys
+ * of the latest event per key, without the window that picks the latest (a sort of the batch).
  */
-function resurrected(latest: Query, target: TableName, tombstones: TableName, keys: string[], sequence: string[]): Query {
-  const batchKeys = latest.select(...keys).as(RESOLVED);
+function resurrected(events: Query, target: TableName, tombstones: TableName, keys: string[], sequence: string[]): Query {
+  const batchKeys = events.select(...keys).as(RESOLVED);
   const rows = Query.table(tableParts(target))
     .select(...keys, ...sequence)
     .as(ROW);

@@ -7,8 +7,16 @@ import { type Expr, type LiteralValue, and, cast, col, eq, eqNullSafe, fn, isIn,
  * the same meaning, by name. Only this tree, never the config's text, reaches a plan.
  */
 export function configExpr(e: ConfigExpression): Expr {
-  return toExpr(e.ast);
+  const x = toExpr(e.ast);
+  configLogic.add(x);
+  return x;
 }
+
+/** The plan nodes made from config: the tenant read policy checks the relations that hold them. */
+const configLogic = new WeakSet<Expr>();
+
+/** Is this expression (itself, not a part of it) one made from a config expression? */
+export const isConfigExpr = (x: Expr): boolean => configLogic.has(x);
 
 export function toExpr(n: Node): Expr {
   switch (n.kind) {

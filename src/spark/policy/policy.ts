@@ -1,10 +1,14 @@
+import { createHash } from 'node:crypto';
+import { toBinary } from '@bufbuild/protobuf';
 import { ConfigError, InternalError } from '../../core/errors.js';
 import { SparkError } from '../errors.js';
 import { isUnderRoot } from '../../core/tenant.js';
 import type { Cmd } from '../plan/commands.js';
 import { compileRelationPlan } from '../plan/compile.js';
+import { isConfigExpr } from '../plan/config-expression.js';
+import type { Expr } from '../plan/expressions.js';
 import type { Rel } from '../plan/relations.js';
-import type { Plan } from '../proto/gen/spark/connect/base_pb.js';
+import { type Plan, PlanSchema } from '../proto/gen/spark/connect/base_pb.js';
 import { ALLOWED_FUNCTIONS, ALLOWED_NODES, ALLOWED_SOURCE_FORMATS } from './allow-list.js';
 import { type AnalyzedPlan, parseAnalyzedPlan } from './plan-text.js';
 
@@ -65,7 +69,30 @@ export interface PolicySubject {
 export interface PolicyCheckReport {
   /** The relations analysed, and the time the check took (AnalyzePlan round trips included). */
   readonly relations: number;
+  /** Relations not analysed again: this run already allowed the very same relation. */
+  readonly cached: number;
   readonly durationMs: number;
+}
+
+/**
+ * The relations one run has already allowed, by a fingerprint of their compiled plan. The steps
+ * of a template share the relation that carries the config logic (every step of cdc-silver-merge
+ * reads the same filtered bronze events): it is analysed once per run, not once per step. Never
+ * shared between runs: a run analyses everything itself against the catalog as it finds it.
+ */
+export class PolicyVerdicts {
+  readonly #allowed = new Set<string>();
+  has(fingerprint: string): boolean {
+    return this.#allowed.has(fingerprint);
+  }
+  allow(fingerprint: string): void {
+    this.#allowed.add(fingerprint);
+  }
+}
+
+/** A relation's identity: the SHA-256 of its compiled plan (secrets included, so kept only as a hash, in memory). */
+export function relationFingerprint(rel: Rel): string {
+  return createHash('sha256').update(toBinary(PlanSchema, compileRelationPlan(rel, { reveal: true }))).digest('hex');
 }
 
 /** Glob characters Hadoop expands in paths: a path with them could match another tenant's files. */
@@ -80,6 +107,7 @@ export async function checkStepPolicy(
   rels: readonly Rel[],
   policy: TenantReadPolicy,
   subject: PolicySubject,
+  opts: { verdicts?: PolicyVerdicts } = {},
 ): Promise<PolicyCheckReport> {
   const started = performance.now();
   const refuse = (messages: string[]) => {
@@ -90,11 +118,16 @@ export async function checkStepPolicy(
     );
   };
   // Before anything is sent: the sources the plan names itself (so Spark never lists or infers the
-  // schema of files outside the roots).
+  // schema of files outside the roots), in the whole of every relation.
   const early = rels.flatMap((rel) => relTreeViolations(rel, policy));
   if (early.length) throw refuse(early);
-  await session.config.set(POLICY_SESSION_CONF);
-  for (const rel of rels) {
+  // The server analyses only what carries config logic (the rest is the template's own plan,
+  // whose reads the static check above has judged), each distinct relation once per run.
+  const subjects = new Map<string, Rel>();
+  for (const rel of rels) for (const sub of configSubtrees(rel)) subjects.set(relationFingerprint(sub), sub);
+  const pending = [...subjects].filter(([fp]) => !opts.verdicts?.has(fp));
+  if (pending.length) await session.config.set(POLICY_SESSION_CONF);
+  for (const [fingerprint, rel] of pending) {
     const plan = compileRelationPlan(rel, { reveal: true });
     const jdbcSources = countJdbcSources(rel);
     // Both analyses at once, saving a round trip, unless the plan reads JDBC: there InputFiles
@@ -108,8 +141,57 @@ export async function checkStepPolicy(
       const outside = fileViolations(await (files ?? analysing(() => session.analyze.inputFiles(plan), refuse)), policy);
       if (outside.length) throw refuse(outside);
     }
+    // A view is judged by its definition, which another session may replace between two steps:
+    // a relation reading one is analysed again each time.
+    if (!analysed.relations.some((r) => r.kind === 'view')) opts.verdicts?.allow(fingerprint);
   }
-  return { relations: rels.length, durationMs: Math.round(performance.now() - started) };
+  return { relations: pending.length, cached: subjects.size - pending.length, durationMs: Math.round(performance.now() - started) };
+}
+
+/**
+ * The parts of a relation that carry config logic, each with everything below it: the topmost
+ * nodes whose own expressions hold an expression made from config (`configExpr` marks them), and
+ * SQL text. Analysing a part alone shows exactly what it shows inside the whole plan: Spark
+ * resolves a node against its inputs only, so a config expression can name nothing outside its
+ * subtree, and what the rest of the plan adds is the template's own nodes. A relation where no such
+ * node is found (config logic put somewhere unmarked) is analysed whole, as before.
+ */
+export function configSubtrees(rel: Rel): Rel[] {
+  const found: Rel[] = [];
+  const visit = (r: Rel): void => {
+    if (r.kind === 'sql' || ownExpressions(r).some(holdsConfigExpr)) found.push(r);
+    else children(r).forEach(visit);
+  };
+  visit(rel);
+  return found.length ? found : [rel];
+}
+
+/** The expressions of a node itself, not of its inputs. */
+function ownExpressions(rel: Rel): unknown[] {
+  switch (rel.kind) {
+    case 'filter':
+      return [rel.condition];
+    case 'project':
+      return [...rel.exprs];
+    case 'withColumns':
+      return rel.columns.map(([, x]) => x);
+    case 'join':
+      return rel.on ? [rel.on] : [];
+    case 'aggregate':
+      return [...rel.groupBy, ...rel.aggregates];
+    case 'sort':
+      return [...rel.orders];
+    case 'sql':
+      return Object.values(rel.args);
+    default:
+      return [];
+  }
+}
+
+function holdsConfigExpr(node: unknown, depth = 0): boolean {
+  if (typeof node !== 'object' || node === null || depth > 500) return false;
+  if ('kind' in node && isConfigExpr(node as Expr)) return true;
+  return (Array.isArray(node) ? node : Object.values(node)).some((v) => holdsConfigExpr(v, depth + 1));
 }
 
 /**

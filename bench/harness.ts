@@ -185,7 +185,7 @@ const pick = (samples: Sample[], f: (s: Sample) => number | null | undefined) =>
 // ---------------------------------------------------------------------------------------------
 // The three benchmarks
 
-const CLI = 'dist/cli.js';
+const CLI = 'dist/cli.mjs';
 const BUILD = `${OUT_DIR}/build/bench`;
 const childEnv = { ...process.env, LAKEHOUSE_LAKE_HOME: LAKE_HOME };
 
@@ -238,8 +238,11 @@ async function validatePerProcess(dir: string, valid: string[]) {
   const warm = 2;
   const file = (round: number) => join(dir, sample[(round - warm + sample.length) % sample.length]!);
   const termination = join(scratch, 'termination-log');
+  // The configs read ${LAKEHOUSE_LAKE_HOME}, which a job config may only with a platform config that allows it.
+  const platform = join(scratch, 'platform.conf');
+  writeFileSync(platform, 'config-env { allow = ["LAKEHOUSE_LAKE_HOME"] }\ncatalogs { lake { format = iceberg, default = true } }\n');
   const ours = async (round: number): Promise<Sample> => {
-    const r = await runProc('node', [CLI, 'validate', '--job', 'cdc-silver-merge', '--config', file(round), '--termination-log', termination], childEnv);
+    const r = await runProc('node', [CLI, 'validate', '--job', 'cdc-silver-merge', '--config', file(round), '--env', platform, '--termination-log', termination], childEnv);
     expectExit(`ours: lakehouse-jobs validate ${file(round)}`, r);
     return { wallMs: r.wallMs, rssKb: r.rssKb };
   };

@@ -53,6 +53,8 @@ try {
     outExtension: { '.js': '.mjs' },
     chunkNames: '[name]-[hash]',
     sourcemap: 'linked',
+    // Mappings only: stack traces need lines, not the sources (half the size of the maps).
+    sourcesContent: false,
     // Keep class and function names: error classes are matched and logged by name.
     keepNames: true,
     minifySyntax: true,

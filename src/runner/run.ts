@@ -1,17 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { toJson } from '@bufbuild/protobuf';
 import type { Logger } from 'pino';
-import { PlanSchema } from '../spark/proto/gen/spark/connect/base_pb.js';
 import { CancelledError, ConfigError, InternalError, type LakehouseError, asLakehouseError, ExitCode } from '../core/errors.js';
 import { type JobIdentity, type LoadedJob, loadJob } from '../core/config/load.js';
 import { resolveSecret } from '../core/config/platform.js';
 import { createLogger } from '../core/logger.js';
 import { registerConnectionSecrets, scrub } from '../core/secrets.js';
 import { type RunState, type StatusDocument, type StatusTargets, writeStatus } from '../core/status.js';
-import { SparkConnectClient } from '../spark/client.js';
+// The Spark side (grpc-js, protobuf, apache-arrow, the executor) loads only for commands that talk
+// to Spark: `validate` and `plan` start without it.
+import type { SparkConnectClient } from '../spark/client.js';
 import { describeRemote, parseConnectionString } from '../spark/connection.js';
-import { emptyReport, executePlan, type ExecutionReport, stepPlan } from './executor.js';
-import { tenantReadPolicy } from '../spark/policy/index.js';
+import type { ExecutionReport } from './executor.js';
 import { startLocalServer } from './local-server.js';
 import { VERSION } from '../version.js';
 
@@ -63,7 +62,7 @@ export async function runJob(req: RunRequest): Promise<number> {
   const cancel = new AbortController();
   const spark: SparkState = { remote: '', operationIds: [] };
   // Filled in step by step: after a failure it still says which steps completed.
-  const report = emptyReport();
+  const report: ExecutionReport = { outputs: [], metrics: { rowsRead: 0, rowsWritten: 0 }, operationIds: [], completedSteps: [], notNeeded: [] };
   let outcome: { state: RunState; error?: LakehouseError; report?: ExecutionReport };
 
   let finished = false;
@@ -95,7 +94,7 @@ export async function runJob(req: RunRequest): Promise<number> {
     logger.info({ template: loaded.template.name, schemaVersion: loaded.version.version, tenant: loaded.tenant.id, steps: loaded.plan.steps.length }, 'config valid');
     if (req.command === 'validate') outcome = { state: 'succeeded' };
     else if (req.command === 'plan') {
-      printPlan(loaded, req.targets?.stdout);
+      await printPlan(loaded, req.targets?.stdout);
       outcome = { state: 'succeeded' };
     } else {
       outcome = await execute(loaded, req, logger, cancel.signal, runId, spark, report);
@@ -182,6 +181,11 @@ async function execute(
     : req.env.SPARK_REMOTE
       ? [req.env.SPARK_REMOTE, { kind: 'option' as const, name: 'SPARK_REMOTE' }]
       : [loaded.platform.spark.remote ?? 'local', { kind: 'config' as const, path: '(platform) spark.remote' }];
+  const [{ SparkConnectClient }, { executePlan }, { tenantReadPolicy }] = await Promise.all([
+    import('../spark/client.js'),
+    import('./executor.js'),
+    import('../spark/policy/index.js'),
+  ]);
   let spec = parseConnectionString(remote, { origin });
   if (spec.kind === 'local') spec = parseConnectionString(await startLocalServer(logger));
   if (spec.kind !== 'remote') throw new Error('unreachable: local resolved to local');
@@ -247,7 +251,12 @@ export function commitMetadata(loaded: LoadedJob, runId: string, logicalDate: st
 }
 
 /** The plans exactly as they would be sent (secrets redacted), one entry per step. */
-function printPlan(loaded: LoadedJob, stdout?: (t: string) => void): void {
+async function printPlan(loaded: LoadedJob, stdout?: (t: string) => void): Promise<void> {
+  const [{ toJson }, { PlanSchema }, { stepPlan }] = await Promise.all([
+    import('@bufbuild/protobuf'),
+    import('../spark/proto/gen/spark/connect/base_pb.js'),
+    import('./executor.js'),
+  ]);
   const steps = loaded.plan.steps.map((s) => {
     return { id: s.id, kind: s.kind, title: s.title, plan: toJson(PlanSchema, stepPlan(s, { reveal: false })) };
   });

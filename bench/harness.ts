@@ -300,7 +300,10 @@ async function collectStreamed() {
   const contenders = STREAM_ROWS.map((rows) => ({
     id: String(rows),
     run: async (): Promise<Sample> => {
-      const r = await runProc('node', [`${BUILD}/collect.js`, REMOTE, collectSql(rows), 'sink'], childEnv);
+      // One partition per 500,000 rows: the server then streams partition by partition instead of
+      // building a 10M-row partition in its own memory first (what it does with range's default 2).
+      const sql = collectSql(rows).replace(`range(${rows})`, `range(0, ${rows}, 1, ${Math.max(2, Math.ceil(rows / 500_000))})`);
+      const r = await runProc('node', [`${BUILD}/collect.js`, REMOTE, sql, 'sink'], childEnv);
       expectExit('ours: collect.js sink', r);
       const out = lastJson('ours: collect.js sink', r);
       const sum = (BigInt(rows) * BigInt(rows - 1)).toString();

@@ -7,7 +7,7 @@
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadJob } from '../src/core/config/load.js';
+import { loadJob } from '../src/app/load-job.js';
 import { ConfigError } from '../src/core/errors.js';
 
 const dir = process.argv[2];

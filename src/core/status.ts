@@ -1,7 +1,6 @@
 import { existsSync, mkdirSync, renameSync, statSync, writeFileSync, accessSync, constants } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { ErrorReport } from './errors.js';
-import type { OutputReport } from '../jobs/template.js';
 import { scrub } from './secrets.js';
 
 /**
@@ -9,6 +8,17 @@ import { scrub } from './secrets.js';
  * The one status writer sends it to stdout, `--status-file`, Airflow's XCom file and the
  * Kubernetes termination message.
  */
+
+/** A table a run wrote (or would write): what the status document lists under `outputs`. */
+export interface OutputReport {
+  table: string;
+  format: string;
+  location?: string;
+  snapshotId?: string;
+  /** Whether this run committed to the table; false when every event was already applied. */
+  committed?: boolean;
+  metrics?: Record<string, number>;
+}
 
 export type RunState = 'succeeded' | 'failed' | 'skipped' | 'cancelled';
 

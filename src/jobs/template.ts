@@ -58,15 +58,9 @@ export interface JdbcConnectionRef {
   readonly password?: Secret;
 }
 
-export interface OutputReport {
-  table: string;
-  format: string;
-  location?: string;
-  snapshotId?: string;
-  /** Whether this run committed to the table; false when every event was already applied. */
-  committed?: boolean;
-  metrics?: Record<string, number>;
-}
+// The status document's type, defined in core (templates report outputs, core writes them).
+export type { OutputReport } from '../core/status.js';
+import type { OutputReport } from '../core/status.js';
 
 /** What a step's rows mean for the run: fail it, skip it, or add to its outputs and metrics. */
 export interface StepEffect {

@@ -1,14 +1,23 @@
-import { asLakehouseError, CancelledError, ExitCode, UnavailableError } from '../core/errors.js';
+import { asLakehouseError, CancelledError, ConfigError, type ConfigIssue, ExitCode, UnavailableError } from '../core/errors.js';
+import { loadPlatform } from '../core/config/load.js';
+import { localPlatformDefaults } from '../core/config/platform.js';
 import { createLogger } from '../core/logger.js';
+import { registerConnectionSecrets, scrub } from '../core/secrets.js';
 import { SparkConnectClient } from '../spark/client.js';
 import { describeRemote, parseConnectionString } from '../spark/connection.js';
 import { VERSION } from '../version.js';
-import { startLocalServer } from './local-server.js';
+import { chosenRemote, resolveRemote } from '../app/remote.js';
 
 /** A readiness probe must answer within its period: 10 s, retries included, unless told otherwise. */
 export const DEFAULT_PING_TIMEOUT_MS = 10_000;
 
 export interface PingOptions {
+  /** `--remote`; else SPARK_REMOTE, the platform config's remote, then local (src/app/remote.ts). */
+  remote?: string;
+  /** The platform config (`--env`): its remote and token apply as for `run`. */
+  envFile?: string;
+  env: Record<string, string | undefined>;
+  logLevel: string;
   /** The whole ping, retries included; past it the answer is "unreachable" (69). */
   timeoutMs?: number;
   /** Process signals to honour (the CLI passes `process`). */
@@ -21,8 +30,10 @@ export interface PingOptions {
  * connection and never answers is as unready as one that refuses it: both end in 69 within the
  * timeout.
  */
-export async function ping(remote: string, logLevel: string, opts: PingOptions = {}): Promise<number> {
-  const logger = createLogger(logLevel, { command: 'ping' });
+export async function ping(opts: PingOptions, stdout: (text: string) => void = (t) => process.stdout.write(t)): Promise<number> {
+  for (const remote of [opts.remote, opts.env.SPARK_REMOTE]) registerConnectionSecrets(remote);
+  const logger = createLogger(opts.logLevel, { command: 'ping' });
+  let remote = opts.remote ?? opts.env.SPARK_REMOTE ?? 'local';
   const timeoutMs = opts.timeoutMs ?? DEFAULT_PING_TIMEOUT_MS;
   const started = performance.now();
   const cancel = new AbortController();
@@ -37,9 +48,12 @@ export async function ping(remote: string, logLevel: string, opts: PingOptions =
   opts.signals?.on('SIGTERM', term);
   let client: SparkConnectClient | undefined;
   try {
-    let spec = parseConnectionString(remote, { origin: { kind: 'option', name: '--remote' } });
-    if (spec.kind === 'local') spec = parseConnectionString(await startLocalServer(logger));
-    if (spec.kind !== 'remote') throw new Error('unreachable');
+    const issues: ConfigIssue[] = [];
+    const platform = opts.envFile ? await loadPlatform(opts.envFile, opts.env, issues) : localPlatformDefaults;
+    if (issues.length) throw new ConfigError(issues);
+    const sources = { ...(opts.remote ? { option: opts.remote } : {}), env: opts.env, platform };
+    remote = chosenRemote(sources).text;
+    const spec = await resolveRemote(sources, logger);
     client = SparkConnectClient.connect(spec, {
       userAgent: `lakehouse-jobs/${VERSION}`,
       logger,
@@ -50,11 +64,15 @@ export async function ping(remote: string, logLevel: string, opts: PingOptions =
       retry: { totalTimeoutMs: timeoutMs },
     });
     const serverVersion = await client.analyze.sparkVersion();
-    process.stdout.write(JSON.stringify({ remote: describeRemote(spec), serverVersion, ms: Math.round(performance.now() - started) }) + '\n');
+    stdout(JSON.stringify({ ok: true, remote: describeRemote(spec), serverVersion, ms: Math.round(performance.now() - started) }) + '\n');
     return ExitCode.succeeded;
   } catch (e) {
     const error = cancel.signal.aborted ? asLakehouseError(cancel.signal.reason) : asLakehouseError(e);
-    logger.error({ code: error.code, durationMs: Math.round(performance.now() - started) }, error.message);
+    const ms = Math.round(performance.now() - started);
+    logger.error({ code: error.code, durationMs: ms }, error.message);
+    // A probe's caller reads stdout: a failure is an answer too, in the same one-line shape.
+    const { code, message, ...rest } = error.report();
+    stdout(scrub(JSON.stringify({ ok: false, remote: safeRemote(remote), exitCode: error.exitCode, error: { code, message, ...rest }, ms })) + '\n');
     return error.exitCode;
   } finally {
     clearTimeout(timer);

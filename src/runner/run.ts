@@ -1,17 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from 'pino';
 import { CancelledError, ConfigError, InternalError, type LakehouseError, asLakehouseError, ExitCode } from '../core/errors.js';
-import { type JobIdentity, type LoadedJob, loadJob } from '../core/config/load.js';
-import { resolveSecret } from '../core/config/platform.js';
+import { type JobIdentity, type LoadedJob, loadJob } from '../app/load-job.js';
 import { createLogger } from '../core/logger.js';
 import { registerConnectionSecrets, scrub } from '../core/secrets.js';
 import { type RunState, type StatusDocument, type StatusTargets, writeStatus } from '../core/status.js';
-// The Spark side (grpc-js, protobuf, apache-arrow, the executor) loads only for commands that talk
-// to Spark: `validate` and `plan` start without it.
+// The Spark side (grpc-js, protobuf, apache-arrow, the executor) loads only when a command talks to
+// Spark or prints protobuf: `validate` and the text `plan` start without it (cold start, issue 13).
 import type { SparkConnectClient } from '../spark/client.js';
-import { describeRemote, parseConnectionString } from '../spark/connection.js';
+import { describeRemote } from '../spark/connection.js';
 import type { ExecutionReport } from './executor.js';
-import { startLocalServer } from './local-server.js';
+import { resolveRemote } from '../app/remote.js';
+import { explainableRel, formatAccess, formatPlan, planAccess } from '../app/plan-view.js';
 import { VERSION } from '../version.js';
 
 /**
@@ -40,6 +40,12 @@ export interface RunRequest {
   retryBudgetMs?: number;
   /** How long a cancelled run may take to wind down before it exits anyway (default 15 s). */
   cancelGraceMs?: number;
+  /** `plan`: an operator tree per step (default) or the protobuf plans as JSON. */
+  planFormat?: 'text' | 'json';
+  /** `plan --explain`: also Spark's own explain of each step, from the remote. */
+  explain?: boolean;
+  /** Where plain lines for people go (`validate`'s problems and summary); stderr by default. */
+  stderr?: (text: string) => void;
 }
 
 /**
@@ -62,6 +68,7 @@ export async function runJob(req: RunRequest): Promise<number> {
   const cancel = new AbortController();
   const spark: SparkState = { remote: '', operationIds: [] };
   // Filled in step by step: after a failure it still says which steps completed.
+  // executor.ts's emptyReport(), without loading the executor.
   const report: ExecutionReport = { outputs: [], metrics: { rowsRead: 0, rowsWritten: 0 }, operationIds: [], completedSteps: [], notNeeded: [] };
   let outcome: { state: RunState; error?: LakehouseError; report?: ExecutionReport };
 
@@ -78,8 +85,9 @@ export async function runJob(req: RunRequest): Promise<number> {
     const code = finish({ state: 'cancelled', error, report });
     if (code !== undefined) (req.exitNow ?? process.exit)(code);
   });
+  let loaded: LoadedJob | undefined;
   try {
-    const loaded = await loadJob(
+    loaded = await loadJob(
       {
         configFile: req.config,
         ...(req.envFile ? { envFile: req.envFile } : {}),
@@ -92,20 +100,36 @@ export async function runJob(req: RunRequest): Promise<number> {
       identity,
     );
     logger.info({ template: loaded.template.name, schemaVersion: loaded.version.version, tenant: loaded.tenant.id, steps: loaded.plan.steps.length }, 'config valid');
-    if (req.command === 'validate') outcome = { state: 'succeeded' };
-    else if (req.command === 'plan') {
-      await printPlan(loaded, req.targets?.stdout);
+    if (req.command === 'validate') {
+      // What a run would touch, for the person who reviews the config (the status stays on stdout).
+      const access = formatAccess(planAccess(loaded.plan));
+      (req.stderr ?? ((t) => process.stderr.write(t)))(
+        scrub(`${req.config}: valid (${loaded.template.name} v${loaded.version.version}, ${loaded.plan.steps.length} steps)${access ? `; a run would:\n${access}` : ''}\n`),
+      );
+      outcome = { state: 'succeeded' };
+    } else if (req.command === 'plan') {
+      const explained = req.explain ? await explainSteps(loaded, req, logger, cancel.signal, spark) : undefined;
+      await printPlan(loaded, req.planFormat ?? 'text', req.targets?.stdout, explained);
       outcome = { state: 'succeeded' };
     } else {
       outcome = await execute(loaded, req, logger, cancel.signal, runId, spark, report);
     }
   } catch (e) {
     // Once a signal arrived, whatever the interrupted operation threw is the cancellation.
-    const error = spark.cancelledBy && !(e instanceof ConfigError) ? spark.cancelledBy : asLakehouseError(e);
+    const caught = spark.cancelledBy && !(e instanceof ConfigError) ? spark.cancelledBy : asLakehouseError(e);
+    const failed = loaded?.plan.steps.find((s) => s.id === report.failedStep);
+    const error = loaded ? (await import('../app/config-column.js')).configColumnError(caught, failed, loaded.config) : caught;
     outcome = { state: error instanceof CancelledError ? 'cancelled' : 'failed', error, ...(req.command === 'run' ? { report } : {}) };
     if (error instanceof ConfigError && req.command === 'validate') {
       // `validate` is read by people: one plain line per problem, with its path.
-      for (const i of error.issues) process.stderr.write(scrub(`${req.config}: ${i.path ? `${i.path}: ` : ''}${i.message}\n`));
+      // A platform config's problem names the platform config's file, not the job's.
+      const write = req.stderr ?? ((t: string) => process.stderr.write(t));
+      for (const i of error.issues) {
+        const platformIssue = i.path.startsWith('(platform) ') && req.envFile !== undefined;
+        const file = platformIssue ? req.envFile : req.config;
+        const path = platformIssue ? i.path.slice('(platform) '.length) : i.path;
+        write(scrub(`${file}: ${path ? `${path}: ` : ''}${i.message}\n`));
+      }
     } else if (error instanceof ConfigError) for (const i of error.issues) logger.error({ path: i.path }, `config error: ${i.path ? `${i.path}: ` : ''}${i.message}`);
     else if (error instanceof InternalError) {
       // A bug: the stack is what it takes to fix it.
@@ -176,21 +200,25 @@ async function execute(
   spark: SparkState,
   report: ExecutionReport,
 ): Promise<{ state: RunState; report: ExecutionReport }> {
-  const [remote, origin] = req.remote
-    ? [req.remote, { kind: 'option' as const, name: '--remote' }]
-    : req.env.SPARK_REMOTE
-      ? [req.env.SPARK_REMOTE, { kind: 'option' as const, name: 'SPARK_REMOTE' }]
-      : [loaded.platform.spark.remote ?? 'local', { kind: 'config' as const, path: '(platform) spark.remote' }];
-  const [{ SparkConnectClient }, { executePlan }, { tenantReadPolicy }] = await Promise.all([
-    import('../spark/client.js'),
-    import('./executor.js'),
-    import('../spark/policy/index.js'),
-  ]);
-  let spec = parseConnectionString(remote, { origin });
-  if (spec.kind === 'local') spec = parseConnectionString(await startLocalServer(logger));
-  if (spec.kind !== 'remote') throw new Error('unreachable: local resolved to local');
-  if (loaded.platform.spark.token && !spec.token)
-    spec = { ...spec, token: resolveSecret(loaded.platform.spark.token, '(platform) spark.token', req.env) };
+  const client = await connect(loaded, req, logger, signal, spark);
+  await client.config.set(sessionSettings(loaded, runId, req.logicalDate));
+  const [{ executePlan }, { tenantReadPolicy }] = await Promise.all([import('./executor.js'), import('../spark/policy/index.js')]);
+  await executePlan(loaded.plan, {
+    session: client,
+    logger,
+    signal,
+    tags: [tagFor(runId)],
+    onOperation: (id) => spark.operationIds.push(id),
+    policy: tenantReadPolicy(loaded.platform, loaded.tenant),
+    report,
+  });
+  return { state: report.skipped ? 'skipped' : 'succeeded', report };
+}
+
+/** A session on the one resolved remote (src/app/remote.ts), recorded in the run's Spark state. */
+async function connect(loaded: LoadedJob, req: RunRequest, logger: Logger, signal: AbortSignal, spark: SparkState): Promise<SparkConnectClient> {
+  const { SparkConnectClient } = await import('../spark/client.js');
+  const spec = await resolveRemote({ ...(req.remote ? { option: req.remote } : {}), env: req.env, platform: loaded.platform }, logger);
   spark.remote = describeRemote(spec);
   const client = SparkConnectClient.connect(spec, {
     userAgent: `lakehouse-jobs/${VERSION}`,
@@ -203,17 +231,29 @@ async function execute(
   spark.sessionId = client.sessionId;
   spark.serverVersion = await client.analyze.sparkVersion();
   logger.info({ remote: spark.remote, sessionId: client.sessionId, serverVersion: spark.serverVersion }, 'connected to Spark Connect');
-  await client.config.set(sessionSettings(loaded, runId, req.logicalDate));
-  await executePlan(loaded.plan, {
-    session: client,
-    logger,
-    signal,
-    tags: [tagFor(runId)],
-    onOperation: (id) => spark.operationIds.push(id),
-    policy: tenantReadPolicy(loaded.platform, loaded.tenant),
-    report,
-  });
-  return { state: report.skipped ? 'skipped' : 'succeeded', report };
+  return client;
+}
+
+/**
+ * `plan --explain`: Spark's own explain of each step's query (a command's input), analysed on the
+ * server and never executed. A step Spark cannot analyse yet (its table does not exist before the
+ * run creates it) shows why instead.
+ */
+async function explainSteps(loaded: LoadedJob, req: RunRequest, logger: Logger, signal: AbortSignal, spark: SparkState): Promise<Map<string, string>> {
+  const client = await connect(loaded, req, logger, signal, spark);
+  await client.config.set(sessionSettings(loaded, 'plan', req.logicalDate));
+  const { compileRelationPlan } = await import('../spark/plan/compile.js');
+  const out = new Map<string, string>();
+  for (const step of loaded.plan.steps) {
+    const rel = explainableRel(step);
+    if (!rel) continue;
+    try {
+      out.set(step.id, await client.analyze.explain(compileRelationPlan(rel, { reveal: false }), 'simple'));
+    } catch (e) {
+      out.set(step.id, `(not explained: ${asLakehouseError(e).message.split('\n')[0]})`);
+    }
+  }
+  return out;
 }
 
 /** Everything a run sets on its Spark session before the first step. */
@@ -250,18 +290,27 @@ export function commitMetadata(loaded: LoadedJob, runId: string, logicalDate: st
   };
 }
 
-/** The plans exactly as they would be sent (secrets redacted), one entry per step. */
-async function printPlan(loaded: LoadedJob, stdout?: (t: string) => void): Promise<void> {
+/**
+ * The plans a run would send (secrets redacted): as text, one operator tree per step with its id and
+ * title; as JSON, exactly the protobuf plans, one entry per step.
+ */
+async function printPlan(loaded: LoadedJob, format: 'text' | 'json', stdout?: (t: string) => void, explained?: Map<string, string>): Promise<void> {
+  const out = stdout ?? ((t) => process.stdout.write(t));
+  if (format === 'text') {
+    const head = `${loaded.template.name} v${loaded.version.version}, tenant ${loaded.tenant.id}: ${loaded.plan.steps.length} steps`;
+    out(scrub(`${head}\n\n${formatPlan(loaded.plan, explained)}\n`));
+    return;
+  }
   const [{ toJson }, { PlanSchema }, { stepPlan }] = await Promise.all([
     import('@bufbuild/protobuf'),
     import('../spark/proto/gen/spark/connect/base_pb.js'),
     import('./executor.js'),
   ]);
   const steps = loaded.plan.steps.map((s) => {
-    return { id: s.id, kind: s.kind, title: s.title, plan: toJson(PlanSchema, stepPlan(s, { reveal: false })) };
+    return { id: s.id, kind: s.kind, title: s.title, plan: toJson(PlanSchema, stepPlan(s, { reveal: false })), ...(explained?.has(s.id) ? { explain: explained.get(s.id) } : {}) };
   });
   const doc = { job: { template: loaded.template.name, schemaVersion: loaded.version.version }, tenant: loaded.tenant.id, steps };
-  (stdout ?? ((t) => process.stdout.write(t)))(scrub(JSON.stringify(doc, null, 2)) + '\n');
+  out(scrub(JSON.stringify(doc, null, 2)) + '\n');
 }
 
 /** Operation tags allow letters, digits and a few marks; one tag per run covers all its operations. */

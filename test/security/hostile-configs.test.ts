@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, asLakehouseError } from '../../src/core/errors.js';
-import { loadJob } from '../../src/core/config/load.js';
+import { loadJob } from '../../src/app/load-job.js';
 import type { SparkConnectClient } from '../../src/spark/client.js';
 import { compileCommandPlan } from '../../src/spark/plan/compile.js';
 import { Query, sqlCommand } from '../../src/spark/plan/query.js';

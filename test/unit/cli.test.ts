@@ -30,14 +30,98 @@ describe('lakehouse-jobs CLI without Spark', () => {
     expect(JSON.parse(r.stdout)).toMatchObject({ status: 'succeeded', exitCode: 0, command: 'validate', tenant: 'acme', job: { template: 'cdc-silver-merge', schemaVersion: 1 } });
   });
 
-  it('prints the plans it would submit, and nothing else on stdout', async () => {
+  it('prints the plans it would submit as readable operator trees, and nothing else on stdout', async () => {
     const dir = tempFiles({});
     const r = await runCli(['plan', '--config', example, '--env', platform, '--status-file', join(dir, 's.json')], env);
     expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toMatch(/^cdc-silver-merge v1, tenant acme: \d+ steps\n/);
+    expect(r.stdout).toMatch(/\n\[\d+\/\d+\] merge: /);
+    expect(r.stdout).toContain('MergeInto lake.acme_silver.orders ON (orders.id <=> __source.id)');
+    expect(r.stdout).toContain("Filter (_snapshot_date = '2026-07-05')");
+    expect(r.stdout).toContain('Read parquet file:///srv/lake/acme/bronze/orders_cdc');
+    // A person reads it: a few kilobytes, not the protobuf's hundred.
+    expect(r.stdout.length).toBeLessThan(20_000);
+    expect(JSON.parse(readFileSync(join(dir, 's.json'), 'utf8'))).toMatchObject({ status: 'succeeded', command: 'plan' });
+  });
+
+  it('keeps the protobuf plans with plan --format json', async () => {
+    const r = await runCli(['plan', '--format', 'json', '--config', example, '--env', platform], env);
+    expect(r.code, r.stderr).toBe(0);
     const plan = JSON.parse(r.stdout);
     expect(plan.steps.map((s: { id: string }) => s.id)).toContain('merge');
+    expect(plan.steps.find((s: { id: string }) => s.id === 'merge').plan.command).toBeDefined();
     expect(JSON.stringify(plan)).toContain('file:///srv/lake/acme/bronze/orders_cdc');
-    expect(JSON.parse(readFileSync(join(dir, 's.json'), 'utf8'))).toMatchObject({ status: 'succeeded', command: 'plan' });
+    const bad = await runCli(['plan', '--format', 'yaml', '--config', example], env);
+    expect(bad.code).toBe(64);
+    expect(bad.stderr).toContain('--format must be one of text, json, got "yaml"');
+  });
+
+  it('validate says which tables and paths a run would read and write', async () => {
+    const r = await runCli(['validate', '--config', example, '--env', platform], env);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stderr).toContain(`${example}: valid (cdc-silver-merge v1, `);
+    expect(r.stderr).toContain('  reads  path  file:///srv/lake/acme/bronze/orders_cdc (parquet)');
+    expect(r.stderr).toContain('  writes table lake.acme_silver.orders (iceberg) at file:///srv/lake/acme/silver/orders');
+    expect(r.stderr).toContain('  writes table lake.acme_silver.orders__cdc_tombstones (iceberg) at file:///srv/lake/acme/silver/orders__cdc_tombstones');
+  });
+
+  it("names the platform config's file for its problems, not the job config's", async () => {
+    const dir = tempFiles({ 'platform.conf': readFileSync(platform, 'utf8') + '\njdbc { inline-urls = sometimes }\n' });
+    const r = await runCli(['validate', '--config', example, '--env', join(dir, 'platform.conf')], env);
+    expect(r.code).toBe(78);
+    expect(r.stderr).toContain(`${join(dir, 'platform.conf')}: jdbc.inline-urls: must be one of "deny", "allow"`);
+    expect(r.stderr).not.toContain(`${example}: (platform)`);
+  });
+
+  it('reports a misspelled required key once, with its hint', async () => {
+    const dir = tempFiles({ 'job.conf': readFileSync(example, 'utf8').replace('primary-key', 'primery-key') });
+    const r = await runCli(['validate', '--config', join(dir, 'job.conf'), '--env', platform], env);
+    expect(r.code).toBe(78);
+    const lines = r.stderr.split('\n').filter((l) => l.startsWith(join(dir, 'job.conf')));
+    expect(lines).toEqual([`${join(dir, 'job.conf')}: cdc.primery-key: unknown key; did you mean "primary-key"?`]);
+  });
+
+  it('a typo in job.template is a config error (78) with a hint; in --job a usage error (64)', async () => {
+    const dir = tempFiles({ 'job.conf': readFileSync(example, 'utf8').replace('"cdc-silver-merge"', '"cdc-silver-merg"') });
+    const r = await runCli(['validate', '--config', join(dir, 'job.conf'), '--env', platform], env);
+    expect(r.code).toBe(78);
+    expect(r.stderr).toContain('job.template: unknown template "cdc-silver-merg"; did you mean "cdc-silver-merge"?');
+    const mismatch = await runCli(['validate', '--config', example, '--env', platform, '--job', 'cdc-silver-merg'], env);
+    expect(mismatch.code).toBe(78);
+    expect(mismatch.stderr).toContain('job.template: is "cdc-silver-merge" but --job says "cdc-silver-merg"; did you mean --job cdc-silver-merge?');
+  });
+
+  it('has help per command, a version, and a hint for a misspelled command', async () => {
+    const help = await runCli(['plan', '--help']);
+    expect(help.code).toBe(0);
+    expect(help.stdout).toMatch(/^Usage: lakehouse-jobs plan /);
+    expect(help.stdout).toContain('--format <format>');
+    expect(help.stdout).toContain('env LAKEHOUSE_CONFIG');
+    const top = await runCli(['--help']);
+    expect(top.code).toBe(0);
+    for (const c of ['run', 'validate', 'plan', 'ping', 'templates', 'schema']) expect(top.stdout).toContain(`  ${c} `);
+    expect((await runCli(['--version'])).stdout).toMatch(/^\d+\.\d+\.\d+/);
+    const typo = await runCli(['valdate', '--config', example]);
+    expect(typo.code).toBe(64);
+    expect(typo.stderr).toContain('unknown command "valdate"; did you mean "validate"?');
+  });
+
+  it('reads options from LAKEHOUSE_* variables when the command line does not give them', async () => {
+    const r = await runCli(['validate'], { ...env, LAKEHOUSE_CONFIG: example, LAKEHOUSE_ENV: platform });
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'succeeded', tenant: 'acme' });
+    // The command line wins over the environment.
+    const missing = await runCli(['validate', '--config', '/nonexistent/tenant.conf'], { ...env, LAKEHOUSE_CONFIG: example });
+    expect(missing.code).toBe(66);
+  });
+
+  it('a failed ping answers on stdout too, with the remote of the platform config and no token', async () => {
+    const dir = tempFiles({ 'platform.conf': 'spark { remote = "sc://127.0.0.1:9/;token=ping-secret-123" }\n' });
+    const r = await runCli(['ping', '--env', join(dir, 'platform.conf'), '--timeout', '1', '--log-level', 'silent'], { SPARK_REMOTE: '' });
+    expect(r.code).toBe(69);
+    const answer = JSON.parse(r.stdout);
+    expect(answer).toMatchObject({ ok: false, exitCode: 69, remote: expect.stringContaining('127.0.0.1:9'), error: { code: expect.any(String) } });
+    expect(r.stdout + r.stderr).not.toContain('ping-secret-123');
   });
 
   it('refuses a storage root outside the tenant policy with 78 before any plan', async () => {
@@ -53,6 +137,8 @@ describe('lakehouse-jobs CLI without Spark', () => {
     const unknown = await runCli(['validate', '--config', join(untemplated, 'job.conf'), '--env', platform, '--job', 'cdc-silver-merge-x'], env);
     expect(unknown.code).toBe(64);
     expect(unknown.stdout).toContain('did you mean \\"cdc-silver-merge\\"');
+    expect((await runCli(['ping', '--timeout', 'soon'])).code).toBe(64);
+    expect((await runCli(['schema'])).code).toBe(64);
     expect((await runCli(['schema', 'no-such-job'])).code).toBe(64);
     expect((await runCli(['--config', example, '--no-such-option'], env)).code).toBe(64);
     const missing = await runCli(['validate', '--config', '/nonexistent/tenant.conf']);

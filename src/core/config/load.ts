@@ -1,16 +1,16 @@
-import { ConfigError, type ConfigIssue, UsageError } from '../errors.js';
-import { isUnderRoot, tenantContext, type TenantContext } from '../tenant.js';
-import { findTemplate } from '../../jobs/registry.js';
-import type { CatalogRef, JdbcConnectionRef, JobContext, JobPlan, JobTemplate, TemplateVersion } from '../../jobs/template.js';
-import { registerConnectionSecrets, Secret } from '../secrets.js';
+import type { z } from 'zod';
+import { ConfigError, type ConfigIssue } from '../errors.js';
+import { isUnderRoot } from '../tenant.js';
+import { registerConnectionSecrets } from '../secrets.js';
 import { parseHocon, readHoconFile } from './hocon.js';
-import { localPlatformDefaults, type PlatformConfig, platformSchema, resolveSecret, type SecretRef } from './platform.js';
+import { localPlatformDefaults, type PlatformConfig, platformSchema } from './platform.js';
 import { keysAt, toConfigIssues } from './validate.js';
 
 /**
- * The one config loader: job config (+ `--set` overrides) and platform config → a validated job,
- * its tenant context and its plan. Every problem is collected and reported at once, each with its
- * path; nothing here talks to Spark.
+ * Config loading without templates: the platform config, a job config (+ `--set` overrides) parsed
+ * under its environment allow-list, and validation against a schema and the tenant policy. Every
+ * problem is collected and reported at once, each with its path; nothing here talks to Spark or
+ * knows the job catalog (the app layer, src/app/load-job.ts, picks the template and builds the plan).
  */
 
 export interface LoadRequest {
@@ -23,16 +23,6 @@ export interface LoadRequest {
   logicalDate?: string;
 }
 
-export interface LoadedJob {
-  template: JobTemplate;
-  version: TemplateVersion;
-  config: Record<string, any>;
-  platform: PlatformConfig;
-  tenant: TenantContext;
-  context: JobContext;
-  plan: JobPlan;
-}
-
 /** Parsed but not yet validated: enough to name the job in a status document when validation fails. */
 export interface JobIdentity {
   template?: string;
@@ -41,12 +31,10 @@ export interface JobIdentity {
   tenant?: string;
 }
 
-export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Promise<LoadedJob> {
-  // The platform config first: it says which environment variables the job config may read.
-  const issues: ConfigIssue[] = [];
-  const platform = req.envFile ? await loadPlatform(req.envFile, req.env, issues) : localPlatformDefaults;
+/** A job config parsed (not yet validated) under the platform's environment allow-list. */
+export async function readJobConfig(req: LoadRequest, platform: PlatformConfig): Promise<Record<string, unknown>> {
   const allowed = new Set(platform['config-env'].allow);
-  const raw = await parseHocon([await readHoconFile(req.configFile)], {
+  return parseHocon([await readHoconFile(req.configFile)], {
     env: req.env,
     envAllowList: (name) => allowed.has(name),
     envHint: req.envFile
@@ -54,49 +42,28 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
       : 'without a platform config (--env), job configs read no environment variables',
     overrides: req.overrides ?? [],
   });
+}
+
+/** What a parsed config says about itself: enough to name it in a status when validation fails. */
+export function identify(raw: Record<string, unknown>, identity: JobIdentity): { named?: string; schemaVersion: unknown } {
   const job = isObject(raw.job) ? raw.job : {};
   const tenantRaw = isObject(raw.tenant) ? raw.tenant : {};
   identity.name = typeof job.name === 'string' ? job.name : undefined;
   identity.tenant = typeof tenantRaw.id === 'string' ? tenantRaw.id : undefined;
+  return { ...(typeof job.template === 'string' ? { named: job.template } : {}), schemaVersion: job['schema-version'] };
+}
 
-  const named = typeof job.template === 'string' ? job.template : undefined;
-  if (req.job && named && req.job !== named)
-    throw new ConfigError([{ path: 'job.template', message: `is "${named}" but --job says "${req.job}"` }]);
-  const templateName = req.job ?? named;
-  if (!templateName) throw new UsageError('no job template: pass --job <template> or set job.template in the config');
-  identity.template = templateName;
-  const template = findTemplate(templateName);
-
-  const wanted = job['schema-version'];
-  const supported = template.versions.map((v) => v.version);
-  if (wanted === undefined)
-    throw new ConfigError([{ path: 'job.schema-version', message: `is required (${template.name} supports ${supported.join(', ')})` }]);
-  const version = template.versions.find((v) => v.version === wanted);
-  if (!version)
-    throw new ConfigError([
-      { path: 'job.schema-version', message: `${typeof wanted === 'bigint' ? String(wanted) : JSON.stringify(wanted)} is not supported by ${template.name} (supported: ${supported.join(', ')})` },
-    ]);
-  identity.schemaVersion = version.version;
-
-  const parsed = version.schema.safeParse(raw);
-  if (!parsed.success) issues.push(...toConfigIssues(parsed.error, (p) => keysAt(version.schema, p)));
+/**
+ * A parsed config against its template version's schema and the platform's tenant policy: the
+ * validated config, or one ConfigError listing every problem with its path.
+ */
+export function validateJobConfig<C>(raw: Record<string, unknown>, schema: z.ZodType<C>, platform: PlatformConfig): C {
+  const issues: ConfigIssue[] = [];
+  const parsed = schema.safeParse(raw);
+  if (!parsed.success) issues.push(...toConfigIssues(parsed.error, (p) => keysAt(schema, p)));
   issues.push(...tenantPolicy(raw, platform));
   if (!parsed.success || issues.length > 0) throw new ConfigError(dedupe(issues));
-  const config = parsed.data as Record<string, any>;
-
-  const tenant = tenantContext(config.tenant.id, config.tenant['storage-root']);
-  const context: JobContext = {
-    tenant,
-    runId: req.runId,
-    ...(req.logicalDate ? { logicalDate: req.logicalDate } : {}),
-    catalog: (name, path) => resolveCatalog(platform, name, path),
-    jdbcConnection: (name, path) => resolveJdbcConnection(platform, name, path, req.env),
-    inlineJdbcUrls: platform.jdbc['inline-urls'] === 'allow',
-    secret: (ref, path) => deferredSecret(ref, path, req.env),
-  };
-  // Templates may reject combinations only the plan reveals (an unknown catalog): still config errors.
-  const plan = version.plan(context, config);
-  return { template, version, config, platform, tenant, context, plan };
+  return parsed.data;
 }
 
 /**
@@ -113,47 +80,6 @@ export async function loadPlatform(file: string, env: Record<string, string | un
   for (const i of toConfigIssues(parsed.error, (p) => keysAt(platformSchema, p)))
     issues.push({ path: `(platform) ${i.path}`, message: i.message });
   return localPlatformDefaults;
-}
-
-function resolveCatalog(platform: PlatformConfig, name: string | undefined, path: string): CatalogRef {
-  const entries = Object.entries(platform.catalogs);
-  if (name === undefined) {
-    const def = entries.find(([, c]) => c.default);
-    if (!def) throw new ConfigError([{ path, message: 'is required: the platform config names no default catalog' }]);
-    return { name: def[0], format: def[1].format };
-  }
-  const found = platform.catalogs[name];
-  if (!found)
-    throw new ConfigError([{ path, message: `catalog "${name}" is not configured by the platform (configured: ${entries.map(([n]) => n).join(', ') || 'none'})` }]);
-  return { name, format: found.format };
-}
-
-function resolveJdbcConnection(platform: PlatformConfig, name: string, path: string, env: Record<string, string | undefined>): JdbcConnectionRef {
-  const c = platform.jdbc.connections[name];
-  if (!c) {
-    const known = Object.keys(platform.jdbc.connections);
-    throw new ConfigError([{ path, message: `connection "${name}" is not configured by the platform (jdbc.connections: ${known.join(', ') || 'none'})` }]);
-  }
-  return {
-    name,
-    url: c.url,
-    ...(c.user === undefined ? {} : { user: c.user }),
-    ...(c.driver === undefined ? {} : { driver: c.driver }),
-    ...(c.password === undefined ? {} : { password: deferredSecret(c.password, `(platform) jdbc.connections.${name}.password`, env) }),
-  };
-}
-
-/**
- * Secrets are resolved at the moment of use (the executor reveals them), not when the config is
- * loaded: `validate` and `plan` need no secrets, and a missing one fails the run with its path (78).
- */
-function deferredSecret(ref: SecretRef, path: string, env: Record<string, string | undefined>): Secret {
-  let resolved: Secret | undefined;
-  return new (class extends Secret {
-    override reveal(): string {
-      return (resolved ??= resolveSecret(ref, path, env)).reveal();
-    }
-  })('');
 }
 
 /** A tenant may only use the storage roots the platform allows it (when the platform lists tenants). */

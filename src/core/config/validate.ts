@@ -2,6 +2,9 @@ import { z } from 'zod';
 import type { ConfigIssue } from '../errors.js';
 import { CATALOG_PATTERN, COLUMN_PATTERN, NAME_PATTERN, STORAGE_URI_PATTERN, storageUriProblem } from '../naming.js';
 import { type ConfigExpression, MAX_EXPRESSION_LENGTH, parseExpression } from '../expression/index.js';
+import { closest } from './closest.js';
+
+export { closest } from './closest.js';
 
 /**
  * Schema building blocks shared by every template, and the one place that turns zod's issues into
@@ -78,9 +81,20 @@ export function formatPath(path: readonly PropertyKey[]): string {
   return path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replaceAll('.[', '[');
 }
 
-/** zod issues → config issues, one per problem, each with its full path. */
+/**
+ * zod issues → config issues, one per problem, each with its full path. A misspelled required key
+ * is one problem, not two: "unknown key; did you mean" replaces the "is required" of the key it names.
+ */
 export function toConfigIssues(error: z.ZodError, knownKeys?: (path: readonly PropertyKey[]) => string[]): ConfigIssue[] {
-  const out: ConfigIssue[] = [];
+  const issues = issuesOf(error, knownKeys);
+  const misspelled = new Set(issues.flatMap((i) => (i.meant === undefined ? [] : [i.meant])));
+  return issues.filter((i) => !(i.required && misspelled.has(i.path))).map(({ path, message }) => ({ path, message }));
+}
+
+type RawIssue = ConfigIssue & { meant?: string; required?: boolean };
+
+function issuesOf(error: z.ZodError, knownKeys?: (path: readonly PropertyKey[]) => string[]): RawIssue[] {
+  const out: RawIssue[] = [];
   for (const issue of error.issues) {
     if (issue.code === 'unrecognized_keys') {
       const siblings = knownKeys?.(issue.path) ?? [];
@@ -89,6 +103,7 @@ export function toConfigIssues(error: z.ZodError, knownKeys?: (path: readonly Pr
         out.push({
           path: formatPath([...issue.path, key]),
           message: `unknown key${hint ? `; did you mean "${hint}"?` : siblings.length ? ` (known: ${siblings.join(', ')})` : ''}`,
+          ...(hint ? { meant: formatPath([...issue.path, hint]) } : {}),
         });
       }
     } else if (issue.code === 'invalid_union') {
@@ -96,9 +111,10 @@ export function toConfigIssues(error: z.ZodError, knownKeys?: (path: readonly Pr
       const branches = (issue as unknown as { errors: z.core.$ZodIssue[][] }).errors;
       const best = branches.reduce((a, b) => (b.length < a.length ? b : a), branches[0] ?? []);
       if (best.length === 0) out.push({ path: formatPath(issue.path), message: issue.message });
-      for (const sub of best) out.push(...toConfigIssues(new z.ZodError([{ ...sub, path: [...issue.path, ...sub.path] }]), knownKeys));
+      for (const sub of best) out.push(...issuesOf(new z.ZodError([{ ...sub, path: [...issue.path, ...sub.path] }]), knownKeys));
     } else {
-      out.push({ path: formatPath(issue.path), message: describeIssue(issue) });
+      const message = describeIssue(issue);
+      out.push({ path: formatPath(issue.path), message, ...(message === 'is required' ? { required: true } : {}) });
     }
   }
   return out;
@@ -111,34 +127,6 @@ function describeIssue(issue: z.core.$ZodIssue): string {
     return values.length === 1 ? `must be ${JSON.stringify(values[0])}` : `must be one of ${values.map((v) => JSON.stringify(v)).join(', ')}`;
   }
   return issue.message.replace(/^Invalid input: /, '');
-}
-
-/** The known key closest to `key` by edit distance, if it is close enough to be a typo. */
-export function closest(key: string, candidates: readonly string[]): string | undefined {
-  let best: string | undefined;
-  let bestDistance = Infinity;
-  for (const c of candidates) {
-    const d = editDistance(key.toLowerCase(), c.toLowerCase());
-    if (d < bestDistance) {
-      best = c;
-      bestDistance = d;
-    }
-  }
-  return best !== undefined && bestDistance <= Math.max(2, Math.floor(key.length / 3)) ? best : undefined;
-}
-
-function editDistance(a: string, b: string): number {
-  const row = Array.from({ length: b.length + 1 }, (_, i) => i);
-  for (let i = 1; i <= a.length; i++) {
-    let prev = row[0]!;
-    row[0] = i;
-    for (let j = 1; j <= b.length; j++) {
-      const tmp = row[j]!;
-      row[j] = Math.min(row[j]! + 1, row[j - 1]! + 1, prev + (a[i - 1] === b[j - 1] ? 0 : 1));
-      prev = tmp;
-    }
-  }
-  return row[b.length]!;
 }
 
 /** The keys a strict object schema accepts at `path`, for "did you mean" hints. */

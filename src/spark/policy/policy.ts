@@ -1,9 +1,8 @@
 import { ConfigError, InternalError } from '../../core/errors.js';
 import { SparkError } from '../errors.js';
 import { isUnderRoot } from '../../core/tenant.js';
-import type { Cmd, MergeAction } from '../plan/commands.js';
+import type { Cmd } from '../plan/commands.js';
 import { compileRelationPlan } from '../plan/compile.js';
-import type { Expr } from '../plan/expressions.js';
 import type { Rel } from '../plan/relations.js';
 import type { Plan } from '../proto/gen/spark/connect/base_pb.js';
 import { ALLOWED_FUNCTIONS, ALLOWED_NODES, ALLOWED_SOURCE_FORMATS } from './allow-list.js';

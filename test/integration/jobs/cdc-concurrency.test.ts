@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { asLakehouseError } from '../../../src/core/errors.js';
-import { loadJob } from '../../../src/core/config/load.js';
+import { loadJob } from '../../../src/app/load-job.js';
 import { createLogger } from '../../../src/core/logger.js';
 import type { Step } from '../../../src/jobs/template.js';
 import { executePlan } from '../../../src/runner/executor.js';

@@ -5,14 +5,14 @@ import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJob } from '../../../src/core/config/load.js';
+import { loadJob } from '../../../src/app/load-job.js';
 import { platformSchema } from '../../../src/core/config/platform.js';
 import { ConfigError, ExitCode } from '../../../src/core/errors.js';
 import { tenantContext } from '../../../src/core/tenant.js';
 import { executePlan, stepRelations } from '../../../src/runner/executor.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
-import { alias, col, fn, lit } from '../../../src/spark/plan/expressions.js';
+import { alias, fn } from '../../../src/spark/plan/expressions.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import type { Rel } from '../../../src/spark/plan/relations.js';
 import { type TenantReadPolicy, checkStepPolicy, tenantReadPolicy } from '../../../src/spark/policy/index.js';
@@ -41,7 +41,6 @@ let dir: string;
 const sql = (text: string) => client.execute(compileRelationPlan(Query.sql(text).rel, { reveal: true }));
 const bronzePath = `${acme.root}/bronze/orders_cdc`;
 const bronze = () => Query.read('parquet', { paths: [bronzePath] });
-const ownTable = () => Query.table(['lake', `${acme.id}_silver`, 'o']);
 const V = { iceberg: `lake.${victim.id}_silver.t`, delta: `spark_catalog.${victim.id}_silver.d`, files: `${victim.root}/bronze/p` };
 
 beforeAll(async () => {

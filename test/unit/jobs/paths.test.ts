@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { toJson } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/core/errors.js';
-import { loadJob } from '../../../src/core/config/load.js';
+import { loadJob } from '../../../src/app/load-job.js';
 import type { Step } from '../../../src/jobs/template.js';
 import { stepPlan } from '../../../src/runner/executor.js';
 import { PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';

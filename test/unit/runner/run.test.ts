@@ -35,7 +35,7 @@ describe('how the CLI ends for an escaped error', () => {
     expect(f.stack).toContain('run.test.ts');
   });
 
-  it('is 64 only for usage problems (ours and yargs\')', () => {
+  it('is 64 only for usage problems', () => {
     expect(cliFailure(new UsageError('--config <file> is required'))).toMatchObject({ exitCode: 64, usage: true });
     expect(cliFailure(Object.assign(new Error('Unknown argument: x'), { name: 'YError' }))).toMatchObject({ exitCode: 64, usage: true });
   });

@@ -1,0 +1,130 @@
+import { ConfigError, type ConfigIssue, UsageError } from '../core/errors.js';
+import { identify, type JobIdentity, loadPlatform, type LoadRequest, readJobConfig, validateJobConfig } from '../core/config/load.js';
+import { localPlatformDefaults, type PlatformConfig, resolveSecret, type SecretRef } from '../core/config/platform.js';
+import { closest } from '../core/config/closest.js';
+import { Secret } from '../core/secrets.js';
+import { tenantContext, type TenantContext } from '../core/tenant.js';
+import { findTemplate, templates } from '../jobs/registry.js';
+import type { CatalogRef, JdbcConnectionRef, JobContext, JobPlan, JobTemplate, TemplateVersion } from '../jobs/template.js';
+
+/**
+ * The one job loader: platform config, job config (+ `--set` overrides) → a validated job, its
+ * tenant context and its plan. Config parsing and validation are core's (src/core/config/load.ts);
+ * this layer knows the job catalog, so it picks the template and builds the plan.
+ */
+
+export type { JobIdentity, LoadRequest } from '../core/config/load.js';
+
+export interface LoadedJob {
+  template: JobTemplate;
+  version: TemplateVersion;
+  config: Record<string, any>;
+  platform: PlatformConfig;
+  tenant: TenantContext;
+  context: JobContext;
+  plan: JobPlan;
+}
+
+export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Promise<LoadedJob> {
+  // The platform config first: it says which environment variables the job config may read.
+  const issues: ConfigIssue[] = [];
+  const platform = req.envFile ? await loadPlatform(req.envFile, req.env, issues) : localPlatformDefaults;
+  // A job config is judged under its platform config (its variables, catalogs, tenants): against a
+  // broken one its problems would be guesses, so the platform's own problems come alone.
+  if (issues.length) throw new ConfigError(issues);
+  const raw = await readJobConfig(req, platform);
+  const { named, schemaVersion: wanted } = identify(raw, identity);
+
+  const template = chooseTemplate(req.job, named);
+  identity.template = template.name;
+  const supported = template.versions.map((v) => v.version);
+  if (wanted === undefined) throw new ConfigError([{ path: 'job.schema-version', message: `is required (${template.name} supports ${supported.join(', ')})` }]);
+  const version = template.versions.find((v) => v.version === wanted);
+  if (!version)
+    throw new ConfigError([
+      {
+        path: 'job.schema-version',
+        message: `${typeof wanted === 'bigint' ? String(wanted) : JSON.stringify(wanted)} is not supported by ${template.name} (supported: ${supported.join(', ')})`,
+      },
+    ]);
+  identity.schemaVersion = version.version;
+
+  const config = validateJobConfig(raw, version.schema, platform) as Record<string, any>;
+  const tenant = tenantContext(config.tenant.id, config.tenant['storage-root']);
+  const context: JobContext = {
+    tenant,
+    runId: req.runId,
+    ...(req.logicalDate ? { logicalDate: req.logicalDate } : {}),
+    catalog: (name, path) => resolveCatalog(platform, name, path),
+    jdbcConnection: (name, path) => resolveJdbcConnection(platform, name, path, req.env),
+    inlineJdbcUrls: platform.jdbc['inline-urls'] === 'allow',
+    secret: (ref, path) => deferredSecret(ref, path, req.env),
+  };
+  // Templates may reject combinations only the plan reveals (an unknown catalog): still config errors.
+  const plan = version.plan(context, config);
+  return { template, version, config, platform, tenant, context, plan };
+}
+
+/**
+ * The template from `--job` and the config's `job.template`. An unknown `--job` is a usage error
+ * (64); an unknown or disagreeing `job.template` is the config's error (78, at job.template). Both
+ * suggest the closest template name.
+ */
+export function chooseTemplate(option: string | undefined, named: string | undefined): JobTemplate {
+  const names = templates.map((t) => t.name);
+  const near = (name: string) => (names.includes(name) ? undefined : closest(name, names));
+  if (option !== undefined && named !== undefined && option !== named) {
+    const fix = near(option) ? `; did you mean --job ${near(option)}?` : near(named) ? `; did you mean job.template = "${near(named)}"?` : '';
+    throw new ConfigError([{ path: 'job.template', message: `is "${named}" but --job says "${option}"${fix}` }]);
+  }
+  if (option !== undefined) return findTemplate(option);
+  if (named === undefined) throw new UsageError('no job template: pass --job <template> or set job.template in the config');
+  if (!names.includes(named))
+    throw new ConfigError([
+      { path: 'job.template', message: `unknown template "${named}"${near(named) ? `; did you mean "${near(named)}"?` : ''} (known: ${names.join(', ')})` },
+    ]);
+  return findTemplate(named);
+}
+
+function resolveCatalog(platform: PlatformConfig, name: string | undefined, path: string): CatalogRef {
+  const entries = Object.entries(platform.catalogs);
+  if (name === undefined) {
+    const def = entries.find(([, c]) => c.default);
+    if (!def) throw new ConfigError([{ path, message: 'is required: the platform config names no default catalog' }]);
+    return { name: def[0], format: def[1].format };
+  }
+  const found = platform.catalogs[name];
+  if (!found)
+    throw new ConfigError([
+      { path, message: `catalog "${name}" is not configured by the platform (configured: ${entries.map(([n]) => n).join(', ') || 'none'})` },
+    ]);
+  return { name, format: found.format };
+}
+
+function resolveJdbcConnection(platform: PlatformConfig, name: string, path: string, env: Record<string, string | undefined>): JdbcConnectionRef {
+  const c = platform.jdbc.connections[name];
+  if (!c) {
+    const known = Object.keys(platform.jdbc.connections);
+    throw new ConfigError([{ path, message: `connection "${name}" is not configured by the platform (jdbc.connections: ${known.join(', ') || 'none'})` }]);
+  }
+  return {
+    name,
+    url: c.url,
+    ...(c.user === undefined ? {} : { user: c.user }),
+    ...(c.driver === undefined ? {} : { driver: c.driver }),
+    ...(c.password === undefined ? {} : { password: deferredSecret(c.password, `(platform) jdbc.connections.${name}.password`, env) }),
+  };
+}
+
+/**
+ * Secrets are resolved at the moment of use (the executor reveals them), not when the config is
+ * loaded: `validate` and `plan` need no secrets, and a missing one fails the run with its path (78).
+ */
+function deferredSecret(ref: SecretRef, path: string, env: Record<string, string | undefined>): Secret {
+  let resolved: Secret | undefined;
+  return new (class extends Secret {
+    override reveal(): string {
+      return (resolved ??= resolveSecret(ref, path, env)).reveal();
+    }
+  })('');
+}

@@ -1,0 +1,66 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
+import { Query } from '../../../src/spark/plan/query.js';
+import type { SparkConnectClient } from '../../../src/spark/client.js';
+import { tempFiles } from '../../support/files.js';
+import { connect, freshTenant, remote, runCli } from '../../support/stack.js';
+
+/** Messages a person acts on, from the real server: the config path, not Spark's plan text. */
+let client: SparkConnectClient;
+
+beforeAll(() => {
+  client = connect();
+});
+
+afterAll(async () => {
+  await client?.releaseSession().catch(() => undefined);
+  client?.close();
+});
+
+function cdcJob(where: string) {
+  const tenant = freshTenant();
+  const dir = tempFiles({
+    'job.conf': `
+job    { template = "cdc-silver-merge", schema-version = 1 }
+tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
+source { table = "events", where = "${where}" }
+cdc { primary-key = ["id"], sequence-by = "ts" }
+target { table = "events", catalog = "lake" }
+`,
+    'platform.conf': `catalogs { lake { format = iceberg, default = true } }`,
+  });
+  return { bronze: `${tenant.root}/bronze/events`, job: join(dir, 'job.conf'), platform: join(dir, 'platform.conf'), dir };
+}
+
+describe('messages from a real run', () => {
+  it("a where naming a column the bronze batch lacks: 78 at source.where, without Spark's plan text", async () => {
+    const job = cdcJob("stauts = 'open'");
+    const select = `SELECT 1L AS id, TIMESTAMP'2026-07-05 08:00:00' AS ts, 'open' AS status`;
+    await client.execute(
+      compileCommandPlan(Query.sql(select).writeFiles(`${job.bronze}/_snapshot_date=2026-07-05`, 'parquet', { mode: 'append' }), { reveal: true }),
+    );
+    const statusFile = join(job.dir, 'status.json');
+    const r = await runCli(['--config', job.job, '--env', job.platform, '--remote', remote(), '--status-file', statusFile]);
+    expect(r.code, r.stderr).toBe(78);
+    const status = JSON.parse(readFileSync(statusFile, 'utf8'));
+    expect(status.error).toMatchObject({ category: 'config', path: 'source.where' });
+    // The tenant read policy analyses the step first and refuses what does not analyse, naming the class.
+    expect(status.error.message).toContain('UNRESOLVED_COLUMN');
+    expect(status.error.message).not.toMatch(/Relation|\+- |SQLSTATE/);
+  });
+
+  it("plan --explain adds Spark's own explain of each step it can analyse", async () => {
+    const job = cdcJob("status = 'open'");
+    const select = `SELECT 1L AS id, TIMESTAMP'2026-07-05 08:00:00' AS ts, 'open' AS status`;
+    await client.execute(
+      compileCommandPlan(Query.sql(select).writeFiles(`${job.bronze}/_snapshot_date=2026-07-05`, 'parquet', { mode: 'append' }), { reveal: true }),
+    );
+    const r = await runCli(['plan', '--explain', '--config', job.job, '--env', job.platform, '--remote', remote()]);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.stdout).toContain('[1/');
+    expect(r.stdout).toContain('  Spark explain:');
+    expect(r.stdout).toMatch(/== Physical Plan ==/);
+  });
+});

@@ -5,17 +5,20 @@
 // lazy: `validate` never loads grpc-js or the protobuf schema, `ping` never loads zod's templates.
 // Every chunk lands flat in dist/, next to cli.mjs (see sourceRelativeImportMeta below).
 //
-//   node scripts/build.mjs [--metafile]   (--metafile: also write dist/meta.json, for size analysis)
+//   node scripts/build.mjs [--metafile] [--outdir DIR]
+//     --metafile: also write meta.json (inputs and imports of every chunk), for size analysis and tests
+//     --outdir: somewhere else than dist/ (tests)
 import { renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, relative, resolve } from 'node:path';
+import { dirname, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { build } from 'esbuild';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const dist = resolve(root, 'dist');
+const outArg = process.argv.indexOf('--outdir');
+const dist = outArg > 0 ? resolve(process.argv[outArg + 1]) : resolve(root, 'dist');
 // Built next to dist/ and swapped in at the end: a CLI started meanwhile (scripts/lakehouse-jobs
 // rebuilds a stale bundle) never sees half a bundle. import.meta.url paths are the same either way.
-const outdir = resolve(root, `dist.build-${process.pid}`);
+const outdir = `${dist}.build-${process.pid}`;
 
 /**
  * Our sources use `new URL('../x', import.meta.url)` to find files of the checkout relative to
@@ -28,6 +31,7 @@ const sourceRelativeImportMeta = {
   setup(b) {
     b.onLoad({ filter: /[\\/]src[\\/].*\.ts$/ }, async (args) => {
       const { readFile } = await import('node:fs/promises');
+      if (!args.path.startsWith(resolve(root, 'src') + sep)) return undefined;
       const text = await readFile(args.path, 'utf8');
       if (!text.includes('import.meta.url')) return undefined;
       const fromDist = relative(dist, args.path).split('\\').join('/');
@@ -82,4 +86,4 @@ try {
 }
 renameSync(outdir, dist);
 rmSync(old, { recursive: true, force: true });
-process.stderr.write(`build: dist/cli.mjs and ${chunks - 1} chunks, ${(bytes / 1e6).toFixed(1)} MB with source maps\n`);
+process.stderr.write(`build: ${relative(root, dist) || "."}/cli.mjs and ${chunks - 1} chunks, ${(bytes / 1e6).toFixed(1)} MB with source maps\n`);

@@ -3,53 +3,69 @@
 #   docker run --rm -v "$PWD/conf:/conf:ro" lakehouse-jobs \
 #     --job cdc-silver-merge --config /conf/tenant.conf --remote sc://spark:15002
 # BASE_IMAGE defaults to the official Node 20 slim image; CI passes a base built from Debian packages
-# (scripts/container base). Any Debian-based image with node >= 20.19 on the PATH works.
+# (scripts/container base). Any Debian-based image with node >= 20.19 on the PATH works. It is only
+# the build stage: the image itself is FROM scratch with node, its shared libraries, CA certificates,
+# tini and the bundled CLI (dist/cli.mjs), nothing else (no shell, no npm, no node_modules).
 ARG BASE_IMAGE=node:20-bookworm-slim
 
-# Compile TypeScript (dev dependencies only live here).
 FROM ${BASE_IMAGE} AS build
 # Builds behind a TLS-intercepting proxy: pass the proxy's CA as a file mounted into the build and
 # its path here (scripts/container build does that from the host's own NODE_EXTRA_CA_CERTS).
 # An ARG, so it never reaches the runtime image's environment.
 ARG NODE_EXTRA_CA_CERTS
+# tini (PID 1) and the CA bundle, if the base lacks them (the official Node image does).
+RUN set -eu; \
+    if ! command -v tini >/dev/null || [ ! -f /etc/ssl/certs/ca-certificates.crt ]; then \
+      apt-get update && apt-get install -y --no-install-recommends tini ca-certificates && rm -rf /var/lib/apt/lists/*; \
+    fi
 WORKDIR /app
 COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
-COPY tsconfig.json tsconfig.build.json ./
+COPY tsconfig.json ./
+COPY scripts/build.mjs ./scripts/build.mjs
 COPY src ./src
-RUN npm run build
+# The bundle: dist/cli.mjs and its lazy chunks; its source maps give stack traces of our sources.
+RUN node scripts/build.mjs
 
-# Production dependencies only, installed from the lock file.
-FROM ${BASE_IMAGE} AS deps
-ARG NODE_EXTRA_CA_CERTS
-WORKDIR /app
-COPY package.json package-lock.json ./
-RUN npm ci --omit=dev --no-audit --no-fund --ignore-scripts && npm cache clean --force
+# The runtime root, assembled file by file: node and tini with exactly the shared libraries ldd
+# names for them (and the loader), the CA bundle, a passwd/group entry for uid 1000, an empty /tmp.
+RUN set -eu; \
+    R=/rootfs; \
+    mkdir -p "$R/usr/local/bin" "$R/etc/ssl/certs" "$R/app" "$R/tmp"; \
+    chmod 1777 "$R/tmp"; \
+    node_bin="$(readlink -f "$(command -v node)")"; \
+    tini_bin="$(readlink -f "$(command -v tini-static || command -v tini)")"; \
+    cp "$node_bin" "$R/usr/local/bin/node"; \
+    cp "$tini_bin" "$R/usr/local/bin/tini"; \
+    for bin in "$node_bin" "$tini_bin"; do \
+      ldd "$bin" 2>/dev/null | awk '$2 == "=>" && $3 ~ /^\// { print $3 } $1 ~ /^\// { print $1 }'; \
+    done | sort -u | while read -r lib; do \
+      mkdir -p "$R$(dirname "$lib")"; \
+      cp -L "$lib" "$R$lib"; \
+    done; \
+    cp -L /etc/ssl/certs/ca-certificates.crt "$R/etc/ssl/certs/ca-certificates.crt"; \
+    printf 'root:x:0:0:root:/root:/sbin/nologin\nlakehouse:x:1000:1000:lakehouse:/nonexistent:/sbin/nologin\n' >"$R/etc/passwd"; \
+    printf 'root:x:0:\nlakehouse:x:1000:\n' >"$R/etc/group"; \
+    cp -r /app/dist "$R/app/dist"; \
+    rm -f "$R/app/dist/meta.json"; \
+    node -e 'const p=require("/app/package.json"); process.stdout.write(JSON.stringify({name:p.name,version:p.version,type:p.type}))' >"$R/app/package.json"; \
+    "$R/usr/local/bin/node" --version >/dev/null
 
-FROM ${BASE_IMAGE} AS runtime
+FROM scratch AS runtime
 ARG VERSION=0.1.0
 LABEL org.opencontainers.image.title="lakehouse-jobs" \
       org.opencontainers.image.description="Job runner for open lakehouses: validated tenant configs in, Spark Connect plans out." \
       org.opencontainers.image.licenses="Apache-2.0" \
       org.opencontainers.image.version="${VERSION}"
-# tini as PID 1 forwards SIGTERM/SIGINT to node and reaps; uid 1000 exists as a real user
-# (it is "node" in the official image, "lakehouse" in a plain Debian base).
-RUN set -eu; \
-    if ! command -v tini >/dev/null; then \
-      apt-get update && apt-get install -y --no-install-recommends tini && rm -rf /var/lib/apt/lists/*; \
-    fi; \
-    ln -sf "$(command -v tini)" /usr/local/bin/lakehouse-tini; \
-    if ! getent passwd 1000 >/dev/null; then \
-      groupadd --gid 1000 lakehouse && \
-      useradd --uid 1000 --gid 1000 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin lakehouse; \
-    fi
-ENV NODE_ENV=production
+COPY --from=build /rootfs/ /
+# SSL_CERT_FILE: for --use-openssl-ca (Node otherwise trusts its own bundled roots, plus
+# NODE_EXTRA_CA_CERTS when the deployment sets it).
+ENV NODE_ENV=production \
+    PATH=/usr/local/bin \
+    SSL_CERT_FILE=/etc/ssl/certs/ca-certificates.crt
 WORKDIR /app
-COPY --from=deps /app/package.json ./
-COPY --from=deps /app/node_modules ./node_modules
-COPY --from=build /app/dist ./dist
 # The image writes nothing of its own: only the status file, XCom and termination files it is given.
 USER 1000:1000
 # Exec form: tini is PID 1, so `docker stop` / pod deletion (SIGTERM) reaches node, which interrupts
 # its Spark operations, writes a `cancelled` status and exits 143.
-ENTRYPOINT ["/usr/local/bin/lakehouse-tini", "--", "node", "/app/dist/cli.js"]
+ENTRYPOINT ["/usr/local/bin/tini", "--", "/usr/local/bin/node", "--enable-source-maps", "/app/dist/cli.mjs"]

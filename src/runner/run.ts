@@ -1,20 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { toJson } from '@bufbuild/protobuf';
 import type { Logger } from 'pino';
-import { PlanSchema } from '../spark/proto/gen/spark/connect/base_pb.js';
 import { CancelledError, ConfigError, InternalError, type LakehouseError, asLakehouseError, ExitCode } from '../core/errors.js';
 import { type JobIdentity, type LoadedJob, loadJob } from '../app/load-job.js';
 import { createLogger } from '../core/logger.js';
 import { registerConnectionSecrets, scrub } from '../core/secrets.js';
 import { type RunState, type StatusDocument, type StatusTargets, writeStatus } from '../core/status.js';
-import { SparkConnectClient } from '../spark/client.js';
+// The Spark side (grpc-js, protobuf, apache-arrow, the executor) loads only when a command talks to
+// Spark or prints protobuf: `validate` and the text `plan` start without it (cold start, issue 13).
+import type { SparkConnectClient } from '../spark/client.js';
 import { describeRemote } from '../spark/connection.js';
-import { emptyReport, executePlan, type ExecutionReport, stepPlan } from './executor.js';
-import { tenantReadPolicy } from '../spark/policy/index.js';
+import type { ExecutionReport } from './executor.js';
 import { resolveRemote } from '../app/remote.js';
 import { explainableRel, formatAccess, formatPlan, planAccess } from '../app/plan-view.js';
-import { compileRelationPlan } from '../spark/plan/compile.js';
-import { configColumnError } from '../app/config-column.js';
 import { VERSION } from '../version.js';
 
 /**
@@ -71,7 +68,8 @@ export async function runJob(req: RunRequest): Promise<number> {
   const cancel = new AbortController();
   const spark: SparkState = { remote: '', operationIds: [] };
   // Filled in step by step: after a failure it still says which steps completed.
-  const report = emptyReport();
+  // executor.ts's emptyReport(), without loading the executor.
+  const report: ExecutionReport = { outputs: [], metrics: { rowsRead: 0, rowsWritten: 0 }, operationIds: [], completedSteps: [], notNeeded: [] };
   let outcome: { state: RunState; error?: LakehouseError; report?: ExecutionReport };
 
   let finished = false;
@@ -111,7 +109,7 @@ export async function runJob(req: RunRequest): Promise<number> {
       outcome = { state: 'succeeded' };
     } else if (req.command === 'plan') {
       const explained = req.explain ? await explainSteps(loaded, req, logger, cancel.signal, spark) : undefined;
-      printPlan(loaded, req.planFormat ?? 'text', req.targets?.stdout, explained);
+      await printPlan(loaded, req.planFormat ?? 'text', req.targets?.stdout, explained);
       outcome = { state: 'succeeded' };
     } else {
       outcome = await execute(loaded, req, logger, cancel.signal, runId, spark, report);
@@ -120,7 +118,7 @@ export async function runJob(req: RunRequest): Promise<number> {
     // Once a signal arrived, whatever the interrupted operation threw is the cancellation.
     const caught = spark.cancelledBy && !(e instanceof ConfigError) ? spark.cancelledBy : asLakehouseError(e);
     const failed = loaded?.plan.steps.find((s) => s.id === report.failedStep);
-    const error = loaded ? configColumnError(caught, failed, loaded.config) : caught;
+    const error = loaded ? (await import('../app/config-column.js')).configColumnError(caught, failed, loaded.config) : caught;
     outcome = { state: error instanceof CancelledError ? 'cancelled' : 'failed', error, ...(req.command === 'run' ? { report } : {}) };
     if (error instanceof ConfigError && req.command === 'validate') {
       // `validate` is read by people: one plain line per problem, with its path.
@@ -204,6 +202,7 @@ async function execute(
 ): Promise<{ state: RunState; report: ExecutionReport }> {
   const client = await connect(loaded, req, logger, signal, spark);
   await client.config.set(sessionSettings(loaded, runId, req.logicalDate));
+  const [{ executePlan }, { tenantReadPolicy }] = await Promise.all([import('./executor.js'), import('../spark/policy/index.js')]);
   await executePlan(loaded.plan, {
     session: client,
     logger,
@@ -218,6 +217,7 @@ async function execute(
 
 /** A session on the one resolved remote (src/app/remote.ts), recorded in the run's Spark state. */
 async function connect(loaded: LoadedJob, req: RunRequest, logger: Logger, signal: AbortSignal, spark: SparkState): Promise<SparkConnectClient> {
+  const { SparkConnectClient } = await import('../spark/client.js');
   const spec = await resolveRemote({ ...(req.remote ? { option: req.remote } : {}), env: req.env, platform: loaded.platform }, logger);
   spark.remote = describeRemote(spec);
   const client = SparkConnectClient.connect(spec, {
@@ -242,6 +242,7 @@ async function connect(loaded: LoadedJob, req: RunRequest, logger: Logger, signa
 async function explainSteps(loaded: LoadedJob, req: RunRequest, logger: Logger, signal: AbortSignal, spark: SparkState): Promise<Map<string, string>> {
   const client = await connect(loaded, req, logger, signal, spark);
   await client.config.set(sessionSettings(loaded, 'plan', req.logicalDate));
+  const { compileRelationPlan } = await import('../spark/plan/compile.js');
   const out = new Map<string, string>();
   for (const step of loaded.plan.steps) {
     const rel = explainableRel(step);
@@ -293,13 +294,18 @@ export function commitMetadata(loaded: LoadedJob, runId: string, logicalDate: st
  * The plans a run would send (secrets redacted): as text, one operator tree per step with its id and
  * title; as JSON, exactly the protobuf plans, one entry per step.
  */
-function printPlan(loaded: LoadedJob, format: 'text' | 'json', stdout?: (t: string) => void, explained?: Map<string, string>): void {
+async function printPlan(loaded: LoadedJob, format: 'text' | 'json', stdout?: (t: string) => void, explained?: Map<string, string>): Promise<void> {
   const out = stdout ?? ((t) => process.stdout.write(t));
   if (format === 'text') {
     const head = `${loaded.template.name} v${loaded.version.version}, tenant ${loaded.tenant.id}: ${loaded.plan.steps.length} steps`;
     out(scrub(`${head}\n\n${formatPlan(loaded.plan, explained)}\n`));
     return;
   }
+  const [{ toJson }, { PlanSchema }, { stepPlan }] = await Promise.all([
+    import('@bufbuild/protobuf'),
+    import('../spark/proto/gen/spark/connect/base_pb.js'),
+    import('./executor.js'),
+  ]);
   const steps = loaded.plan.steps.map((s) => {
     return { id: s.id, kind: s.kind, title: s.title, plan: toJson(PlanSchema, stepPlan(s, { reveal: false })), ...(explained?.has(s.id) ? { explain: explained.get(s.id) } : {}) };
   });

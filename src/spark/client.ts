@@ -80,6 +80,13 @@ export interface ExecuteResult extends ExecuteSummary {
   table?: Table;
 }
 
+/** Where `executeToSink` sends a result: Arrow record batches, in order, then `close` once. */
+export interface BatchSink {
+  write(batch: RecordBatch): void | Promise<void>;
+  /** After the last batch of a complete result (not after a failure). */
+  close?(summary: ExecuteSummary): void | Promise<void>;
+}
+
 export type ExplainMode = 'simple' | 'extended' | 'codegen' | 'cost' | 'formatted';
 
 const explainModes: Record<ExplainMode, ExplainModeEnum> = {
@@ -293,6 +300,19 @@ export class SparkConnectClient {
     for await (const batch of stream) batches.push(batch);
     const s = stream.summary;
     return { ...s, ...(s.arrowSchema ? { table: (await loadArrow()).concatBatches(s.arrowSchema, batches) } : {}) };
+  }
+
+  /**
+   * Run a plan and hand its Arrow batches to `sink` as they arrive, one at a time and in order,
+   * holding none: memory stays flat however large the result (the next batch is read only after
+   * `write` resolved, so a slow sink holds back the server's stream instead of filling memory).
+   * A sink that throws ends the operation on the server. Resolves with the summary.
+   */
+  async executeToSink(plan: Plan, sink: BatchSink, opts: ExecuteOptions = {}): Promise<ExecuteSummary> {
+    const stream = this.executeStream(plan, opts);
+    for await (const batch of stream) await sink.write(batch);
+    await sink.close?.(stream.summary);
+    return stream.summary;
   }
 
   /**

@@ -11,6 +11,7 @@
 import type { Logger } from 'pino';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { InternalError, LakehouseError } from '../core/errors.js';
+import type { RowOptions } from './arrow.js';
 import { formatUnscaled, isoMicros } from './values.js';
 
 /** apache-arrow is loaded with the first Arrow batch: commands and `ping` never pay for it. */
@@ -226,6 +227,17 @@ export class ResultStream implements AsyncIterable<RecordBatch> {
 
   get operationId(): string {
     return this.execution.operationId;
+  }
+
+  /**
+   * The result's rows as plain values (see arrow.ts), batch by batch: only the batch being read is
+   * in memory, however many rows the result has.
+   */
+  async *rows(options: RowOptions = {}): AsyncGenerator<Record<string, unknown>> {
+    for await (const batch of this) {
+      const { rows } = await loadArrow();
+      yield* rows(batch, options);
+    }
   }
 
   async *[Symbol.asyncIterator](): AsyncIterator<RecordBatch> {

@@ -215,6 +215,41 @@ describe('container image', () => {
     expect(Date.now() - q0).toBeLessThan(10_000);
   });
 
+  it('ping: one round trip from a cold container (container start → first RPC)', async () => {
+    const t0 = Date.now();
+    const { done } = podmanRun(`lakehouse-it-ping-${tenant.id}`, {}, ['ping', '--remote', remote()]);
+    const r = await done;
+    console.log(`container start → first RPC (podman run … ping): ${Date.now() - t0} ms`);
+    expect(r.code, r.stderr).toBe(0);
+    expect(JSON.parse(r.stdout)).toMatchObject({ serverVersion: expect.stringMatching(/^4\./) });
+  });
+
+  it('holds node, its shared libraries, CA certificates, tini and the bundle, nothing else; runs as uid 1000', () => {
+    const size = Number(execFileSync('bash', [script, 'podman', 'image', 'inspect', '--format', '{{.Size}}', IMAGE]).toString().trim());
+    expect(size).toBeLessThanOrEqual(150e6);
+    // The image has no shell and no ls: node itself lists the files (podman adds /etc/hosts and friends, /dev, /proc, /sys, /run).
+    const list = `const fs = require('fs'), p = require('path'); const out = [];
+      const walk = (d) => { for (const e of fs.readdirSync(d, { withFileTypes: true })) { const f = p.join(d, e.name);
+        if (['/proc', '/sys', '/dev', '/run'].includes(f)) continue; if (e.isDirectory()) walk(f); else out.push(f); } };
+      walk('/'); console.log(JSON.stringify({ uid: process.getuid(), gid: process.getgid(), files: out }));`;
+    const r = spawnSync('bash', [script, 'podman', 'run', '--rm', '--entrypoint', '/usr/local/bin/node', IMAGE, '-e', list], { encoding: 'utf8' });
+    expect(r.status, r.stderr).toBe(0);
+    const { uid, gid, files } = JSON.parse(r.stdout) as { uid: number; gid: number; files: string[] };
+    expect({ uid, gid }).toEqual({ uid: 1000, gid: 1000 });
+    const podmanAdds = new Set(['/etc/hosts', '/etc/hostname', '/etc/resolv.conf', '/etc/mtab', '/.containerenv', '/run/.containerenv']);
+    const unexpected = files.filter(
+      (f) =>
+        !podmanAdds.has(f) &&
+        !/^\/usr\/local\/bin\/(node|tini)$/.test(f) &&
+        !/^(\/usr)?\/lib(64|\/x86_64-linux-gnu|\/aarch64-linux-gnu)?\/(ld-linux[^/]*|lib[^/]+\.so[.0-9]*)$/.test(f) &&
+        !/^\/etc\/(passwd|group|ssl\/certs\/ca-certificates\.crt)$/.test(f) &&
+        !/^\/app\/(package\.json|dist\/[^/]+\.(mjs|mjs\.map|LEGAL\.txt))$/.test(f),
+    );
+    expect(unexpected).toEqual([]);
+    expect(files).toEqual(expect.arrayContaining(['/usr/local/bin/node', '/usr/local/bin/tini', '/app/dist/cli.mjs', '/etc/ssl/certs/ca-certificates.crt']));
+    expect(files.some((f) => /\/(sh|bash|npm)$/.test(f) || f.includes('node_modules'))).toBe(false);
+  });
+
   it('--remote local in the image exits 64 and says a remote must be configured', async () => {
     const { done } = podmanRun(`lakehouse-it-local-${tenant.id}`, { [dir]: '/conf' }, ['--config', '/conf/job.conf', '--remote', 'local']);
     const r = await done;

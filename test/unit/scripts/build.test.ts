@@ -1,0 +1,69 @@
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+
+/** `npm run build` (scripts/build.mjs): the bundle the image and scripts/lakehouse-jobs run. */
+
+const root = join(import.meta.dirname, '../../..');
+const scratch = mkdtempSync(join(tmpdir(), 'lakehouse-build-'));
+const out = join(scratch, 'dist');
+
+interface Meta {
+  outputs: Record<string, { entryPoint?: string; imports: { path: string; kind: string }[]; inputs: Record<string, unknown> }>;
+}
+let meta: Meta;
+
+beforeAll(() => {
+  execFileSync('node', [join(root, 'scripts/build.mjs'), '--outdir', out, '--metafile'], { cwd: root, stdio: 'pipe' });
+  meta = JSON.parse(readFileSync(join(out, 'meta.json'), 'utf8')) as Meta;
+}, 120_000);
+afterAll(() => rmSync(scratch, { recursive: true, force: true }));
+
+/** The npm packages a chunk loads before any of its code runs (its static imports, transitively). */
+function staticPackages(entryPoint: string): Set<string> {
+  const byFile = new Map(Object.entries(meta.outputs).map(([f, o]) => [f.split('/').pop()!, o]));
+  const start = [...byFile].find(([, o]) => o.entryPoint === entryPoint);
+  if (!start) throw new Error(`no chunk for ${entryPoint}`);
+  const seen = new Set<string>();
+  const visit = (name: string): void => {
+    const o = byFile.get(name);
+    if (!o || seen.has(name)) return;
+    seen.add(name);
+    for (const i of o.imports) if (i.kind === 'import-statement') visit(i.path.split('/').pop()!);
+  };
+  visit(start[0]);
+  const packages = new Set<string>();
+  for (const name of seen) {
+    for (const input of Object.keys(byFile.get(name)!.inputs)) {
+      const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input);
+      if (m) packages.add(m[1]!);
+    }
+  }
+  return packages;
+}
+
+describe('the bundle', () => {
+  it('runs from anywhere and still finds the checkout’s files relative to its sources (package.json for --version)', () => {
+    const version = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { version: string }).version;
+    expect(execFileSync('node', [join(out, 'cli.mjs'), '--version'], { encoding: 'utf8' }).trim()).toBe(version);
+  });
+
+  it('the CLI entry loads no npm package before a command is chosen', () => {
+    expect([...staticPackages('src/cli.ts')]).toEqual([]);
+  });
+
+  it('validate and plan (src/runner/run.ts) start without grpc-js, protobuf or apache-arrow; the Spark client loads them', () => {
+    const run = staticPackages('src/runner/run.ts');
+    for (const heavy of ['@grpc/grpc-js', '@bufbuild/protobuf', 'apache-arrow']) expect(run).not.toContain(heavy);
+    expect(staticPackages('src/spark/client.ts')).toContain('@grpc/grpc-js');
+  });
+
+  it('writes source maps next to every chunk, with mappings and without the sources', () => {
+    const map = JSON.parse(readFileSync(join(out, 'cli.mjs.map'), 'utf8')) as { sources: string[]; mappings: string; sourcesContent?: unknown };
+    expect(map.mappings.length).toBeGreaterThan(0);
+    expect(map.sources.some((s) => s.endsWith('src/cli.ts'))).toBe(true);
+    expect(map.sourcesContent).toBeUndefined();
+  });
+});

@@ -200,7 +200,7 @@ describe('the templates’ own plans pass', () => {
     const text = readFileSync(join(examples, 'cdc-silver-merge.v2.conf'), 'utf8')
       .replace(/^tenant .*$/m, `tenant { id = "${acme.id}", storage-root = "${acme.root}" }`)
       // This tenant's bronze is parquet files (written above), not the example's Iceberg table.
-      .replace(/^source \{[^}]*\}/m, 'source { table = "orders_cdc" }')
+      .replace(/^source \{[\s\S]*?^\}/m, 'source { table = "orders_cdc" }')
       .replace(/columns \{[^}]*\}/, 'columns { exclude = ["op"] }');
     const files = tempFiles({
       'job.conf': text,

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,7 +54,11 @@ describe('compose.yaml', () => {
       .replaceAll('/stack/', '@STACK@/')
       .replaceAll('/state', join(dir, 'state'))
       .replaceAll('/lake', join(dir, 'lake'))
-      .replaceAll('@STACK@', join(repo, 'scripts/stack'));
+      // The compose script names /stack unquoted (it is a fixed path in the container): reach the
+      // checkout's folder through a link in the temp dir, whose path has no space even where the
+      // checkout's does.
+      .replaceAll('@STACK@', join(dir, 'stack'));
+    symlinkSync(join(repo, 'scripts/stack'), join(dir, 'stack'));
     let produced: Map<string, string>;
     try {
       execFileSync('bash', ['-ec', mapped], { env: { PATH: process.env.PATH ?? '/usr/bin:/bin' } });

@@ -107,6 +107,8 @@ beforeAll(async () => {
 
   dir = tempFiles(files);
   chmodSync(dir, 0o777);
+  // The container's user (uid 1000) reads the configs whatever the umask they were written with.
+  for (const name of Object.keys(files)) chmodSync(join(dir, name), 0o644);
   client = connect();
   await client.execute(
     compileCommandPlan(Query.sql(BRONZE).writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'overwrite', partitionBy: ['_snapshot_date'] }), { reveal: true }),

@@ -32,7 +32,8 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
   // A job config is judged under its platform config (its variables, catalogs, tenants): against a
   // broken one its problems would be guesses, so the platform's own problems come alone.
   if (issues.length) throw new ConfigError(issues);
-  const raw = await readJobConfig(req, platform);
+  const origins = new Map<string, string>();
+  const raw = await readJobConfig(req, platform, origins);
   const { named, schemaVersion: wanted } = identify(raw, identity);
 
   const template = chooseTemplate(req.job, named);
@@ -49,7 +50,7 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
     ]);
   identity.schemaVersion = version.version;
 
-  const config = validateJobConfig(raw, version.schema, platform) as Record<string, any>;
+  const config = validateJobConfig(raw, version.schema, platform, origins) as Record<string, any>;
   const tenant = tenantContext(config.tenant.id, config.tenant['storage-root']);
   const context: JobContext = {
     tenant,

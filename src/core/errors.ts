@@ -38,6 +38,11 @@ export interface ConfigIssue {
   message: string;
 }
 
+/** An issue with where in the config files its value (or, for a missing key, its object) was written: `file:line:col`. */
+export interface LocatedIssue extends ConfigIssue {
+  at?: string;
+}
+
 export interface ErrorReport {
   code: string;
   category: ErrorCategory;
@@ -80,11 +85,14 @@ export class ConfigError extends LakehouseError {
   readonly category = 'config' as const;
   readonly code = 'CONFIG_INVALID';
   readonly issues: readonly ConfigIssue[];
+  /** Per issue (same index), where it was written when known; for people (`validate`, logs), not the status. */
+  readonly locations: readonly (string | undefined)[];
 
-  constructor(issues: ConfigIssue[] | string, options?: { cause?: unknown; path?: string }) {
-    const list = typeof issues === 'string' ? [{ path: options?.path ?? '', message: issues }] : issues;
+  constructor(issues: LocatedIssue[] | string, options?: { cause?: unknown; path?: string }) {
+    const list: LocatedIssue[] = typeof issues === 'string' ? [{ path: options?.path ?? '', message: issues }] : issues;
     super(list.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; '), options);
-    this.issues = list;
+    this.issues = list.map(({ path, message }) => ({ path, message }));
+    this.locations = list.map((i) => i.at);
   }
 
   override report(): ErrorReport {

@@ -124,13 +124,15 @@ export async function runJob(req: RunRequest): Promise<number> {
       // `validate` is read by people: one plain line per problem, with its path.
       // A platform config's problem names the platform config's file, not the job's.
       const write = req.stderr ?? ((t: string) => process.stderr.write(t));
-      for (const i of error.issues) {
+      for (const [n, i] of error.issues.entries()) {
         const platformIssue = i.path.startsWith('(platform) ') && req.envFile !== undefined;
         const file = platformIssue ? req.envFile : req.config;
         const path = platformIssue ? i.path.slice('(platform) '.length) : i.path;
-        write(scrub(`${file}: ${path ? `${path}: ` : ''}${i.message}\n`));
+        // The line it was written on when known (file:line:col, an include's own file), else the file.
+        write(scrub(`${error.locations[n] ?? file}: ${path ? `${path}: ` : ''}${i.message}\n`));
       }
-    } else if (error instanceof ConfigError) for (const i of error.issues) logger.error({ path: i.path }, `config error: ${i.path ? `${i.path}: ` : ''}${i.message}`);
+    } else if (error instanceof ConfigError)
+      for (const [n, i] of error.issues.entries()) logger.error({ path: i.path, ...(error.locations[n] ? { at: error.locations[n] } : {}) }, `config error: ${i.path ? `${i.path}: ` : ''}${i.message}`);
     else if (error instanceof InternalError) {
       // A bug: the stack is what it takes to fix it.
       const cause = error.cause instanceof Error ? error.cause : error;
@@ -301,13 +303,9 @@ async function printPlan(loaded: LoadedJob, format: 'text' | 'json', stdout?: (t
     out(scrub(`${head}\n\n${formatPlan(loaded.plan, explained)}\n`));
     return;
   }
-  const [{ toJson }, { PlanSchema }, { stepPlan }] = await Promise.all([
-    import('@bufbuild/protobuf'),
-    import('../spark/proto/gen/spark/connect/base_pb.js'),
-    import('./executor.js'),
-  ]);
+  const [{ planToJson }, { stepPlan }] = await Promise.all([import('../spark/plan/json.js'), import('./executor.js')]);
   const steps = loaded.plan.steps.map((s) => {
-    return { id: s.id, kind: s.kind, title: s.title, plan: toJson(PlanSchema, stepPlan(s, { reveal: false })), ...(explained?.has(s.id) ? { explain: explained.get(s.id) } : {}) };
+    return { id: s.id, kind: s.kind, title: s.title, plan: planToJson(stepPlan(s, { reveal: false })), ...(explained?.has(s.id) ? { explain: explained.get(s.id) } : {}) };
   });
   const doc = { job: { template: loaded.template.name, schemaVersion: loaded.version.version }, tenant: loaded.tenant.id, steps };
   out(scrub(JSON.stringify(doc, null, 2)) + '\n');

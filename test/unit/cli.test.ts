@@ -69,7 +69,9 @@ describe('lakehouse-jobs CLI without Spark', () => {
     const dir = tempFiles({ 'platform.conf': readFileSync(platform, 'utf8') + '\njdbc { inline-urls = sometimes }\n' });
     const r = await runCli(['validate', '--config', example, '--env', join(dir, 'platform.conf')], env);
     expect(r.code).toBe(78);
-    expect(r.stderr).toContain(`${join(dir, 'platform.conf')}: jdbc.inline-urls: must be one of "deny", "allow"`);
+    // The line the bad value was written on, in the platform config's own file.
+    const line = readFileSync(join(dir, 'platform.conf'), 'utf8').split('\n').findIndex((l) => l.includes('inline-urls = sometimes')) + 1;
+    expect(r.stderr).toContain(`${join(dir, 'platform.conf')}:${line}:8: jdbc.inline-urls: must be one of "deny", "allow"`);
     expect(r.stderr).not.toContain(`${example}: (platform)`);
   });
 
@@ -78,7 +80,11 @@ describe('lakehouse-jobs CLI without Spark', () => {
     const r = await runCli(['validate', '--config', join(dir, 'job.conf'), '--env', platform], env);
     expect(r.code).toBe(78);
     const lines = r.stderr.split('\n').filter((l) => l.startsWith(join(dir, 'job.conf')));
-    expect(lines).toEqual([`${join(dir, 'job.conf')}: cdc.primery-key: unknown key; did you mean "primary-key"?`]);
+    // A schema problem points at its line and column, as a syntax error does.
+    const text = readFileSync(join(dir, 'job.conf'), 'utf8').split('\n');
+    const line = text.findIndex((l) => l.includes('primery-key'));
+    const at = `${join(dir, 'job.conf')}:${line + 1}:${text[line]!.indexOf('primery-key') + 1}`;
+    expect(lines).toEqual([`${at}: cdc.primery-key: unknown key; did you mean "primary-key"?`]);
   });
 
   it('a typo in job.template is a config error (78) with a hint; in --job a usage error (64)', async () => {

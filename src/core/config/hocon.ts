@@ -44,6 +44,27 @@ export interface HoconOptions {
   includeRoot?: string;
   /** `--set key=value` lines (HOCON syntax for the value), merged after all sources. */
   overrides?: string[];
+  /**
+   * Filled with where each key was last set (`file:line:col`), by {@link originKey} of its path:
+   * a schema problem found after parsing can then point at the line, as a syntax error does.
+   */
+  origins?: Map<string, string>;
+}
+
+/** The key of a config path in {@link HoconOptions.origins}. */
+export const originKey = (path: readonly string[]): string => JSON.stringify(path);
+
+/**
+ * Where the value at `path` (or, for a key that is missing or an array item, its nearest set
+ * ancestor) was written; undefined when nothing on the path was written in a file.
+ */
+export function originOf(origins: ReadonlyMap<string, string>, path: readonly PropertyKey[]): string | undefined {
+  const keys = path.map(String);
+  for (let n = keys.length; n > 0; n--) {
+    const at = origins.get(originKey(keys.slice(0, n)));
+    if (at !== undefined) return at;
+  }
+  return undefined;
 }
 
 /**
@@ -664,6 +685,7 @@ class Loader {
 
   private async mergeBody(target: Obj, body: Stmt[], base: string[], f: FileCtx): Promise<void> {
     for (const s of body) {
+      if (s.k !== 'include') this.options.origins?.set(originKey([...base, ...s.key]), where(s.loc));
       if (s.k === 'include') await this.include(target, base, s, f);
       else if (s.op === '+=') {
         // `a += x` is `a = ${?a} [x]`, the self-reference seeing a's earlier value.

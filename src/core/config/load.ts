@@ -1,8 +1,8 @@
 import type { z } from 'zod';
-import { ConfigError, type ConfigIssue } from '../errors.js';
+import { ConfigError, type ConfigIssue, type LocatedIssue } from '../errors.js';
 import { isUnderRoot } from '../tenant.js';
 import { registerConnectionSecrets } from '../secrets.js';
-import { parseHocon, readHoconFile } from './hocon.js';
+import { originOf, parseHocon, readHoconFile } from './hocon.js';
 import { localPlatformDefaults, type PlatformConfig, platformSchema } from './platform.js';
 import { keysAt, toConfigIssues } from './validate.js';
 
@@ -32,9 +32,10 @@ export interface JobIdentity {
 }
 
 /** A job config parsed (not yet validated) under the platform's environment allow-list. */
-export async function readJobConfig(req: LoadRequest, platform: PlatformConfig): Promise<Record<string, unknown>> {
+export async function readJobConfig(req: LoadRequest, platform: PlatformConfig, origins?: Map<string, string>): Promise<Record<string, unknown>> {
   const allowed = new Set(platform['config-env'].allow);
   return parseHocon([await readHoconFile(req.configFile)], {
+    ...(origins ? { origins } : {}),
     env: req.env,
     envAllowList: (name) => allowed.has(name),
     envHint: req.envFile
@@ -57,11 +58,15 @@ export function identify(raw: Record<string, unknown>, identity: JobIdentity): {
  * A parsed config against its template version's schema and the platform's tenant policy: the
  * validated config, or one ConfigError listing every problem with its path.
  */
-export function validateJobConfig<C>(raw: Record<string, unknown>, schema: z.ZodType<C>, platform: PlatformConfig): C {
-  const issues: ConfigIssue[] = [];
+export function validateJobConfig<C>(raw: Record<string, unknown>, schema: z.ZodType<C>, platform: PlatformConfig, origins?: ReadonlyMap<string, string>): C {
+  const issues: LocatedIssue[] = [];
   const parsed = schema.safeParse(raw);
-  if (!parsed.success) issues.push(...toConfigIssues(parsed.error, (p) => keysAt(schema, p)));
-  issues.push(...tenantPolicy(raw, platform));
+  const origin = origins && ((p: readonly PropertyKey[]) => originOf(origins, p));
+  if (!parsed.success) issues.push(...toConfigIssues(parsed.error, (p) => keysAt(schema, p), origin));
+  for (const i of tenantPolicy(raw, platform)) {
+    const at = origin?.(i.path.split('.'));
+    issues.push({ ...i, ...(at ? { at } : {}) });
+  }
   if (!parsed.success || issues.length > 0) throw new ConfigError(dedupe(issues));
   return parsed.data;
 }
@@ -71,14 +76,15 @@ export function validateJobConfig<C>(raw: Record<string, unknown>, schema: z.Zod
  * credential (secrets stay `{ env = NAME }` references there too). A token inside its Spark remote is
  * registered for scrubbing at once, so `plan` and `validate` never print it either.
  */
-export async function loadPlatform(file: string, env: Record<string, string | undefined>, issues: ConfigIssue[]): Promise<PlatformConfig> {
-  const raw = await parseHocon([await readHoconFile(file)], { env, envAllowList: () => true });
+export async function loadPlatform(file: string, env: Record<string, string | undefined>, issues: LocatedIssue[]): Promise<PlatformConfig> {
+  const origins = new Map<string, string>();
+  const raw = await parseHocon([await readHoconFile(file)], { env, envAllowList: () => true, origins });
   const parsed = platformSchema.safeParse(raw);
   if (parsed.success) registerConnectionSecrets(parsed.data.spark.remote);
   else if (isObject(raw.spark) && typeof raw.spark.remote === 'string') registerConnectionSecrets(raw.spark.remote);
   if (parsed.success) return parsed.data;
-  for (const i of toConfigIssues(parsed.error, (p) => keysAt(platformSchema, p)))
-    issues.push({ path: `(platform) ${i.path}`, message: i.message });
+  for (const i of toConfigIssues(parsed.error, (p) => keysAt(platformSchema, p), (p) => originOf(origins, p)))
+    issues.push({ ...i, path: `(platform) ${i.path}` });
   return localPlatformDefaults;
 }
 
@@ -100,7 +106,7 @@ function isObject(v: unknown): v is Record<string, any> {
   return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
-function dedupe(issues: ConfigIssue[]): ConfigIssue[] {
+function dedupe<I extends ConfigIssue>(issues: I[]): I[] {
   const seen = new Set<string>();
   return issues.filter((i) => {
     const k = `${i.path}\u0000${i.message}`;

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import type { ConfigIssue } from '../errors.js';
+import type { ConfigIssue, LocatedIssue } from '../errors.js';
 import { CATALOG_PATTERN, COLUMN_PATTERN, NAME_PATTERN, STORAGE_URI_PATTERN, storageUriProblem } from '../naming.js';
 import { type ConfigExpression, MAX_EXPRESSION_LENGTH, parseExpression } from '../expression/index.js';
 import { closest } from './closest.js';
@@ -85,13 +85,22 @@ export function formatPath(path: readonly PropertyKey[]): string {
  * zod issues → config issues, one per problem, each with its full path. A misspelled required key
  * is one problem, not two: "unknown key; did you mean" replaces the "is required" of the key it names.
  */
-export function toConfigIssues(error: z.ZodError, knownKeys?: (path: readonly PropertyKey[]) => string[]): ConfigIssue[] {
+export function toConfigIssues(
+  error: z.ZodError,
+  knownKeys?: (path: readonly PropertyKey[]) => string[],
+  origin?: (path: readonly PropertyKey[]) => string | undefined,
+): LocatedIssue[] {
   const issues = issuesOf(error, knownKeys);
   const misspelled = new Set(issues.flatMap((i) => (i.meant === undefined ? [] : [i.meant])));
-  return issues.filter((i) => !(i.required && misspelled.has(i.path))).map(({ path, message }) => ({ path, message }));
+  return issues
+    .filter((i) => !(i.required && misspelled.has(i.path)))
+    .map(({ path, message, raw }) => {
+      const at = origin?.(raw);
+      return { path, message, ...(at ? { at } : {}) };
+    });
 }
 
-type RawIssue = ConfigIssue & { meant?: string; required?: boolean };
+type RawIssue = ConfigIssue & { raw: readonly PropertyKey[]; meant?: string; required?: boolean };
 
 function issuesOf(error: z.ZodError, knownKeys?: (path: readonly PropertyKey[]) => string[]): RawIssue[] {
   const out: RawIssue[] = [];
@@ -102,6 +111,7 @@ function issuesOf(error: z.ZodError, knownKeys?: (path: readonly PropertyKey[]) 
         const hint = closest(key, siblings);
         out.push({
           path: formatPath([...issue.path, key]),
+          raw: [...issue.path, key],
           message: `unknown key${hint ? `; did you mean "${hint}"?` : siblings.length ? ` (known: ${siblings.join(', ')})` : ''}`,
           ...(hint ? { meant: formatPath([...issue.path, hint]) } : {}),
         });
@@ -110,11 +120,11 @@ function issuesOf(error: z.ZodError, knownKeys?: (path: readonly PropertyKey[]) 
       // Report the branch that got furthest: its issues are the actionable ones.
       const branches = (issue as unknown as { errors: z.core.$ZodIssue[][] }).errors;
       const best = branches.reduce((a, b) => (b.length < a.length ? b : a), branches[0] ?? []);
-      if (best.length === 0) out.push({ path: formatPath(issue.path), message: issue.message });
+      if (best.length === 0) out.push({ path: formatPath(issue.path), raw: issue.path, message: issue.message });
       for (const sub of best) out.push(...issuesOf(new z.ZodError([{ ...sub, path: [...issue.path, ...sub.path] }]), knownKeys));
     } else {
       const message = describeIssue(issue);
-      out.push({ path: formatPath(issue.path), message, ...(message === 'is required' ? { required: true } : {}) });
+      out.push({ path: formatPath(issue.path), raw: issue.path, message, ...(message === 'is required' ? { required: true } : {}) });
     }
   }
   return out;

@@ -29,8 +29,6 @@ interface VersionBase<V extends number, S extends z.ZodRawShape> {
   readonly sections: S;
   /** Checks across sections, on the whole document (paths from its root). */
   readonly refine?: (config: ConfigOf<S>, ctx: z.RefinementCtx) => void;
-  /** Config paths whose values are secrets (never printed). */
-  readonly secretPaths?: readonly string[];
 }
 
 /** An older version: how its config becomes the newest version's spec. */
@@ -81,7 +79,6 @@ export function defineTemplate<S extends z.ZodRawShape>(def: TemplateDefinition<
       version: v.version,
       schema,
       example: examplePath(def.name, v.version),
-      ...(v.secretPaths ? { secretPaths: v.secretPaths } : {}),
       // The loader hands over only what this schema accepted: the one place the type is asserted.
       plan: (ctx, config) => def.plan(ctx, toSpec(config as ConfigOf<VS>)),
     };

@@ -2,7 +2,7 @@ import { UsageError } from '../core/errors.js';
 import { closest } from '../core/config/validate.js';
 import { jdbcSnapshotIngest } from './bronze/jdbc-snapshot-ingest.js';
 import { cdcSilverMerge } from './silver/cdc-silver-merge.js';
-import type { JobTemplate, TemplateVersion } from './template.js';
+import type { JobTemplate } from './template.js';
 
 /** The job catalog. */
 export const templates: readonly JobTemplate[] = [jdbcSnapshotIngest, cdcSilverMerge];
@@ -12,8 +12,4 @@ export function findTemplate(name: string): JobTemplate {
   if (t) return t;
   const hint = closest(name, templates.map((x) => x.name));
   throw new UsageError(`unknown template "${name}"${hint ? `; did you mean "${hint}"?` : ''} (known: ${templates.map((x) => x.name).join(', ')})`);
-}
-
-export function latestVersion(t: JobTemplate): TemplateVersion {
-  return t.versions.reduce((a, b) => (b.version > a.version ? b : a));
 }

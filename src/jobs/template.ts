@@ -30,8 +30,6 @@ export interface TemplateVersion {
   readonly schema: z.ZodType;
   /** A runnable example, relative to the repository root. */
   readonly example: string;
-  /** Config paths whose values are secrets (never printed). */
-  readonly secretPaths?: readonly string[];
   /** The plan for a config this version's schema accepted. */
   plan(ctx: JobContext, config: unknown): JobPlan;
 }

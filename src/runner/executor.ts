@@ -1,16 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Table } from 'apache-arrow';
 import type { Logger } from 'pino';
-import type { Plan } from '../spark/proto/gen/spark/connect/base_pb.js';
 import { CancelledError, ConfigError, DataError, InternalError } from '../core/errors.js';
 import { errorClassOf, SparkError } from '../spark/errors.js';
 import { displayTable, quoteName, sameLocation, tableParts } from '../core/naming.js';
 import { col, eq, lit } from '../spark/plan/expressions.js';
-import { compileCommandPlan, compileRelationPlan } from '../spark/plan/compile.js';
+import { type CompiledPlan as Plan, compileCommandPlan, compileRelationPlan } from '../spark/plan/compile.js';
 import { Query } from '../spark/plan/query.js';
 import { rows as arrowRows } from '../spark/arrow.js';
-import { structFields } from '../spark/types.js';
-import type { DataType } from '../spark/proto/gen/spark/connect/types_pb.js';
+import { type SparkType, structFields } from '../spark/types.js';
 import { type PolicySession, PolicyVerdicts, type TenantReadPolicy, checkStepPolicy, commandInputs } from '../spark/policy/index.js';
 import type { Rel } from '../spark/plan/relations.js';
 import { type JobPlan, type OutputReport, type Row, type Step, sameColumnType } from '../jobs/template.js';
@@ -161,8 +159,8 @@ async function runStep(
         opts.session.analyze.schema(compileRelationPlan(step.source.rel, { reveal: true })),
         opts.session.analyze.schema(compileRelationPlan(Query.table(tableParts(step.table)).rel, { reveal: false })),
       ]);
-      const have = new Map(structFields(table as DataType).map((f) => [f.name.toLowerCase(), f]));
-      const incoming = structFields(source as DataType);
+      const have = new Map(structFields(table as SparkType).map((f) => [f.name.toLowerCase(), f]));
+      const incoming = structFields(source as SparkType);
       const names = new Set(incoming.map((f) => f.name.toLowerCase()));
       const decision = step.interpret({
         added: incoming.filter((f) => !have.has(f.name.toLowerCase())),
@@ -312,7 +310,7 @@ async function findBadSourceFile(step: Step, error: unknown, opts: ExecuteOption
       if (performance.now() - started > DIAGNOSE_MAX_MS) return error;
       try {
         const t = await opts.session.analyze.schema(compileRelationPlan(Query.read('parquet', { paths: [file] }).rel, { reveal: true }));
-        schemas.set(file, new Map(structFields(t as DataType).map((f) => [f.name.toLowerCase(), f.type])));
+        schemas.set(file, new Map(structFields(t as SparkType).map((f) => [f.name.toLowerCase(), f.type])));
       } catch (e) {
         if (e instanceof SparkError && e.code === 'SOURCE_TYPE_UNSUPPORTED') unreadable.push(file);
         else throw e;
@@ -373,7 +371,7 @@ async function illegalTypeColumn(
     try {
       const t = await opts.session.analyze.schema(compileRelationPlan(Query.read('parquet', { paths: [file] }).rel, { reveal: true }));
       const other = readable.values().next().value as Map<string, string> | undefined;
-      column = structFields(t as DataType).find((f) => f.type === 'bigint' && other?.get(f.name.toLowerCase())?.startsWith('timestamp'))?.name;
+      column = structFields(t as SparkType).find((f) => f.type === 'bigint' && other?.get(f.name.toLowerCase())?.startsWith('timestamp'))?.name;
     } finally {
       await unset([NANOS_AS_LONG]);
     }

@@ -480,12 +480,6 @@ export class SparkAnalyze {
     return r.value.explainString;
   }
 
-  async treeString(plan: Plan, level?: number): Promise<string> {
-    const r = await this.#analyze({ case: 'treeString', value: { plan, ...(level !== undefined ? { level } : {}) } });
-    if (r.case !== 'treeString') throw unexpected('treeString', r.case);
-    return r.value.treeString;
-  }
-
   /**
    * The files a plan reads, as the server lists them (best effort: file-based relations such as
    * parquet paths and Delta tables; Iceberg and JDBC relations report none). Analyses the plan.

@@ -4,6 +4,9 @@ import type { DataType } from './proto/gen/spark/connect/types_pb.js';
  * Spark SQL type names from a schema the server sent (`AnalyzePlan.schema`), e.g. for
  * `ALTER TABLE … ADD COLUMNS`: the types come from Spark itself, never from config text.
  */
+/** A Spark data type as the server describes it (a schema is a struct type). */
+export type SparkType = DataType;
+
 export interface Field {
   readonly name: string;
   readonly type: string;

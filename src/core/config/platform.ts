@@ -79,7 +79,6 @@ export const platformSchema = z
       .default({ connections: {}, 'inline-urls': 'deny' }),
     /** The environment variables job configs may read with `${VAR}` / `${?VAR}`: none unless listed. */
     'config-env': z.object({ allow: z.array(configEnvName).default([]) }).strict().default({ allow: [] }),
-    logging: z.object({ level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).optional() }).strict().default({}),
   })
   .strict();
 

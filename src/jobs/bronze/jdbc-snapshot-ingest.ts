@@ -166,12 +166,12 @@ const source = z
         }
       });
 
-const v2 = defineVersion(2, { sections: { source, target: targetV2 }, secretPaths: ['source.password'] });
+const v2 = defineVersion(2, { sections: { source, target: targetV2 } });
 /** The spec the plan is built from: the newest version's config. */
 export type JdbcSnapshotIngestSpec = SpecOf<typeof v2.sections>;
 
 /** v1 is the seed project's shape: parquet bronze only. */
-const v1 = defineVersion(1, { sections: { source, target: targetV1 }, secretPaths: ['source.password'] }).migrate(
+const v1 = defineVersion(1, { sections: { source, target: targetV1 } }).migrate(
   (c): JdbcSnapshotIngestSpec => ({ tenant: c.tenant, source: c.source, target: { ...c.target, format: 'parquet' } }),
 );
 

@@ -27,6 +27,9 @@ import type { OptionValue, Rel } from './relations.js';
  * The one place where plan nodes become Spark Connect protobuf. `reveal: false` (for `plan` output
  * and logs) puts `[redacted]` where a secret would go; only the executor compiles with secrets.
  */
+/** A plan ready to send, opaque to the code that sends it (the runner never builds protobuf itself). */
+export type CompiledPlan = Plan;
+
 export interface CompileOptions {
   reveal: boolean;
 }

@@ -72,7 +72,6 @@ describe('jdbc-snapshot-ingest v1 config', () => {
   it('accepts the seed shape with a password reference, and plans probe, write, count', async () => {
     const job = await load(valid);
     expect(job.template.name).toBe('jdbc-snapshot-ingest');
-    expect(job.version.secretPaths).toEqual(['source.password']);
     expect(job.plan.steps.map((s) => s.id)).toEqual(['probe-source', 'write-snapshot', 'count-snapshot']);
   });
 

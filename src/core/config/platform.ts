@@ -12,8 +12,8 @@ import { catalogName, name, storageUri } from './validate.js';
  */
 
 export const secretRef = z.union([
-  z.object({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name') }).strict(),
-  z.object({ file: z.string().startsWith('/', 'a mounted file must be an absolute path') }).strict(),
+  z.object({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name').describe('The environment variable holding the secret.') }).strict(),
+  z.object({ file: z.string().startsWith('/', 'a mounted file must be an absolute path').describe('The mounted file holding the secret (e.g. a Kubernetes secret volume).') }).strict(),
 ]);
 export type SecretRef = z.infer<typeof secretRef>;
 

@@ -63,19 +63,25 @@ export const isoDate = () =>
 export const jobSection = (template: string, version: number) =>
   z
     .object({
-      template: z.literal(template).optional(),
-      'schema-version': z.literal(version),
-      name: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'a job name is 1-128 letters, digits, _ . -').optional(),
+      template: z.literal(template).optional().describe('The template this config is for; --job must agree when both are given.'),
+      'schema-version': z.literal(version).describe("The version of the template's config schema this config is written against."),
+      name: z
+        .string()
+        .regex(/^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$/, 'a job name is 1-128 letters, digits, _ . -')
+        .optional()
+        .describe('A name for logs, the status document and lineage (default: the template name).'),
     })
-    .strict();
+    .strict()
+    .describe('Which template and schema version this config is for.');
 
 export const tenantSection = () =>
   z
     .object({
-      id: name(),
-      'storage-root': storageUri(),
+      id: name().describe('The tenant: its namespaces are <catalog>.<id>_bronze|silver|gold; the platform config may list the known tenants.'),
+      'storage-root': storageUri().describe("The tenant's storage root (s3a://…, abfss://…, file:///…), under which every layer's files live; must be one of the platform's roots for the tenant."),
     })
-    .strict();
+    .strict()
+    .describe('Whose data this job reads and writes.');
 
 export function formatPath(path: readonly PropertyKey[]): string {
   return path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replaceAll('.[', '[');

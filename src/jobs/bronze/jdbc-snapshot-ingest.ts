@@ -71,7 +71,7 @@ const bound = z.union([
 
 const targetBase = z
   .object({
-    table: name(),
+    table: name().describe('The bronze table: parquet under <storage-root>/bronze/<table> (v1), or <catalog>.<tenant>_bronze.<table> (v2 format iceberg/delta).'),
     'snapshot-date': isoDate().describe('The date this snapshot stands for, e.g. --set target.snapshot-date={{ ds }}; its partition is replaced on a rerun.'),
     'partition-by': z.array(columnName()).default([]).describe('Source columns to partition by, after _snapshot_date.'),
   })
@@ -88,13 +88,14 @@ function checkPartitionBy(t: { 'partition-by': string[] }, ctx: z.RefinementCtx)
   });
 }
 
-const targetV1 = targetBase.superRefine(checkPartitionBy);
+const TARGET = 'The bronze snapshot to write.';
+const targetV1 = targetBase.superRefine(checkPartitionBy).describe(TARGET);
 
 /** v2: the bronze layer may be an Iceberg or Delta table instead of bare parquet. */
 const targetV2 = targetBase.extend(bronzeFormatKeys).superRefine((t, ctx) => {
   checkPartitionBy(t, ctx);
   checkBronzeCatalog(t, ctx);
-});
+}).describe(TARGET);
 
 const source = z
       .object({
@@ -117,20 +118,26 @@ const source = z
         url: z
           .string()
           .regex(new RegExp(`^jdbc:(${INLINE_PROTOCOLS.join('|')}):`), `must be a JDBC url of one of: ${INLINE_PROTOCOLS.map((p) => `jdbc:${p}:`).join(', ')}`)
-          .optional(),
-        user: z.string().min(1).optional(),
-        password: z.union([secretRef, z.string().describe(`Refused (exit 78): ${LITERAL_PASSWORD}`)]).optional(),
+          .optional()
+          .describe('The JDBC url, when the platform allows inline urls (jdbc.inline-urls = allow); no credentials in it. Else name source.connection.'),
+        user: z.string().min(1).optional().describe('The database user (with source.url).'),
+        password: z
+          .union([secretRef, z.string().describe(`Refused (exit 78): ${LITERAL_PASSWORD}`)])
+          .optional()
+          .describe('The database password by reference: { env = "NAME" } or { file = "/mounted/secret" } (with source.url); never a literal.'),
         driver: z
           .string()
           .regex(/^[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)+$/, 'must be a Java class name such as org.postgresql.Driver')
-          .optional(),
+          .optional()
+          .describe("The JDBC driver class; must be the url protocol's own driver (org.postgresql.Driver for jdbc:postgresql:)."),
         'partition-column': columnName().optional().describe('A numeric, date or timestamp column: Spark reads num-partitions ranges of it in parallel.'),
-        'lower-bound': bound.optional(),
-        'upper-bound': bound.optional(),
-        'num-partitions': z.number().int().min(1).max(256, 'at most 256 parallel connections').optional(),
-        'fetch-size': z.number().int().min(1).max(1_000_000).optional(),
+        'lower-bound': bound.optional().describe('The low end of partition-column\'s range (a number, date or timestamp); rows below it are still read, by the first partition.'),
+        'upper-bound': bound.optional().describe('The high end of partition-column\'s range; rows above it are still read, by the last partition.'),
+        'num-partitions': z.number().int().min(1).max(256, 'at most 256 parallel connections').optional().describe('How many ranges (and connections) partition-column is split into.'),
+        'fetch-size': z.number().int().min(1).max(1_000_000).optional().describe('Rows the JDBC driver fetches per round trip.'),
       })
       .strict()
+      .describe('The database table or query to snapshot.')
       .superRefine((s, ctx) => {
         const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: path ? [path] : [], message });
         // Seed v1 configs carried `password = "…"`: they keep working once the password is a reference.

@@ -77,7 +77,27 @@ const cdcChecks = (cdc: { keys: string[]; sequence: string[]; op?: string | unde
       ctx.addIssue({ code: 'custom', path: [], message: `"${c}" is a bronze metadata column and cannot be a CDC column` });
 };
 
-const source = z.object({ table: name(), where: expression('source.where').optional() }).strict();
+/** The descriptions v1 and v2 share (the JSON Schema shows them in editors). */
+const CDC = 'How the events of one key are resolved: the latest by sequence-by wins; deletes by op-column/delete-values or delete-when.';
+const PRIMARY_KEY = () =>
+  z.array(columnName()).min(1, 'needs at least one key column').describe('The business key: one silver row per distinct value of these columns.');
+const SEQUENCE_BY =
+  'The column that orders the events of one key (a log sequence number, a commit timestamp): the highest wins; a tie or NULL fails the run (65).';
+const OP_COLUMN = () => columnName().optional().describe('The column holding the operation (e.g. op = c/u/d); with delete-values, which events are deletes.');
+const DELETE_VALUES = () =>
+  z.array(z.string().min(1)).min(1).optional().describe('The op-column values that mean a delete, e.g. ["d", "D"].');
+const TARGET_TABLE = () => name().describe('The silver table: <catalog>.<tenant>_silver.<table>, stored at <storage-root>/silver/<table>.');
+const TARGET_CATALOG = () => catalogName().optional().describe("A catalog of the platform config (its default when omitted).");
+
+const source = z
+  .object({
+    table: name().describe('The bronze table holding the CDC events: <storage-root>/bronze/<table> (parquet), or <catalog>.<tenant>_bronze.<table> with v2 source.format.'),
+    where: expression('source.where')
+      .optional()
+      .describe('A config expression (docs/expressions.md) that keeps only matching events, e.g. "region = \'eu\'"; evaluated before the latest event per key is chosen.'),
+  })
+  .strict()
+  .describe('Where the CDC events come from.');
 
 /**
  * A silver column type from config. It travels as a type name that Spark parses, so only these
@@ -108,24 +128,25 @@ const sourceV2 = source.extend({
     .describe(
       'The bronze snapshot date(s) to merge, e.g. --set source.snapshot-date={{ ds }}: exactly <bronze>/_snapshot_date=<date> is read for each (a table: filtered by that literal date), no other partition is listed or read; a date without a partition skips the run (99). Without it, every partition is read.',
     ),
-}).superRefine(checkBronzeCatalog);
+}).superRefine(checkBronzeCatalog).describe('Where the CDC events come from.');
 
 const v1Sections = {
     source,
     cdc: z
       .object({
-        'primary-key': z.array(columnName()).min(1, 'needs at least one key column'),
-        'sequence-by': columnName(),
-        'op-column': columnName().optional(),
-        'delete-values': z.array(z.string().min(1)).min(1).optional(),
+        'primary-key': PRIMARY_KEY(),
+        'sequence-by': columnName().describe(SEQUENCE_BY),
+        'op-column': OP_COLUMN(),
+        'delete-values': DELETE_VALUES(),
       })
       .strict()
       .superRefine((cdc, ctx) => {
         cdcChecks({ keys: cdc['primary-key'], sequence: [cdc['sequence-by']], op: cdc['op-column'] }, ctx, 'sequence-by');
         if (cdc['delete-values'] && cdc['op-column'] === undefined)
           ctx.addIssue({ code: 'custom', path: ['delete-values'], message: 'needs cdc.op-column (which column holds the operation?)' });
-      }),
-    target: z.object({ table: name(), catalog: catalogName().optional() }).strict(),
+      })
+      .describe(CDC),
+    target: z.object({ table: TARGET_TABLE(), catalog: TARGET_CATALOG() }).strict().describe('The silver table the events are merged into.'),
 };
 
 const v2 = defineVersion(2, {
@@ -133,12 +154,23 @@ const v2 = defineVersion(2, {
     source: sourceV2,
     cdc: z
       .object({
-        'primary-key': z.array(columnName()).min(1, 'needs at least one key column'),
-        'sequence-by': z.union([columnName(), z.array(columnName()).min(1)]).transform((v) => (Array.isArray(v) ? v : [v])),
-        'op-column': columnName().optional(),
-        'delete-values': z.array(z.string().min(1)).min(1).optional(),
-        'delete-when': expression('cdc.delete-when').optional(),
-        'tombstone-retention-days': z.number().int().min(1).max(36_500).default(30),
+        'primary-key': PRIMARY_KEY(),
+        'sequence-by': z
+          .union([columnName(), z.array(columnName()).min(1)])
+          .transform((v) => (Array.isArray(v) ? v : [v]))
+          .describe(`${SEQUENCE_BY} Several columns order lexicographically (e.g. [lsn, tx_seq]).`),
+        'op-column': OP_COLUMN(),
+        'delete-values': DELETE_VALUES(),
+        'delete-when': expression('cdc.delete-when')
+          .optional()
+          .describe('A config expression that marks an event as a delete (e.g. "__deleted = \'true\'"), instead of op-column/delete-values.'),
+        'tombstone-retention-days': z
+          .number()
+          .int()
+          .min(1)
+          .max(36_500)
+          .default(30)
+          .describe('How long a deleted key keeps its tombstone (which stops a late, older event from resurrecting it), in days.'),
       })
       .strict()
       .superRefine((cdc, ctx) => {
@@ -147,11 +179,12 @@ const v2 = defineVersion(2, {
           ctx.addIssue({ code: 'custom', path: ['delete-values'], message: 'needs cdc.op-column (which column holds the operation?)' });
         if (cdc['delete-when'] !== undefined && cdc['op-column'] !== undefined)
           ctx.addIssue({ code: 'custom', path: ['delete-when'], message: 'use either cdc.delete-when or cdc.op-column/delete-values, not both' });
-      }),
+      })
+      .describe(CDC),
     columns: z
       .object({
-        include: z.array(columnName()).min(1).optional(),
-        exclude: z.array(columnName()).min(1).optional(),
+        include: z.array(columnName()).min(1).optional().describe('Only these bronze columns reach silver (keys and sequence columns always do).'),
+        exclude: z.array(columnName()).min(1).optional().describe('These bronze columns do not reach silver (never a key or sequence column).'),
         types: z
           .record(columnName(), columnType())
           .optional()
@@ -159,9 +192,20 @@ const v2 = defineVersion(2, {
       })
       .strict()
       .refine((c) => !(c.include && c.exclude), 'use either columns.include or columns.exclude, not both')
-      .optional(),
-    'schema-evolution': z.enum(['fail', 'add-columns']).default('fail'),
-    target: z.object({ table: name(), catalog: catalogName().optional(), format: z.enum(SILVER_FORMATS).optional() }).strict(),
+      .optional()
+      .describe('Which columns silver keeps, and their types.'),
+    'schema-evolution': z
+      .enum(['fail', 'add-columns'])
+      .default('fail')
+      .describe('A bronze column silver does not have: fail the run (65), or add it to silver (add-columns).'),
+    target: z
+      .object({
+        table: TARGET_TABLE(),
+        catalog: TARGET_CATALOG(),
+        format: z.enum(SILVER_FORMATS).optional().describe("The table format; must be the catalog's (checked against the platform config)."),
+      })
+      .strict()
+      .describe('The silver table the events are merged into.'),
   },
   refine: (c, ctx) => {
     const protectedCols = [...c.cdc['primary-key'], ...c.cdc['sequence-by']];

@@ -204,7 +204,9 @@ async function checkPolicy(step: Step, opts: ExecuteOptions, verdicts: PolicyVer
   const subject = { step: step.id, configPaths: step.untrusted ?? [] };
   if (!opts.policy) throw new InternalError(`step ${step.id} carries config logic but the run has no tenant read policy`);
   const checked = await checkStepPolicy(opts.session, stepRelations(step, subject), opts.policy, subject, { verdicts });
-  opts.logger.info({ step: step.id, policy: { ...checked, configPaths: subject.configPaths } }, 'tenant read policy: allowed');
+  // Say what was judged now: a step whose relations were all judged by an earlier step was not analysed again.
+  const verdict = checked.relations === 0 && checked.cached > 0 ? 'allowed (its relations were judged earlier in this run)' : `allowed (${checked.relations} relation(s) analysed by the server)`;
+  opts.logger.info({ step: step.id, policy: { ...checked, configPaths: subject.configPaths } }, `tenant read policy: ${verdict}`);
 }
 
 /** The relations a step sends, as the policy analyses them. */

@@ -1,11 +1,10 @@
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, InputMissingError, UsageError } from '../../../src/core/errors.js';
 import { loadJob } from '../../../src/app/load-job.js';
 import { stepPlan } from '../../../src/runner/executor.js';
 import { toJson } from '@bufbuild/protobuf';
 import { PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
-import { tempFiles } from '../../support/files.js';
+import { configIssues, loadConfig } from '../../support/load.js';
 
 const valid = `
 job    { template = "cdc-silver-merge", schema-version = 1, name = "acme-orders" }
@@ -20,26 +19,7 @@ catalogs { lake { format = iceberg, default = true } }
 tenants { acme { storage-roots = ["file:///lake/acme"] } }
 `;
 
-async function load(config: string, opts: { platform?: string; job?: string; set?: string[] } = {}) {
-  const dir = tempFiles({ 'job.conf': config, ...(opts.platform ? { 'platform.conf': opts.platform } : {}) });
-  return loadJob({
-    configFile: join(dir, 'job.conf'),
-    ...(opts.platform ? { envFile: join(dir, 'platform.conf') } : {}),
-    ...(opts.job ? { job: opts.job } : {}),
-    overrides: opts.set ?? [],
-    env: {},
-    runId: 'test-run',
-  });
-}
-
-async function configIssues(config: string, opts: Parameters<typeof load>[1] = {}) {
-  const err = await load(config, opts).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ConfigError);
-  return (err as ConfigError).issues;
-}
+const load = loadConfig;
 
 describe('cdc-silver-merge v1 config', () => {
   it('accepts the seed shape and derives names from the tenant', async () => {

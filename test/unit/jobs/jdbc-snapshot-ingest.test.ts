@@ -8,6 +8,7 @@ import type { Step } from '../../../src/jobs/template.js';
 import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
 import { PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
 import { tempFiles } from '../../support/files.js';
+import { configIssues, loadConfig } from '../../support/load.js';
 import { repoRoot } from '../../support/stack.js';
 
 const valid = `
@@ -37,26 +38,7 @@ tenants { acme { storage-roots = ["file:///lake/acme"] } }
 
 const PASSWORD = 'pw-5f0c1e7b-never-printed';
 
-async function load(config: string, opts: { platform?: string; set?: string[]; env?: Record<string, string> } = {}) {
-  const dir = tempFiles({ 'job.conf': config, ...(opts.platform ? { 'platform.conf': opts.platform } : {}) });
-  return loadJob({
-    configFile: join(dir, 'job.conf'),
-    ...(opts.platform ? { envFile: join(dir, 'platform.conf') } : {}),
-    overrides: opts.set ?? [],
-    env: opts.env ?? {},
-    runId: 'test-run',
-  });
-}
-
-async function configIssues(config: string, opts: Parameters<typeof load>[1] = {}) {
-  const err = await load(config, opts).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ConfigError);
-  expect((err as ConfigError).exitCode).toBe(78);
-  return (err as ConfigError).issues;
-}
+const load = loadConfig;
 
 function byPath(issues: readonly { path: string; message: string }[]) {
   return Object.fromEntries(issues.map((i) => [i.path, i.message]));

@@ -1,33 +1,19 @@
-import { join } from 'node:path';
 import { toJson } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, DataError } from '../../../src/core/errors.js';
-import { loadJob } from '../../../src/app/load-job.js';
+import { DataError } from '../../../src/core/errors.js';
 import { stepPlan } from '../../../src/runner/executor.js';
 import { PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
 import { sameColumnType } from '../../../src/jobs/template.js';
 import { schemaDecision } from '../../../src/jobs/silver/cdc-silver-merge.js';
 import { BRONZE_STAMPS } from '../../../src/jobs/layers/bronze.js';
-import { tempFiles } from '../../support/files.js';
+import { configIssues, loadConfig } from '../../support/load.js';
 
 /** The layer contracts as cdc-silver-merge and jdbc-snapshot-ingest use them, without Spark. */
 
 const platform = `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }\njdbc { inline-urls = allow }`;
 
-async function load(config: string, set: string[] = []) {
-  const dir = tempFiles({ 'job.conf': config, 'platform.conf': platform });
-  return loadJob({ configFile: join(dir, 'job.conf'), envFile: join(dir, 'platform.conf'), overrides: set, env: {}, runId: 'r' });
-}
-
-async function issues(config: string, set: string[] = []) {
-  const err = await load(config, set).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ConfigError);
-  expect((err as ConfigError).exitCode).toBe(78);
-  return (err as ConfigError).issues;
-}
+const load = (config: string, set: string[] = []) => loadConfig(config, { platform, set, runId: 'r' });
+const issues = (config: string, set: string[] = []) => configIssues(config, { platform, set });
 
 const plans = (job: Awaited<ReturnType<typeof load>>) =>
   Object.fromEntries(job.plan.steps.map((s) => [s.id, JSON.stringify(toJson(PlanSchema, stepPlan(s, { reveal: false })))]));

@@ -1,12 +1,9 @@
-import { join } from 'node:path';
 import { toJson } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../../src/core/errors.js';
-import { loadJob } from '../../../src/app/load-job.js';
 import type { Step } from '../../../src/jobs/template.js';
 import { stepPlan } from '../../../src/runner/executor.js';
 import { PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
-import { tempFiles } from '../../support/files.js';
+import { configIssues, loadConfig } from '../../support/load.js';
 
 /** Templates read bronze by exact partitions and give every table they create its expected location. */
 
@@ -27,20 +24,8 @@ source { table = "orders", url = "jdbc:sqlite:/data/shop.db" }
 target { table = "orders_cdc", snapshot-date = "2026-07-05", format = ${format}, catalog = ${format === 'delta' ? 'spark_catalog' : 'lake'} }
 `;
 
-async function load(config: string, set: string[] = []) {
-  const dir = tempFiles({ 'job.conf': config, 'platform.conf': catalogs });
-  return loadJob({ configFile: join(dir, 'job.conf'), envFile: join(dir, 'platform.conf'), overrides: set, env: {}, runId: 'test-run' });
-}
-
-async function issues(config: string, set: string[] = []) {
-  const err = await load(config, set).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ConfigError);
-  expect((err as ConfigError).exitCode).toBe(78);
-  return (err as ConfigError).issues;
-}
+const load = (config: string, set: string[] = []) => loadConfig(config, { platform: catalogs, set });
+const issues = (config: string, set: string[] = []) => configIssues(config, { platform: catalogs, set });
 
 /** The parquet read of the check-batch step: its paths and options. */
 function bronzeRead(steps: readonly Step[]): { paths: string[]; options: Record<string, string> } {

@@ -1,0 +1,41 @@
+import { join } from 'node:path';
+import { expect } from 'vitest';
+import { loadJob, type LoadedJob } from '../../src/app/load-job.js';
+import { ConfigError, type ConfigIssue } from '../../src/core/errors.js';
+import { tempFiles } from './files.js';
+
+export interface LoadOptions {
+  /** A platform config's text (written next to the job config and passed as --env); none: the embedded defaults. */
+  platform?: string;
+  /** --job */
+  job?: string;
+  /** --set lines */
+  set?: string[];
+  /** The environment the configs see. */
+  env?: Record<string, string>;
+  runId?: string;
+}
+
+/** Load a job config's text as the CLI would (files in a fresh temp folder), without Spark. */
+export async function loadConfig(config: string, opts: LoadOptions = {}): Promise<LoadedJob> {
+  const dir = tempFiles({ 'job.conf': config, ...(opts.platform !== undefined ? { 'platform.conf': opts.platform } : {}) });
+  return loadJob({
+    configFile: join(dir, 'job.conf'),
+    ...(opts.platform !== undefined ? { envFile: join(dir, 'platform.conf') } : {}),
+    ...(opts.job ? { job: opts.job } : {}),
+    overrides: opts.set ?? [],
+    env: opts.env ?? {},
+    runId: opts.runId ?? 'test-run',
+  });
+}
+
+/** The issues of a config that must be refused as invalid (a ConfigError, exit 78). */
+export async function configIssues(config: string, opts: LoadOptions = {}): Promise<readonly ConfigIssue[]> {
+  const err = await loadConfig(config, opts).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ConfigError);
+  expect((err as ConfigError).exitCode).toBe(78);
+  return (err as ConfigError).issues;
+}

@@ -190,7 +190,9 @@ function pathDataset(path: string, format?: string, fields?: readonly Field[]): 
  * layers) it is named by that location, with the table's name as a symlink, as Spark's OpenLineage
  * integration names Iceberg and Delta tables; elsewhere (a shared namespace) by its catalog name.
  */
-function tableDataset(parts: readonly string[], naming: NamingContext, location?: string, format?: string): Found {
+function tableDataset(named: readonly string[], naming: NamingContext, location?: string, format?: string): Found {
+  // An Iceberg metadata table (`<table>.snapshots`) is a read of its table's metadata, not a dataset.
+  const parts = named.length === 4 && ICEBERG_METADATA_TABLES.has(named[3]!.toLowerCase()) ? named.slice(0, 3) : named;
   const table = parts.join('.');
   const ref: DatasetRef = { kind: 'table', table };
   const [catalog, ...rest] = parts;
@@ -202,6 +204,25 @@ function tableDataset(parts: readonly string[], naming: NamingContext, location?
     : { id: byName, ref, ...(format ? { format } : {}) };
   return { key: refKey(ref), dataset };
 }
+
+const ICEBERG_METADATA_TABLES = new Set([
+  'history',
+  'metadata_log_entries',
+  'snapshots',
+  'entries',
+  'files',
+  'data_files',
+  'delete_files',
+  'manifests',
+  'partitions',
+  'refs',
+  'position_deletes',
+  'all_data_files',
+  'all_delete_files',
+  'all_files',
+  'all_manifests',
+  'all_entries',
+]);
 
 /** `<storage-root>/<layer>/<table>` for the tenant's own `<catalog>.<tenant>_<layer>.<table>`. */
 function tenantLocation(parts: readonly string[], tenant: TenantContext): string | undefined {

@@ -57,9 +57,20 @@ function facet(producer: Producer, schema: string): { _producer: string; _schema
   return { _producer: producer.uri, _schemaURL: `${FACETS}/${schema}` };
 }
 
-export function runEvent(type: EventType, at: Date, run: RunIdentity, datasets: { inputs: readonly EventDataset[]; outputs: readonly EventDataset[] }, producer: Producer, end: EventEnd = {}) {
+export function runEvent(
+  type: EventType,
+  at: Date,
+  run: RunIdentity,
+  datasets: { inputs: readonly EventDataset[]; outputs: readonly EventDataset[] },
+  producer: Producer,
+  end: EventEnd = {},
+) {
   const runFacets: Record<string, unknown> = {
-    processing_engine: { ...facet(producer, '1-1-1/ProcessingEngineRunFacet.json#/$defs/ProcessingEngineRunFacet'), name: 'lakehouse-jobs', version: producer.version },
+    processing_engine: {
+      ...facet(producer, '1-1-1/ProcessingEngineRunFacet.json#/$defs/ProcessingEngineRunFacet'),
+      name: 'lakehouse-jobs',
+      version: producer.version,
+    },
     tags: {
       ...facet(producer, '1-0-0/TagsRunFacet.json#/$defs/TagsRunFacet'),
       tags: run.tags.map((t) => ({ key: t.key, value: t.value, source: 'lakehouse-jobs' })),
@@ -73,9 +84,14 @@ export function runEvent(type: EventType, at: Date, run: RunIdentity, datasets: 
       ...(run.root ? { root: { run: { runId: run.root.runId }, job: { namespace: run.root.namespace, name: run.root.name } } } : {}),
     };
   }
-  if (run.nominalTime) runFacets.nominalTime = { ...facet(producer, '1-0-1/NominalTimeRunFacet.json#/$defs/NominalTimeRunFacet'), nominalStartTime: run.nominalTime };
+  if (run.nominalTime)
+    runFacets.nominalTime = { ...facet(producer, '1-0-1/NominalTimeRunFacet.json#/$defs/NominalTimeRunFacet'), nominalStartTime: run.nominalTime };
   if (end.error)
-    runFacets.errorMessage = { ...facet(producer, '1-0-1/ErrorMessageRunFacet.json#/$defs/ErrorMessageRunFacet'), message: end.error.message, programmingLanguage: 'TypeScript' };
+    runFacets.errorMessage = {
+      ...facet(producer, '1-0-1/ErrorMessageRunFacet.json#/$defs/ErrorMessageRunFacet'),
+      message: end.error.message,
+      programmingLanguage: 'TypeScript',
+    };
   return {
     eventType: type,
     eventTime: at.toISOString(),
@@ -85,7 +101,14 @@ export function runEvent(type: EventType, at: Date, run: RunIdentity, datasets: 
     job: {
       namespace: run.job.namespace,
       name: run.job.name,
-      facets: { jobType: { ...facet(producer, '2-0-3/JobTypeJobFacet.json#/$defs/JobTypeJobFacet'), processingType: 'BATCH', integration: 'LAKEHOUSE_JOBS', jobType: 'JOB' } },
+      facets: {
+        jobType: {
+          ...facet(producer, '2-0-3/JobTypeJobFacet.json#/$defs/JobTypeJobFacet'),
+          processingType: 'BATCH',
+          integration: 'LAKEHOUSE_JOBS',
+          jobType: 'JOB',
+        },
+      },
     },
     inputs: datasets.inputs.map((d) => dataset(d, producer)),
     outputs: datasets.outputs.map((d) => dataset(d, producer)),
@@ -96,7 +119,11 @@ export type RunEvent = ReturnType<typeof runEvent>;
 
 function dataset(d: EventDataset, producer: Producer) {
   const facets: Record<string, unknown> = {};
-  if (d.fields?.length) facets.schema = { ...facet(producer, '1-2-0/SchemaDatasetFacet.json#/$defs/SchemaDatasetFacet'), fields: d.fields.map((f) => ({ name: f.name, type: f.type })) };
+  if (d.fields?.length)
+    facets.schema = {
+      ...facet(producer, '1-2-0/SchemaDatasetFacet.json#/$defs/SchemaDatasetFacet'),
+      fields: d.fields.map((f) => ({ name: f.name, type: f.type })),
+    };
   if (d.symlink)
     facets.symlinks = {
       ...facet(producer, '1-0-1/SymlinksDatasetFacet.json#/$defs/SymlinksDatasetFacet'),

@@ -67,7 +67,10 @@ export class LineageRun {
     const nominal = nominalTime(opts.logicalDate);
     this.identity = {
       runId: uuidv7(this.#now().getTime()),
-      job: { namespace: `${config.namespace}.${loaded.tenant.id}`, name: typeof name === 'string' && name ? `${loaded.template.name}.${name}` : loaded.template.name },
+      job: {
+        namespace: `${config.namespace}.${loaded.tenant.id}`,
+        name: typeof name === 'string' && name ? `${loaded.template.name}.${name}` : loaded.template.name,
+      },
       ...(parent ? { parent } : {}),
       ...(root ? { root } : {}),
       ...(nominal ? { nominalTime: nominal } : {}),
@@ -118,7 +121,10 @@ export class LineageRun {
       try {
         return await withTimeout(readSchema(d.ref, d.format), timeoutMs);
       } catch (e) {
-        this.#logger.warn({ dataset: `${d.id.namespace}/${d.id.name}` }, `lineage: no schema for the dataset (${e instanceof Error ? e.message.split('\n')[0] : String(e)})`);
+        this.#logger.warn(
+          { dataset: `${d.id.namespace}/${d.id.name}` },
+          `lineage: no schema for the dataset (${e instanceof Error ? e.message.split('\n')[0] : String(e)})`,
+        );
         return undefined;
       }
     };
@@ -135,7 +141,10 @@ export class LineageRun {
   #columns(ref: DatasetRef, fields: readonly Field[]): EventDataset['columns'] {
     let map;
     try {
-      map = this.#hook?.columns?.(ref, fields.map((f) => f.name));
+      map = this.#hook?.columns?.(
+        ref,
+        fields.map((f) => f.name),
+      );
     } catch (e) {
       this.#logger.warn({ err: String(e) }, 'lineage: the template could not say its column lineage');
       return undefined;
@@ -152,7 +161,8 @@ export class LineageRun {
 
   async #send(type: EventType, datasets: { inputs: EventDataset[]; outputs: EventDataset[] }, error?: { message: string }, exitCode?: number): Promise<void> {
     try {
-      const identity = exitCode === undefined ? this.identity : { ...this.identity, tags: [...this.identity.tags, { key: 'exit-code', value: String(exitCode) }] };
+      const identity =
+        exitCode === undefined ? this.identity : { ...this.identity, tags: [...this.identity.tags, { key: 'exit-code', value: String(exitCode) }] };
       const event = runEvent(type, this.#now(), identity, datasets, PRODUCER, error ? { error } : {});
       await sendAll(this.#transports, event, this.#config['timeout-ms'], this.#logger);
     } catch (e) {
@@ -195,7 +205,10 @@ export function parentFromEnv(env: Record<string, string | undefined>, prefix: s
     else if (!namespace && !name && !runId) return undefined;
   }
   if (!ref || !UUID_PATTERN.test(ref.runId)) {
-    logger?.warn({ variable: `${prefix}_ID` }, `lineage: ${prefix}_* does not name a parent run as namespace/name/<uuid>; the events have no ${prefix === 'OPENLINEAGE_PARENT' ? 'parent' : 'root'}`);
+    logger?.warn(
+      { variable: `${prefix}_ID` },
+      `lineage: ${prefix}_* does not name a parent run as namespace/name/<uuid>; the events have no ${prefix === 'OPENLINEAGE_PARENT' ? 'parent' : 'root'}`,
+    );
     return undefined;
   }
   return ref;

@@ -18,7 +18,9 @@ export function locationDataset(uri: string): DatasetId {
   const m = /^([A-Za-z][A-Za-z0-9+.-]*):(?:\/\/([^/]*))?(\/.*)?$/.exec(uri);
   if (!m) return { namespace: 'file', name: uri };
   const scheme = m[1]!.toLowerCase();
-  const authority = (m[2] ?? '').replace(/^[^@]*@/, '');
+  // Credentials in a url (`s3a://key:secret@bucket`) are stripped; Azure's `container@account` is a name.
+  const azure = /^(abfss?|wasbs?)$/.test(scheme);
+  const authority = (m[2] ?? '').replace(azure ? /^[^@]*:[^@]*@/ : /^[^@]*@/, '');
   const path = (m[3] ?? '/').replace(/\/+$/, '') || '/';
   if (scheme === 'file') return { namespace: 'file', name: path };
   const norm = scheme === 's3a' || scheme === 's3n' ? 's3' : scheme;
@@ -69,7 +71,10 @@ export function jdbcDataset(url: string, table: string): DatasetId | undefined {
 
 /** Kafka: namespace `kafka://{host}:{port}` of the first bootstrap server, name the topic. */
 export function kafkaDatasets(bootstrapServers: string, topics: readonly string[]): DatasetId[] {
-  const first = bootstrapServers.split(',')[0]!.trim().replace(/^[A-Za-z_]+:\/\//, '');
+  const first = bootstrapServers
+    .split(',')[0]!
+    .trim()
+    .replace(/^[A-Za-z_]+:\/\//, '');
   if (!first) return [];
   return topics.map((t) => ({ namespace: `kafka://${first}`, name: t }));
 }

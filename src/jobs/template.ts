@@ -157,4 +157,26 @@ export interface JobPlan {
   readonly steps: readonly Step[];
   /** Spark session settings the steps rely on, set before the first step. */
   readonly sessionConf?: Readonly<Record<string, string>>;
+  /** Optional lineage the steps cannot show (src/runner/lineage derives datasets from the steps themselves). */
+  readonly lineage?: PlanLineage;
+}
+
+/** A table (`catalog.namespace.table`) or files (a path) a template names in its lineage hook. */
+export type DatasetRef = { readonly kind: 'table'; readonly table: string } | { readonly kind: 'path'; readonly path: string };
+
+/** Where one output column's values come from. */
+export interface ColumnSource {
+  readonly input: DatasetRef;
+  readonly field: string;
+  /** OpenLineage's transformation: the value copied as is (IDENTITY) or computed from the field. */
+  readonly transformation: 'IDENTITY' | 'TRANSFORMATION';
+}
+
+/**
+ * A template's optional lineage hook. The runner finds input and output datasets in the plan steps
+ * for every template; a template that knows which input columns feed an output's columns says so
+ * here. `fields` are the output's columns as written (known only after the run, from the table).
+ */
+export interface PlanLineage {
+  columns?(output: DatasetRef, fields: readonly string[]): Readonly<Record<string, readonly ColumnSource[]>> | undefined;
 }

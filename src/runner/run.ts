@@ -10,6 +10,7 @@ import { type RunState, type StatusDocument, type StatusTargets, writeStatus } f
 import type { SparkConnectClient } from '../spark/client.js';
 import { describeRemote } from '../spark/connection.js';
 import type { ExecutionReport } from './executor.js';
+import type { LineageRun } from './lineage/index.js';
 import { resolveRemote } from '../app/remote.js';
 import { explainableRel, formatAccess, formatPlan, planAccess } from '../app/plan-view.js';
 import { VERSION } from '../version.js';
@@ -82,10 +83,13 @@ export async function runJob(req: RunRequest): Promise<number> {
   const stopSignals = installSignalHandlers(req, cancel, logger, spark, tagFor(runId), (error) => {
     // The grace period is over: write the cancelled status now and leave.
     logger.error({ graceMs: req.cancelGraceMs ?? CANCEL_GRACE_MS }, 'cancelling took too long: exiting now');
+    lineage?.abortNow(error);
     const code = finish({ state: 'cancelled', error, report });
     if (code !== undefined) (req.exitNow ?? process.exit)(code);
   });
   let loaded: LoadedJob | undefined;
+  // OpenLineage events of a `run` whose platform config asks for them (src/runner/lineage).
+  let lineage: LineageRun | undefined;
   try {
     loaded = await loadJob(
       {
@@ -112,6 +116,11 @@ export async function runJob(req: RunRequest): Promise<number> {
       await printPlan(loaded, req.planFormat ?? 'text', req.targets?.stdout, explained);
       outcome = { state: 'succeeded' };
     } else {
+      if (loaded.platform.lineage) {
+        const { LineageRun } = await import('./lineage/index.js');
+        lineage = LineageRun.create({ loaded, orchestratorRunId: runId, ...(req.logicalDate ? { logicalDate: req.logicalDate } : {}), env: req.env, logger });
+        await lineage?.start();
+      }
       outcome = await execute(loaded, req, logger, cancel.signal, runId, spark, report);
     }
   } catch (e) {
@@ -139,6 +148,12 @@ export async function runJob(req: RunRequest): Promise<number> {
       logger.error({ error: { type: cause.name, code: error.code, exitCode: error.exitCode, stack: cause.stack } }, `internal error: ${error.message}`);
     } else logger.error({ error: { type: error.name, code: error.code, exitCode: error.exitCode } }, error.message);
   } finally {
+    // The end event first: after a success it reads the written tables' schemas on the open session.
+    if (lineage && outcome!) {
+      const client = spark.client;
+      const reader = client && outcome.state === 'succeeded' ? (await import('./lineage/schemas.js')).sparkSchemaReader(client) : undefined;
+      await lineage.finish(outcome, reader);
+    }
     await closeSpark(spark.client, logger);
     stopSignals();
   }

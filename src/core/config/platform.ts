@@ -25,6 +25,38 @@ const configEnvName = z
     message: 'names a variable that can hold a credential (TOKEN, PASSWORD, SECRET, KEY, CREDENTIAL, AUTH, SPARK_REMOTE): job configs may never read it; pass secrets as references',
   });
 
+/**
+ * Where OpenLineage run events go (docs/lineage.md). Trusted like the rest of this file: the
+ * receiver's url and token are the platform team's. Without `lineage`, no event is built or sent.
+ */
+const lineageTransport = z.discriminatedUnion('type', [
+  z.object({ type: z.literal('console') }).strict(),
+  z.object({ type: z.literal('file'), path: z.string().startsWith('/', 'must be an absolute path') }).strict(),
+  z
+    .object({
+      type: z.literal('http'),
+      url: z.string().regex(/^https?:\/\/[^\s/@]+(\/[^\s]*)?$/, 'an http(s) url without credentials (give a token reference instead)'),
+      endpoint: z.string().regex(/^[A-Za-z0-9_./-]*$/, 'a url path').default('api/v1/lineage'),
+      token: secretRef.optional(),
+    })
+    .strict(),
+]);
+
+const lineageSchema = z
+  .object({
+    // The job namespace is `<namespace>.<tenant>`: one namespace per tenant on one platform.
+    namespace: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/, 'letters, digits and _ . : -').default('lakehouse-jobs'),
+    // Each event's sending (all transports at once) ends after this long: lineage never holds a job up longer.
+    'timeout-ms': z.number().int().min(1).max(60_000).default(5_000),
+    transports: z.array(lineageTransport).default([]),
+    // The OpenLineage namespace of a catalog's table names (the symlink of a table's location), e.g.
+    // `hive://metastore:9083`; by default the catalog's name.
+    'catalog-namespaces': z.record(catalogName(), z.string().min(1)).default({}),
+  })
+  .strict();
+
+export type LineageConfig = z.infer<typeof lineageSchema>;
+
 export const platformSchema = z
   .object({
     spark: z
@@ -79,6 +111,7 @@ export const platformSchema = z
       .default({ connections: {}, 'inline-urls': 'deny' }),
     /** The environment variables job configs may read with `${VAR}` / `${?VAR}`: none unless listed. */
     'config-env': z.object({ allow: z.array(configEnvName).default([]) }).strict().default({ allow: [] }),
+    lineage: lineageSchema.optional(),
   })
   .strict();
 

@@ -26,10 +26,10 @@ import { configExpr } from '../../spark/plan/config-expression.js';
 import type { ConfigExpression } from '../../core/expression/index.js';
 import type { Cmd } from '../../spark/plan/commands.js';
 import { Query, sqlCommand } from '../../spark/plan/query.js';
-import type { Facts, JobContext, JobPlan, Row, SchemaDiff, Step } from '../template.js';
+import type { ColumnSource, DatasetRef, Facts, JobContext, JobPlan, PlanLineage, Row, SchemaDiff, Step } from '../template.js';
 import { createNamespaceStep, tableProperties } from '../tables.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
-import { BRONZE_SESSION_CONF, BRONZE_STAMPS, type BronzeFormat, bronzeFormatKeys, bronzeRef, checkBronzeCatalog, readBronze } from '../layers/bronze.js';
+import { BRONZE_SESSION_CONF, BRONZE_STAMPS, type BronzeFormat, type BronzeRef, bronzeFormatKeys, bronzeRef, checkBronzeCatalog, readBronze } from '../layers/bronze.js';
 import { SILVER_FORMATS, type SilverFormat, silverCompanion, silverRef } from '../layers/silver.js';
 
 /**
@@ -494,7 +494,26 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   ];
   // Bronze columns that JDBC reported as varchar(n) (SQLite: varchar(0)) are text to silver: a
   // Delta table created from them would enforce the length on every write.
-  return { steps, sessionConf: BRONZE_SESSION_CONF };
+  return { steps, sessionConf: BRONZE_SESSION_CONF, lineage: columnLineage(bronze, target, tombstones, keyAndSeq, spec.types) };
+}
+
+/**
+ * Column lineage (OpenLineage): every silver column is the bronze column of the same name, copied
+ * as is or cast to its declared type; the tombstones' key and sequence columns are bronze's too.
+ */
+function columnLineage(bronze: BronzeRef, target: TableName, tombstones: TableName, keyAndSeq: readonly string[], types: [string, string][]): PlanLineage {
+  const input: DatasetRef = bronze.kind === 'table' ? { kind: 'table', table: bronze.name } : { kind: 'path', path: bronze.location };
+  const cast = new Set(types.map(([c]) => c));
+  const from = (fields: readonly string[]): Record<string, ColumnSource[]> =>
+    Object.fromEntries(fields.map((f) => [f, [{ input, field: f, transformation: cast.has(f) ? 'TRANSFORMATION' : 'IDENTITY' }]]));
+  return {
+    columns: (output, fields) => {
+      if (output.kind !== 'table') return undefined;
+      if (output.table === displayTable(target)) return from(fields);
+      if (output.table === displayTable(tombstones)) return from(fields.filter((f) => keyAndSeq.includes(f)));
+      return undefined;
+    },
+  };
 }
 
 /**

@@ -77,7 +77,9 @@ describe('scd2-dim-load configs', () => {
       'create-table',
       'check-schema',
       'check-dimension',
-      'check-load',
+      'check-history',
+      'check-result',
+      'measure',
       'merge',
       'read-snapshot',
     ]);
@@ -88,7 +90,15 @@ describe('scd2-dim-load configs', () => {
     // The table lives in the tenant's gold layer.
     expect(step(steps, 'create-table')).toMatchObject({ location: 'file:///lake/acme/gold/dim_customers', configPath: 'target.table' });
     // The steps that carry source.where are judged by the tenant read policy; the stored-dimension check carries none.
-    expect(steps.filter((s) => s.untrusted).map((s) => s.id)).toEqual(['check-batch', 'create-table', 'check-schema', 'check-load', 'merge']);
+    expect(steps.filter((s) => s.untrusted).map((s) => s.id)).toEqual([
+      'check-batch',
+      'create-table',
+      'check-schema',
+      'check-history',
+      'check-result',
+      'measure',
+      'merge',
+    ]);
     expect(step(steps, 'merge').untrusted).toEqual(['source.where']);
     expect(step(steps, 'check-dimension').untrusted).toBeUndefined();
     // effective-at travels as a timestamp literal.
@@ -98,12 +108,12 @@ describe('scd2-dim-load configs', () => {
   it('v1 migrates into the v2 spec: the same plan as v2 with late-events = refuse', async () => {
     const asV2 = v1.replace('schema-version = 1', 'schema-version = 2').replace('target    {', 'history { late-events = refuse }\ntarget    {');
     expect(plans((await load(v1)).plan.steps)).toEqual(plans((await load(asV2)).plan.steps));
-    // A v2 that places late events sends the same queries; only how check-load's rows are read differs.
+    // A v2 that places late events sends the same queries; only how check-history's rows are read differs.
     const placing = asV2.replace('late-events = refuse', 'late-events = place');
     const [a, b] = [(await load(asV2)).plan.steps, (await load(placing)).plan.steps];
     expect(plans(a)).toEqual(plans(b));
-    expect(interpret(a, 'check-load', { late: 1, late_example: '{"id":1}' }).fail).toBeInstanceOf(DataError);
-    expect(interpret(b, 'check-load', { late: 1, late_example: '{"id":1}' }).fail).toBeUndefined();
+    expect(interpret(a, 'check-history', { late: 1, late_example: '{"id":1}' }).fail).toBeInstanceOf(DataError);
+    expect(interpret(b, 'check-history', { late: 1, late_example: '{"id":1}' }).fail).toBeUndefined();
   });
 
   it('v2: a bronze change feed into a Delta dimension, with history.delete-when judged by the policy', async () => {
@@ -116,7 +126,9 @@ describe('scd2-dim-load configs', () => {
       'create-table',
       'check-schema',
       'check-dimension',
-      'check-load',
+      'check-history',
+      'check-result',
+      'measure',
       'merge',
       'read-version',
     ]);
@@ -194,23 +206,23 @@ describe('scd2-dim-load steps read their rows', () => {
     expect(interpret(steps, 'check-batch', { rows: 3, null_groups: 0, ties: 0 })).toEqual({ metrics: { rowsRead: 3 } });
   });
 
-  it('check-dimension and check-load: a breach or a conflict fails before the MERGE (65)', async () => {
+  it('check-dimension, check-history and check-result: a breach or a conflict fails before the MERGE (65)', async () => {
     const { steps } = (await load(v1)).plan;
     const stored = interpret(steps, 'check-dimension', { multiple_current: 2, overlaps: 1, example: '{"id":7}' }).fail;
     expect(stored).toMatchObject({ exitCode: 65, code: 'SCD2_INVARIANT' });
     expect(stored?.message).toMatch(/already breaks the SCD2 invariants.*multiple current \(2\), overlaps \(1\), e.g. key \{"id":7\}/);
     expect(interpret(steps, 'check-dimension', { multiple_current: 0, gaps: 0, duplicate_dim_keys: 0 })).toEqual({});
-    expect(interpret(steps, 'check-load', { empty_interval: 1, example: '{"id":1}' }).fail).toMatchObject({
+    expect(interpret(steps, 'check-result', { empty_interval: 1, example: '{"id":1}' }).fail).toMatchObject({
       code: 'SCD2_INVARIANT',
       message: expect.stringMatching(/new history .* would break/),
     });
-    expect(interpret(steps, 'check-load', { conflicts: 1, conflict_example: '{"id":1}' }).fail).toMatchObject({ exitCode: 65, code: 'SCD2_CONFLICT' });
-    expect(interpret(steps, 'check-load', { late: 1, late_example: '{"id":1}' }).fail).toMatchObject({ exitCode: 65, code: 'SCD2_LATE' });
+    expect(interpret(steps, 'check-history', { conflicts: 1, conflict_example: '{"id":1}' }).fail).toMatchObject({ exitCode: 65, code: 'SCD2_CONFLICT' });
+    expect(interpret(steps, 'check-history', { late: 1, late_example: '{"id":1}' }).fail).toMatchObject({ exitCode: 65, code: 'SCD2_LATE' });
   });
 
-  it('check-load counts the changes; an unchanged state sends no MERGE', async () => {
+  it('measure counts the changes; an unchanged state sends no MERGE', async () => {
     const { steps } = (await load(v1)).plan;
-    expect(interpret(steps, 'check-load', { inserted: 1, updated: 1, deleted: 0 })).toEqual({
+    expect(interpret(steps, 'measure', { inserted: 1, updated: 1, deleted: 0 })).toEqual({
       output: {
         table: 'lake.acme_gold.dim_customers',
         format: 'iceberg',
@@ -220,9 +232,9 @@ describe('scd2-dim-load steps read their rows', () => {
       },
       metrics: { rowsWritten: 2 },
     });
-    expect(interpret(steps, 'check-load', { inserted: 0, updated: 0, deleted: 0 }).output).toMatchObject({ committed: false });
+    expect(interpret(steps, 'measure', { inserted: 0, updated: 0, deleted: 0 }).output).toMatchObject({ committed: false });
     const merge = step(steps, 'merge');
-    expect(merge.when!({ 'check-load': [{ inserted: 0, updated: 0, deleted: 0 }] })).toBe(false);
-    expect(merge.when!({ 'check-load': [{ inserted: 0, updated: 1, deleted: 0 }] })).toBe(true);
+    expect(merge.when!({ measure: [{ inserted: 0, updated: 0, deleted: 0 }] })).toBe(false);
+    expect(merge.when!({ measure: [{ inserted: 0, updated: 1, deleted: 0 }] })).toBe(true);
   });
 });

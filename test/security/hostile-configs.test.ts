@@ -57,6 +57,19 @@ job    { template = "jdbc-snapshot-ingest", schema-version = 2, name = "hostile"
 tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
 source { table = "orders", connection = "shop" }
 target { table = "orders", snapshot-date = "2026-07-05", format = iceberg }`,
+  'scd2-dim-load v1': `
+job       { template = "scd2-dim-load", schema-version = 1, name = "hostile" }
+tenant    { id = "${attacker.id}", storage-root = "${attacker.root}" }
+source    { table = "customers" }
+dimension { natural-key = ["id"], effective-at = "2026-07-05T00:00:00Z" }
+target    { table = "dim_customers", catalog = "lake" }`,
+  'scd2-dim-load v2': `
+job       { template = "scd2-dim-load", schema-version = 2, name = "hostile" }
+tenant    { id = "${attacker.id}", storage-root = "${attacker.root}" }
+source    { table = "customer_events", layer = bronze }
+dimension { natural-key = ["id"] }
+history   { sequence-by = "ts" }
+target    { table = "dim_customers", format = delta, catalog = "spark_catalog" }`,
 };
 
 /** The config paths that carry an expression, per template version. */
@@ -65,6 +78,8 @@ const expressionPaths: Record<string, string[]> = {
   'cdc-silver-merge v2': ['source.where', 'cdc.delete-when'],
   'jdbc-snapshot-ingest v1': ['source.where'],
   'jdbc-snapshot-ingest v2': ['source.where'],
+  'scd2-dim-load v1': ['source.where'],
+  'scd2-dim-load v2': ['source.where', 'history.delete-when'],
 };
 
 const other = () => `lake.${victim.id}_silver.secrets`;

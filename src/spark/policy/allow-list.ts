@@ -15,6 +15,8 @@ export const ALLOWED_NODES: ReadonlySet<string> = new Set([
   'Deduplicate', 'Distinct', 'Union', 'Intersect', 'Except', 'Expand', 'SubqueryAlias', 'WithCTE',
   'CTERelationDef', 'CTERelationRef', 'View', 'PipeOperator', 'Repartition', 'RepartitionByExpression',
   'LateralJoin',
+  // scd2-dim-load: a stored version becomes its start and end points (explode of a literal-shaped array)
+  'Generate',
   // relation leaves (judged in policy.ts)
   'RelationV2', 'Relation', 'LocalRelation', 'Range', 'OneRowRelation',
 ]);
@@ -38,6 +40,8 @@ export const TEMPLATE_FUNCTIONS: readonly string[] = [
   // `NOT (…)`, `CASE WHEN (…)`, type names in casts (`decimal(12,2)`), a time zone (`Some(Etc/UTC)`)
   'if', 'in', 'and', 'or', 'not', 'case', 'when', 'then', 'else', 'like', 'ilike', 'rlike', 'decimal',
   'varchar', 'char', 'some',
+  // scd2-dim-load: versions from points (lag, lead, explode), the surrogate key, type-1 values, signatures
+  'lag', 'lead', 'explode', 'xxhash64', 'max_by', 'substring_index',
 ];
 
 export const EXPRESSION_FUNCTIONS: readonly string[] = [

@@ -1,0 +1,486 @@
+import { z } from 'zod';
+import { DataError } from '../../core/errors.js';
+import { type TableName, displayTable, quoteName, tableParts } from '../../core/naming.js';
+import { catalogName, columnName, expression, isoDate, name } from '../../core/config/validate.js';
+import type { ConfigExpression } from '../../core/expression/index.js';
+import { type Expr, alias, col, desc, eq, fn, isNull, lit, not, or, star } from '../../spark/plan/expressions.js';
+import { configExpr } from '../../spark/plan/config-expression.js';
+import { Query } from '../../spark/plan/query.js';
+import type { Facts, JobContext, JobPlan, Row, Step } from '../template.js';
+import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js';
+import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
+import { BRONZE_SESSION_CONF, BRONZE_STAMPS, bronzeRef, readBronze } from '../layers/bronze.js';
+import { silverRef } from '../layers/silver.js';
+import {
+  BREACHES,
+  type BatchInput,
+  DIM_KEY,
+  HISTORY_COLUMNS,
+  type HistorySpec,
+  INTERNAL_PREFIX,
+  MERGE,
+  batchPoints,
+  batchRows,
+  closeMissing,
+  combined,
+  invariantBreaches,
+  mergeCounts,
+  mergeSource,
+  pointChecks,
+  shapeOf,
+  storedOfBatch,
+  storedPoints,
+  versions,
+} from './scd2-dim-load.history.js';
+
+/**
+ * scd2-dim-load: keep a Kimball SCD type 2 dimension in the tenant's gold layer from a silver table
+ * (or a bronze snapshot). v1 is the seed project's shape: the source is the current state, dated by
+ * `effective-at`. v2 adds history from events (`sequence-by`): deletes, late events placed where they
+ * belong, type-1 columns, tombstone versions and `close-missing` for full snapshots.
+ *
+ * Every load computes the new history of the keys it touches, checks the invariants of the
+ * dimension before and of the new state, then commits it with one MERGE (closing a version and
+ * opening the next is one commit); a breach fails the run (65) with the table untouched.
+ */
+
+const TEMPLATE = 'scd2-dim-load';
+const SOURCE = '__scd_source';
+
+// ---------------------------------------------------------------------------------------------
+// Config schemas
+
+const columnList = () => z.array(columnName()).min(1);
+
+/** An instant with its zone, e.g. 2026-07-09T00:00:00Z: a version boundary means the same everywhere. */
+const instant = () =>
+  z.iso
+    .datetime({ offset: true, message: 'must be an ISO-8601 instant with a zone, e.g. 2026-07-09T00:00:00Z' })
+    .describe('The version boundary of this load (snapshot sources). Default: --logical-date at 00:00 UTC, else the time the plan is built.');
+
+const dimensionV1 = z
+  .object({
+    'natural-key': columnList().describe('The business key columns'),
+    'tracked-columns': columnList().optional().describe('Type-2 columns: a change in any opens a new version (default: every column that is not a key)'),
+    'exclude-columns': columnList().optional().describe('Columns kept out of the dimension'),
+    'effective-at': instant().optional(),
+  })
+  .strict();
+
+const v1Sections = {
+  source: z.object({ table: name(), catalog: catalogName().optional(), where: expression('source.where').optional() }).strict(),
+  dimension: dimensionV1,
+  target: z.object({ table: name(), catalog: catalogName().optional() }).strict(),
+};
+
+const sourceV2 = z
+  .object({
+    table: name(),
+    layer: z.enum(['silver', 'bronze']).default('silver').describe('silver (a table of the tenant) or bronze (what jdbc-snapshot-ingest wrote)'),
+    format: z
+      .enum(['parquet', 'iceberg', 'delta'])
+      .optional()
+      .describe("silver: iceberg or delta (default: the catalog's); bronze: parquet (default), iceberg or delta"),
+    catalog: catalogName().optional(),
+    'snapshot-date': isoDate().optional().describe('bronze only: the snapshot date to read, e.g. --set source.snapshot-date={{ ds }}'),
+    where: expression('source.where').optional(),
+  })
+  .strict()
+  .superRefine((s, ctx) => {
+    if (s.layer === 'silver' && s.format === 'parquet') ctx.addIssue({ code: 'custom', path: ['format'], message: 'silver tables are iceberg or delta' });
+    if (s.layer === 'silver' && s['snapshot-date'] !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['snapshot-date'], message: 'applies to bronze sources (source.layer = bronze)' });
+    if (s.layer === 'bronze' && (s.format ?? 'parquet') === 'parquet' && s.catalog !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['catalog'], message: 'applies to iceberg and delta tables; parquet files need no catalog' });
+  });
+
+const v2 = defineVersion(2, {
+  sections: {
+    source: sourceV2,
+    dimension: dimensionV1.extend({
+      'type1-columns': columnList().optional().describe('Overwritten in place in every version of the key with the latest value; never open a version'),
+    }),
+    history: z
+      .object({
+        'sequence-by': columnName().optional().describe('The column (a timestamp) that dates each event: the source is a change feed, every row an event'),
+        'op-column': columnName().optional(),
+        'delete-values': z.array(z.string().min(1)).min(1).optional(),
+        'delete-when': expression('history.delete-when').optional(),
+        tombstones: z.boolean().default(false).describe('A delete opens a tombstone version (_scd_deleted = true) instead of only closing the current one'),
+        'close-missing': z.boolean().default(false).describe('Snapshot sources: keys absent from the snapshot are deleted at effective-at'),
+        'late-events': z
+          .enum(['place', 'refuse'])
+          .default('place')
+          .describe("place: an event older than the key's latest version splits the interval it falls into; refuse: 65"),
+      })
+      .strict()
+      .default({ tombstones: false, 'close-missing': false, 'late-events': 'place' }),
+    target: z.object({ table: name(), catalog: catalogName().optional(), format: z.enum(['iceberg', 'delta']).optional() }).strict(),
+  },
+  refine: (c, ctx) => checkColumns(c, ctx),
+});
+
+/** The spec the plan is built from: the newest version's config. */
+export type Scd2DimLoadSpec = SpecOf<typeof v2.sections>;
+
+/** v1: a silver table's current state, dated by effective-at; no deletes; a late effective-at is refused. */
+const v1 = defineVersion(1, { sections: v1Sections, refine: (c, ctx) => checkColumns(c, ctx) }).migrate((c): Scd2DimLoadSpec => ({
+  tenant: c.tenant,
+  source: { table: c.source.table, layer: 'silver', catalog: c.source.catalog, where: c.source.where },
+  dimension: c.dimension,
+  history: { tombstones: false, 'close-missing': false, 'late-events': 'refuse' },
+  target: c.target,
+}));
+
+interface ColumnRoles {
+  dimension: {
+    'natural-key': string[];
+    'tracked-columns'?: string[] | undefined;
+    'exclude-columns'?: string[] | undefined;
+    'type1-columns'?: string[] | undefined;
+    'effective-at'?: string | undefined;
+  };
+  history?: {
+    'sequence-by'?: string | undefined;
+    'op-column'?: string | undefined;
+    'delete-values'?: string[] | undefined;
+    'delete-when'?: unknown;
+    'close-missing'?: boolean;
+  };
+}
+
+/** Each column has one role; reserved names are refused; the history options fit together. */
+function checkColumns(c: ColumnRoles, ctx: z.RefinementCtx): void {
+  const d = c.dimension;
+  const h = c.history ?? {};
+  const roles: [string, readonly string[]][] = [
+    ['dimension.natural-key', d['natural-key']],
+    ['dimension.tracked-columns', d['tracked-columns'] ?? []],
+    ['dimension.type1-columns', d['type1-columns'] ?? []],
+    ['dimension.exclude-columns', d['exclude-columns'] ?? []],
+    ['history.sequence-by', h['sequence-by'] ? [h['sequence-by']] : []],
+    ['history.op-column', h['op-column'] ? [h['op-column']] : []],
+  ];
+  const seen = new Map<string, string>();
+  for (const [path, cols] of roles)
+    cols.forEach((x, i) => {
+      const at = path.split('.').concat(cols.length > 1 || path.startsWith('dimension') ? [String(i)] : []);
+      if ((HISTORY_COLUMNS as readonly string[]).includes(x) || x.startsWith(INTERNAL_PREFIX) || (BRONZE_STAMPS as readonly string[]).includes(x))
+        ctx.addIssue({ code: 'custom', path: at, message: `"${x}" is a reserved column name (history, internal or bronze metadata)` });
+      const other = seen.get(x);
+      if (other !== undefined) ctx.addIssue({ code: 'custom', path: at, message: `"${x}" is already in ${other}` });
+      else seen.set(x, path);
+    });
+  if (h['sequence-by'] !== undefined && d['effective-at'] !== undefined)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['dimension', 'effective-at'],
+      message: 'dates snapshot sources; with history.sequence-by each event is dated by its own column',
+    });
+  if (h['close-missing'] && h['sequence-by'] !== undefined)
+    ctx.addIssue({ code: 'custom', path: ['history', 'close-missing'], message: 'applies to full snapshots, not to change feeds (history.sequence-by)' });
+  if (h['delete-values'] && h['op-column'] === undefined)
+    ctx.addIssue({ code: 'custom', path: ['history', 'delete-values'], message: 'needs history.op-column (which column holds the operation?)' });
+  if (h['delete-when'] !== undefined && h['op-column'] !== undefined)
+    ctx.addIssue({ code: 'custom', path: ['history', 'delete-when'], message: 'use either history.delete-when or history.op-column/delete-values, not both' });
+}
+
+// ---------------------------------------------------------------------------------------------
+// The plan
+
+/** The boundary of a snapshot load: effective-at, else the logical date's midnight (UTC), else now. */
+function snapshotInstant(ctx: JobContext, effectiveAt: string | undefined): Date {
+  if (effectiveAt !== undefined) return new Date(effectiveAt);
+  const logical = ctx.logicalDate === undefined ? Number.NaN : Date.parse(ctx.logicalDate);
+  return Number.isNaN(logical) ? new Date(Math.floor(Date.now() / 1000) * 1000) : new Date(logical);
+}
+
+function opDelete(op: string | undefined, values: string[] | undefined): Expr {
+  // A NULL op is an upsert: only an explicit delete value deletes.
+  return op ? fn('coalesce', fn('in', col(op), ...(values ?? ['d']).map((v) => lit(v))), lit(false)) : lit(false);
+}
+
+function plan(ctx: JobContext, spec: Scd2DimLoadSpec): JobPlan {
+  const { dimension: d, history: h, source: s } = spec;
+  const catalog = tableCatalog(ctx, spec.target.catalog, spec.target.format, 'target');
+  const target = ctx.tenant.table(catalog.name, 'gold', spec.target.table);
+  const location = ctx.tenant.location('gold', spec.target.table);
+
+  // The source: a silver table, or bronze (files or a table) without its stamps.
+  let rows: Query;
+  let checks: Step[] = [];
+  let sourceName: string;
+  if (s.layer === 'silver') {
+    const ref = silverRef(ctx, { table: s.table, catalog: s.catalog, format: s.format === 'parquet' ? undefined : s.format }, 'source');
+    rows = Query.table(tableParts(ref.table));
+    sourceName = displayTable(ref.table);
+  } else {
+    const ref = bronzeRef(ctx, { table: s.table, format: s.format ?? 'parquet', catalog: s.catalog }, 'source');
+    const read = readBronze(ref, s['snapshot-date'] ? [s['snapshot-date']] : undefined);
+    rows = read.rows;
+    checks = read.checks;
+    sourceName = ref.name;
+  }
+  if (s.where) rows = rows.filter(configExpr(s.where));
+
+  const events = h['sequence-by'] !== undefined;
+  const at = events ? undefined : snapshotInstant(ctx, d['effective-at']);
+  const deleteWhen: ConfigExpression | undefined = h['delete-when'];
+  const deletes = deleteWhen ? fn('coalesce', configExpr(deleteWhen), lit(false)) : opDelete(h['op-column'], h['delete-values']);
+  const hs: HistorySpec = {
+    keys: d['natural-key'],
+    tracked: d['tracked-columns'],
+    type1: d['type1-columns'] ?? [],
+    tombstones: h.tombstones,
+    gapsAllowed: !h.tombstones && (h['op-column'] !== undefined || deleteWhen !== undefined || h['close-missing']),
+  };
+  const batch: BatchInput = {
+    rows,
+    ts: events ? col(h['sequence-by']!) : lit({ timestamp: at! }),
+    deletes,
+    drop: [
+      ...(s.layer === 'bronze' ? BRONZE_STAMPS : []),
+      ...(h['op-column'] ? [h['op-column']] : []),
+      ...(events ? [h['sequence-by']!] : []),
+      ...(d['exclude-columns'] ?? []),
+    ],
+  };
+
+  const table = Query.table(tableParts(target));
+  const fromBatch = batchPoints(hs, batch);
+  const closing = h['close-missing'] && at !== undefined;
+  const newPoints = closing ? closeMissing(hs, fromBatch, table, lit({ timestamp: at })) : fromBatch;
+  // The stored versions of the keys this load touches (with close-missing: every key).
+  const stored = closing ? table : storedOfBatch(hs, table, fromBatch);
+  const points = combined(hs, storedPoints(hs, stored), newPoints);
+  const newState = versions(hs, points);
+  const source = mergeSource(newState, stored);
+  const shape = shapeOf(hs, fromBatch);
+
+  const untrustedPaths = [...(s.where ? ['source.where'] : []), ...(deleteWhen ? ['history.delete-when'] : [])];
+  const untrusted = untrustedPaths.length ? { untrusted: untrustedPaths } : {};
+  const when = at ? ` at ${at.toISOString()}` : '';
+  const steps: Step[] = [
+    ...checks,
+    {
+      kind: 'query',
+      id: 'check-batch',
+      ...untrusted,
+      title: `Check the batch in ${sourceName}: rows, NULL keys${events ? ' or sequences' : ''}, different rows for one key and instant`,
+      query: batchChecks(hs, batchRows(hs, batch)),
+      interpret: (r) => interpretBatch(r[0] ?? {}, sourceName, s.where !== undefined, events),
+    },
+    createNamespaceStep(target),
+    {
+      kind: 'ensureTable',
+      id: 'create-table',
+      ...untrusted,
+      title: `Create ${displayTable(target)} at ${location} if missing`,
+      table: target,
+      location,
+      configPath: 'target.table',
+      create: shape.limit(0).writeTo(tableParts(target), 'create', { provider: catalog.format, properties: tableProperties(catalog.format, location) }),
+    },
+    {
+      kind: 'compareSchemas',
+      id: 'check-schema',
+      ...untrusted,
+      title: `Compare the batch's columns with ${displayTable(target)}`,
+      source: shape,
+      table: target,
+      interpret: (diff) => {
+        const problems = [
+          ...diff.missing.map((c) => `${c} is missing from the batch`),
+          ...diff.added.map((c) => `${c.name} ${c.type} is new`),
+          ...diff.changed.map((c) => `${c.name} is ${c.sourceType} in the batch but ${c.tableType} in the dimension`),
+        ];
+        return problems.length
+          ? {
+              fail: new DataError(
+                `the batch's columns differ from ${displayTable(target)}: ${problems.join('; ')}; a dimension's columns are fixed when it is created`,
+                { code: 'SCHEMA_CHANGED' },
+              ),
+            }
+          : {};
+      },
+    },
+    {
+      kind: 'query',
+      id: 'check-dimension',
+      title: `Check the invariants of ${displayTable(target)} as stored`,
+      query: invariantBreaches(hs, table),
+      interpret: (r) =>
+        breachEffect(r[0] ?? {}, `${displayTable(target)} already breaks the SCD2 invariants (it was changed outside this template); nothing was written`),
+    },
+    // Three queries rather than one: a single plan holding the history three times takes Spark's
+    // planner minutes (it grows faster than the plan), three plans a third each.
+    {
+      kind: 'query',
+      id: 'check-history',
+      ...untrusted,
+      title: `Place the batch's points${when} in the stored history: conflicts${h['late-events'] === 'refuse' ? ' and late points' : ''}`,
+      query: pointChecks(hs, points),
+      interpret: (r) => interpretPoints(r[0] ?? {}, h['late-events'], events),
+    },
+    {
+      kind: 'query',
+      id: 'check-result',
+      ...untrusted,
+      title: 'Check the invariants of the new history before committing it',
+      query: invariantBreaches(hs, newState),
+      interpret: (r) => breachEffect(r[0] ?? {}, `the new history of ${displayTable(target)} would break the SCD2 invariants; nothing was written`),
+    },
+    {
+      kind: 'query',
+      id: 'measure',
+      ...untrusted,
+      title: 'Count the versions this load inserts, updates (closes) and removes',
+      query: mergeCounts(source),
+      interpret: (r) => {
+        const m = { inserted: Number(r[0]?.inserted ?? 0), updated: Number(r[0]?.updated ?? 0), deleted: Number(r[0]?.deleted ?? 0) };
+        const changes = m.inserted + m.updated + m.deleted;
+        return {
+          output: { table: displayTable(target), format: catalog.format, location, committed: changes > 0, metrics: m },
+          metrics: { rowsWritten: changes },
+        };
+      },
+    },
+    {
+      kind: 'command',
+      id: 'merge',
+      ...untrusted,
+      title: `MERGE the new history into ${displayTable(target)} (one commit)`,
+      // An unchanged state writes nothing: no MERGE, no snapshot.
+      when: (facts) => fact(facts, 'measure', 'inserted') + fact(facts, 'measure', 'updated') + fact(facts, 'measure', 'deleted') > 0,
+      command: source.as(SOURCE).mergeInto(tableParts(target), eq(col(target.table, DIM_KEY), col(SOURCE, MERGE.key)), {
+        whenMatched: [
+          { action: 'delete', condition: eq(col(SOURCE, MERGE.action), lit('delete')) },
+          { action: 'updateAll', condition: eq(col(SOURCE, MERGE.action), lit('update')) },
+        ],
+        whenNotMatched: [{ action: 'insertAll', condition: eq(col(SOURCE, MERGE.action), lit('insert')) }],
+      }),
+    },
+    catalog.format === 'iceberg' ? icebergSnapshotStep(target) : deltaVersionStep(target),
+  ];
+  return { steps, ...(s.layer === 'bronze' ? { sessionConf: BRONZE_SESSION_CONF } : {}) };
+}
+
+function fact(facts: Facts, step: string, column: string): number {
+  return Number(facts[step]?.[0]?.[column] ?? 0);
+}
+
+/** One scan of the batch: its rows, NULL keys or instants, and instants of a key with different rows. */
+function batchChecks(spec: HistorySpec, packed: Query): Query {
+  const ts = col('__scd_ctrl', 'ts');
+  const keyAndTs = [...spec.keys.map((k) => col(k)), alias(ts, '__scd_at')];
+  const asJson = fn('to_json', fn('struct', star()));
+  const perInstant = packed.aggregate(keyAndTs, [alias(fn('count', lit(1)), '__n'), alias(not(eq(fn('min', asJson), fn('max', asJson))), '__tie')]);
+  const nullish = or(...[...spec.keys, '__scd_at'].map((c) => isNull(col(c))));
+  const example = (cond: Expr) =>
+    fn(
+      'max',
+      fn('if', cond, fn('to_json', fn('named_struct', ...[...spec.keys, '__scd_at'].flatMap((c) => [lit(c.replace('__scd_at', 'at')), col(c)]))), lit(null)),
+    );
+  return perInstant.aggregate(
+    [],
+    [
+      alias(fn('coalesce', fn('sum', col('__n')), lit(0)), 'rows'),
+      alias(fn('count_if', nullish), 'null_groups'),
+      alias(example(nullish), 'null_example'),
+      alias(fn('count_if', col('__tie')), 'ties'),
+      alias(example(col('__tie')), 'tie_example'),
+    ],
+  );
+}
+
+function interpretBatch(r: Row, source: string, filtered: boolean, events: boolean) {
+  const rows = Number(r.rows ?? 0);
+  if (rows === 0) return { skip: `no rows in ${source}${filtered ? ' matching source.where' : ''}` };
+  if (Number(r.null_groups ?? 0) > 0)
+    return {
+      fail: new DataError(`the batch has a NULL in dimension.natural-key${events ? ' or history.sequence-by' : ''}, e.g. ${String(r.null_example)}`, {
+        code: 'SCD2_NULL_KEY',
+      }),
+    };
+  if (Number(r.ties ?? 0) > 0)
+    return {
+      fail: new DataError(
+        `${Number(r.ties)} key(s) have different rows at the same instant (which one is the state cannot be told), e.g. ${String(r.tie_example)}`,
+        {
+          code: 'SCD2_AMBIGUOUS',
+        },
+      ),
+    };
+  return { metrics: { rowsRead: rows } };
+}
+
+function interpretPoints(r: Row, late: 'place' | 'refuse', events: boolean): { fail?: DataError } {
+  if (Number(r.conflicts ?? 0) > 0)
+    return {
+      fail: new DataError(
+        `${Number(r.conflicts)} point(s) of the batch say something else than the dimension holds for the same key and instant, e.g. ${String(r.conflict_example)}; a key has one state per instant`,
+        { code: 'SCD2_CONFLICT', hint: 'a correction needs its own instant (a later effective-at or sequence)' },
+      ),
+    };
+  if (late === 'refuse' && Number(r.late ?? 0) > 0)
+    return {
+      fail: new DataError(
+        `${Number(r.late)} key(s) already have a version starting after this load's ${events ? 'event' : 'effective-at'}, e.g. ${String(r.late_example)}; loading it would rewrite history`,
+        { code: 'SCD2_LATE', hint: 'use a later dimension.effective-at, or schema-version 2 (history.late-events = place) to place it in the history' },
+      ),
+    };
+  return {};
+}
+
+function breachEffect(r: Row, message: string): { fail?: DataError } {
+  const found = BREACHES.filter((b) => Number(r[b] ?? 0) > 0);
+  if (!found.length) return {};
+  return {
+    fail: new DataError(`${message}: ${found.map((b) => `${b.replaceAll('_', ' ')} (${Number(r[b])})`).join(', ')}, e.g. key ${String(r.example)}`, {
+      code: 'SCD2_INVARIANT',
+    }),
+  };
+}
+
+function icebergSnapshotStep(target: TableName): Step {
+  return {
+    kind: 'query',
+    id: 'read-snapshot',
+    title: `Read the current snapshot of ${displayTable(target)}`,
+    query: Query.table([...tableParts(target), 'snapshots'])
+      .select('snapshot_id', 'committed_at')
+      .sort(desc(col('committed_at')))
+      .limit(1),
+    interpret: (rows: Row[]) => {
+      const id = rows[0]?.snapshot_id;
+      return id === undefined || id === null ? {} : { output: { table: displayTable(target), format: 'iceberg', snapshotId: String(id) } };
+    },
+  };
+}
+
+function deltaVersionStep(target: TableName): Step {
+  return {
+    kind: 'query',
+    id: 'read-version',
+    title: `Read the current version of ${displayTable(target)}`,
+    query: Query.sql(`DESCRIBE HISTORY ${quoteName(tableParts(target))}`)
+      .select('version')
+      .sort(desc(col('version')))
+      .limit(1),
+    interpret: (rows: Row[]) => {
+      const v = rows[0]?.version;
+      return v === undefined || v === null ? {} : { output: { table: displayTable(target), format: 'delta', snapshotId: String(v) } };
+    },
+  };
+}
+
+export const scd2DimLoad = defineTemplate({
+  name: TEMPLATE,
+  layer: 'gold',
+  summary:
+    'Maintain a Kimball SCD type 2 dimension in gold from a silver table or bronze snapshot: a new version per tracked change, closed and opened in one commit; v2 builds history from change feeds (deletes, late events placed in the history, type-1 columns, close-missing).',
+  stability: 'beta',
+  newest: v2,
+  older: [v1],
+  plan,
+});

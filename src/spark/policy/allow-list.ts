@@ -38,6 +38,8 @@ export const TEMPLATE_FUNCTIONS: readonly string[] = [
   // `NOT (…)`, `CASE WHEN (…)`, type names in casts (`decimal(12,2)`), a time zone (`Some(Etc/UTC)`)
   'if', 'in', 'and', 'or', 'not', 'case', 'when', 'then', 'else', 'like', 'ilike', 'rlike', 'decimal',
   'varchar', 'char', 'some',
+  // dv-satellite: a key's previous change in a batch
+  'lag',
 ];
 
 export const EXPRESSION_FUNCTIONS: readonly string[] = [

@@ -57,6 +57,24 @@ job    { template = "jdbc-snapshot-ingest", schema-version = 2, name = "hostile"
 tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
 source { table = "orders", connection = "shop" }
 target { table = "orders", snapshot-date = "2026-07-05", format = iceberg }`,
+  'dv-hub v1': `
+job    { template = "dv-hub", schema-version = 1, name = "hostile" }
+tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
+sources = [ { table = "orders_cdc", record-source = "shop.orders", business-key = ["id"] } ]
+hub    { hash-key = "hk_order", business-key = ["order_id"] }
+target { table = "orders", catalog = "lake" }`,
+  'dv-link v1': `
+job    { template = "dv-link", schema-version = 1, name = "hostile" }
+tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
+source { table = "orders_cdc", record-source = "shop.orders" }
+link   { hash-key = "lhk", hubs = [ { hash-key = "hk_order", business-key = ["id"] }, { hash-key = "hk_v", business-key = ["v"] } ] }
+target { table = "orders", catalog = "lake" }`,
+  'dv-satellite v1': `
+job    { template = "dv-satellite", schema-version = 1, name = "hostile" }
+tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
+source { table = "orders_cdc", record-source = "shop.orders" }
+satellite { parent-hash-key = "hk_order", business-key = ["id"], payload = ["v"], order-by = ["ts"] }
+target { table = "orders", format = delta, catalog = "spark_catalog" }`,
 };
 
 /** The config paths that carry an expression, per template version. */
@@ -65,6 +83,10 @@ const expressionPaths: Record<string, string[]> = {
   'cdc-silver-merge v2': ['source.where', 'cdc.delete-when'],
   'jdbc-snapshot-ingest v1': ['source.where'],
   'jdbc-snapshot-ingest v2': ['source.where'],
+  // A list element cannot be --set: dv-hub's sources[i].where is refused in test/unit/jobs/vault.
+  'dv-hub v1': [],
+  'dv-link v1': ['source.where'],
+  'dv-satellite v1': ['source.where'],
 };
 
 const other = () => `lake.${victim.id}_silver.secrets`;

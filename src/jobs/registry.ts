@@ -3,10 +3,13 @@ import { closest } from '../core/config/validate.js';
 import { jdbcSnapshotIngest } from './bronze/jdbc-snapshot-ingest.js';
 import { cdcSilverMerge } from './silver/cdc-silver-merge.js';
 import { scd2DimLoad } from './gold/scd2-dim-load.js';
+import { dvHub } from './vault/dv-hub.js';
+import { dvLink } from './vault/dv-link.js';
+import { dvSatellite } from './vault/dv-satellite.js';
 import type { JobTemplate } from './template.js';
 
 /** The job catalog. */
-export const templates: readonly JobTemplate[] = [jdbcSnapshotIngest, cdcSilverMerge, scd2DimLoad];
+export const templates: readonly JobTemplate[] = [jdbcSnapshotIngest, cdcSilverMerge, dvHub, dvLink, dvSatellite, scd2DimLoad];
 
 export function findTemplate(name: string): JobTemplate {
   const t = templates.find((x) => x.name === name);

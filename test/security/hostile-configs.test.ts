@@ -70,6 +70,24 @@ source    { table = "customer_events", layer = bronze }
 dimension { natural-key = ["id"] }
 history   { sequence-by = "ts" }
 target    { table = "dim_customers", format = delta, catalog = "spark_catalog" }`,
+  'dv-hub v1': `
+job    { template = "dv-hub", schema-version = 1, name = "hostile" }
+tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
+sources = [ { table = "orders_cdc", record-source = "shop.orders", business-key = ["id"] } ]
+hub    { hash-key = "hk_order", business-key = ["order_id"] }
+target { table = "orders", catalog = "lake" }`,
+  'dv-link v1': `
+job    { template = "dv-link", schema-version = 1, name = "hostile" }
+tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
+source { table = "orders_cdc", record-source = "shop.orders" }
+link   { hash-key = "lhk", hubs = [ { hash-key = "hk_order", business-key = ["id"] }, { hash-key = "hk_v", business-key = ["v"] } ] }
+target { table = "orders", catalog = "lake" }`,
+  'dv-satellite v1': `
+job    { template = "dv-satellite", schema-version = 1, name = "hostile" }
+tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
+source { table = "orders_cdc", record-source = "shop.orders" }
+satellite { parent-hash-key = "hk_order", business-key = ["id"], payload = ["v"], order-by = ["ts"] }
+target { table = "orders", format = delta, catalog = "spark_catalog" }`,
 };
 
 /** The config paths that carry an expression, per template version. */
@@ -80,6 +98,10 @@ const expressionPaths: Record<string, string[]> = {
   'jdbc-snapshot-ingest v2': ['source.where'],
   'scd2-dim-load v1': ['source.where'],
   'scd2-dim-load v2': ['source.where', 'history.delete-when'],
+  // A list element cannot be --set: dv-hub's sources[i].where is refused in test/unit/jobs/vault.
+  'dv-hub v1': [],
+  'dv-link v1': ['source.where'],
+  'dv-satellite v1': ['source.where'],
 };
 
 const other = () => `lake.${victim.id}_silver.secrets`;

@@ -42,6 +42,7 @@ export const TEMPLATE_FUNCTIONS: readonly string[] = [
   'varchar', 'char', 'some',
   // scd2-dim-load: versions from points (lag, lead, explode), the surrogate key, type-1 values, signatures
   'lag', 'lead', 'explode', 'xxhash64', 'max_by', 'substring_index',
+  // dv-satellite: a key's previous change in a batch (lag, above)
 ];
 
 export const EXPRESSION_FUNCTIONS: readonly string[] = [

@@ -1,0 +1,251 @@
+import { DataError, UsageError } from '../../core/errors.js';
+import { displayTable, quoteName, tableParts } from '../../core/naming.js';
+import { type Expr, alias, col, desc, fn, lit } from '../../spark/plan/expressions.js';
+import { Query } from '../../spark/plan/query.js';
+import type { Facts, JobContext, Row, SchemaDiff, Step } from '../template.js';
+import { createNamespaceStep, tableProperties } from '../tables.js';
+import type { SilverRef } from '../layers/silver.js';
+
+/**
+ * Loading a raw vault table, shared by dv-hub, dv-link and dv-satellite: every vault table is
+ * insert-only, and a row is inserted by a MERGE on the table's key with only a "when not matched,
+ * insert" clause (never a blind append), so a rerun inserts nothing and two concurrent runs cannot
+ * both insert a key: the table format's commit validation makes the later one fail (75, retryable),
+ * and its retry finds the key present.
+ */
+
+/** When the row was loaded: the run's logical date (`--logical-date`). */
+export const LOAD_DATE = 'load_date';
+/** Where the row came from (`record-source` of its source). */
+export const RECORD_SOURCE = 'record_source';
+
+/** The ghost record's load date and record source, as Data Vault 2.0 writes them. */
+export const GHOST_LOAD_DATE = '1900-01-01T00:00:00Z';
+export const GHOST_RECORD_SOURCE = 'SYSTEM';
+
+const SOURCE = '__source';
+
+/**
+ * The load date of the run: `--logical-date` as a date (midnight UTC) or an ISO timestamp with an
+ * offset (`{{ ts }}`). Without one, or with another form, the plan's first step stops the run (64):
+ * a load date taken from the clock would make every rerun a new load.
+ */
+export function loadDate(ctx: JobContext): { value: Date; check: Step[] } {
+  const given = ctx.logicalDate;
+  const parsed = given === undefined ? undefined : parseLogicalDate(given);
+  if (parsed) return { value: parsed, check: [] };
+  const message =
+    given === undefined
+      ? 'a raw vault load needs --logical-date (Airflow: {{ ds }}): it is the load_date of every row it inserts'
+      : `--logical-date ${JSON.stringify(given)} is neither a date (2026-07-05) nor an ISO timestamp with an offset (2026-07-05T00:00:00+00:00)`;
+  return {
+    value: new Date(0),
+    check: [
+      {
+        // Fails before any other step; `plan` and `validate` still show the plan.
+        kind: 'probePaths',
+        id: 'check-load-date',
+        title: 'Check --logical-date, the load date',
+        paths: [],
+        interpret: () => ({ fail: new UsageError(message) }),
+      },
+    ],
+  };
+}
+
+export function parseLogicalDate(text: string): Date | undefined {
+  const date = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
+  const stamp = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$/.test(text);
+  if (!date && !stamp) return undefined;
+  const d = new Date(date ? `${text}T00:00:00Z` : text);
+  if (Number.isNaN(d.getTime())) return undefined;
+  // Reject dates the calendar lacks (2026-02-30 would roll over to March).
+  if (date && !d.toISOString().startsWith(text)) return undefined;
+  return d;
+}
+
+export interface VaultTableLoad {
+  readonly target: SilverRef;
+  /** What one row is, for titles and messages: "hub key", "link", "satellite row". */
+  readonly what: string;
+  /**
+   * The rows to insert, with exactly the table's columns: one batch per source, inserted in this
+   * order, so a key several sources deliver is the first one's.
+   */
+  readonly batches: readonly { readonly rows: Query; readonly from?: string }[];
+  /** The table's columns, without reading the table (it may not exist yet): what it is created from. */
+  readonly shape: Query;
+  /** The columns that identify a row: the MERGE condition. */
+  readonly key: readonly string[];
+  /** Values of the ghost record's columns (the others are NULL), when the config asks for one. */
+  readonly ghost?: readonly (readonly [string, Expr])[] | undefined;
+  /** Steps before anything is written (the load date, the sources' snapshot dates, checks of the batch). */
+  readonly checks: readonly Step[];
+  /** The config paths whose logic the rows carry: those steps are judged by the tenant read policy. */
+  readonly untrusted: readonly string[];
+}
+
+/** The steps of a load: create the table, check its columns, insert the ghost record and the new rows. */
+export function vaultLoadSteps(load: VaultTableLoad): Step[] {
+  const { target, key } = load;
+  const name = displayTable(target.table);
+  const parts = tableParts(target.table);
+  const format = target.catalog.format;
+  const untrusted = load.untrusted.length ? { untrusted: [...load.untrusted] } : {};
+  const onKey = (left: string, right: string) => key.map((k) => fn('<=>', col(left, k), col(right, k))).reduce((a, b) => fn('and', a, b));
+  const steps: Step[] = [
+    ...load.checks,
+    createNamespaceStep(target.table),
+    {
+      kind: 'ensureTable',
+      id: 'create-table',
+      ...untrusted,
+      title: `Create ${name} at ${target.location} if missing`,
+      table: target.table,
+      location: target.location,
+      configPath: 'target.table',
+      create: load.shape.limit(0).writeTo(parts, 'create', { provider: format, properties: tableProperties(format, target.location) }),
+    },
+    {
+      kind: 'compareSchemas',
+      id: 'check-schema',
+      ...untrusted,
+      title: `Compare the ${load.what} columns with ${name}`,
+      source: load.shape,
+      table: target.table,
+      interpret: (diff) => ({ ...(schemaProblem(diff, name) ? { fail: schemaProblem(diff, name)! } : {}) }),
+    },
+  ];
+  const ids = load.batches.map((_, i) => (load.batches.length === 1 ? '' : `-${i}`));
+  steps.push({
+    kind: 'query',
+    id: 'measure',
+    ...untrusted,
+    title: `Count the ${load.what}s of this batch that ${name} does not hold yet`,
+    query: measure(load.batches, parts, key),
+    interpret: (rows) => {
+      const r = rows[0] ?? {};
+      const candidates = load.batches.reduce((n, _, i) => n + Number(r[`candidates_${i}`] ?? 0), 0);
+      const inserted = load.batches.reduce((n, _, i) => n + Number(r[`inserted_${i}`] ?? 0), 0);
+      return {
+        output: { table: name, format, location: target.location, committed: inserted > 0, metrics: { candidates, inserted } },
+        metrics: { rowsRead: candidates, rowsWritten: inserted },
+      };
+    },
+  });
+  if (load.ghost) {
+    const ghost = ghostRow(load.shape, load.ghost);
+    steps.push(
+      {
+        kind: 'query',
+        id: 'find-ghost',
+        ...untrusted,
+        title: `Look for the ghost record (the zero key) in ${name}`,
+        query: Query.table(parts)
+          .join(ghost.select(...key), key as string[], 'left_semi')
+          .aggregate([], [alias(fn('count', lit(1)), 'rows')]),
+        // Reported here, after the batch's count: the output says committed when either is written.
+        interpret: (rows) => (Number(rows[0]?.rows ?? 0) === 0 ? { output: { table: name, format, committed: true, metrics: { ghost: 1 } } } : {}),
+      },
+      {
+        kind: 'command',
+        id: 'insert-ghost',
+        ...untrusted,
+        title: `Insert the ghost record into ${name}`,
+        when: (facts) => fact(facts, 'find-ghost', 'rows') === 0,
+        command: ghost.as(SOURCE).mergeInto(parts, onKey(target.table.table, SOURCE), { whenNotMatched: [{ action: 'insertAll' }] }),
+      },
+    );
+  }
+  load.batches.forEach((batch, i) =>
+    steps.push({
+      kind: 'command',
+      id: `insert${ids[i]}`,
+      ...untrusted,
+      title: `MERGE the new ${load.what}s${batch.from ? ` of ${batch.from}` : ''} into ${name} (insert only, on ${key.join(', ')})`,
+      // A rerun finds every row present: no MERGE, so no new snapshot or version.
+      when: (facts) => fact(facts, 'measure', `inserted_${i}`) > 0,
+      command: batch.rows.as(SOURCE).mergeInto(parts, onKey(target.table.table, SOURCE), { whenNotMatched: [{ action: 'insertAll' }] }),
+    }),
+  );
+  steps.push(format === 'iceberg' ? icebergSnapshotStep(target) : deltaVersionStep(target));
+  return steps;
+}
+
+/**
+ * One row: per batch, its rows (`candidates_<i>`) and those that neither the table nor an earlier
+ * batch holds (`inserted_<i>`): what the inserts, run in order, will add.
+ */
+function measure(batches: VaultTableLoad['batches'], parts: string[], key: readonly string[]): Query {
+  const keys = [...key];
+  const table = Query.table(parts).select(...keys);
+  const counts = batches.map((b, i) => {
+    const fresh = batches.slice(0, i).reduce((q, earlier) => q.join(earlier.rows.select(...keys), keys, 'left_anti'), b.rows.join(table, keys, 'left_anti'));
+    const total = b.rows.aggregate([], [alias(fn('count', lit(1)), `candidates_${i}`)]);
+    return total.join(fresh.deduplicate(keys).aggregate([], [alias(fn('count', lit(1)), `inserted_${i}`)]), lit(true), 'inner');
+  });
+  return counts.reduce((a, b) => a.join(b, lit(true), 'inner'));
+}
+
+/**
+ * One row with the table's columns: the given values, NULL elsewhere. A one-row relation left-joined
+ * to the empty shape gives every column its type, so the ghost fits the table whatever the payload.
+ */
+function ghostRow(shape: Query, values: readonly (readonly [string, Expr])[]): Query {
+  const one = '__lake_one';
+  return Query.range(0n, 1n)
+    .select(alias(lit(1), one))
+    .join(shape.limit(0), lit(true), 'left')
+    .drop(one)
+    .withColumns(values);
+}
+
+/** A vault table's columns are fixed by its template and config: any difference is a changed config. */
+function schemaProblem(diff: SchemaDiff, table: string): DataError | undefined {
+  const parts = [
+    ...diff.added.map((c) => `${c.name} ${c.type} is new`),
+    ...diff.missing.map((c) => `${c} is missing`),
+    ...diff.changed.map((c) => `${c.name} is ${c.sourceType} (${table} has ${c.tableType})`),
+  ];
+  if (!parts.length) return undefined;
+  return new DataError(`the batch's columns differ from ${table}: ${parts.join(', ')}; a vault table's columns are fixed (load into a new table)`, {
+    code: 'SCHEMA_CHANGED',
+  });
+}
+
+/** A number from the one row of an earlier query step (0 when absent). */
+export function fact(facts: Facts, step: string, column: string): number {
+  return Number(facts[step]?.[0]?.[column] ?? 0);
+}
+
+function icebergSnapshotStep(target: SilverRef): Step {
+  return {
+    kind: 'query',
+    id: 'read-snapshot',
+    title: `Read the current snapshot of ${displayTable(target.table)}`,
+    query: Query.table([...tableParts(target.table), 'snapshots'])
+      .select('snapshot_id', 'committed_at')
+      .sort(desc(col('committed_at')))
+      .limit(1),
+    interpret: (rows: Row[]) => {
+      const id = rows[0]?.snapshot_id;
+      return id === undefined || id === null ? {} : { output: { table: displayTable(target.table), format: 'iceberg', snapshotId: String(id) } };
+    },
+  };
+}
+
+function deltaVersionStep(target: SilverRef): Step {
+  return {
+    kind: 'query',
+    id: 'read-version',
+    title: `Read the current version of ${displayTable(target.table)}`,
+    query: Query.sql(`DESCRIBE HISTORY ${quoteName(tableParts(target.table))}`)
+      .select('version')
+      .sort(desc(col('version')))
+      .limit(1),
+    interpret: (rows: Row[]) => {
+      const v = rows[0]?.version;
+      return v === undefined || v === null ? {} : { output: { table: displayTable(target.table), format: 'delta', snapshotId: String(v) } };
+    },
+  };
+}

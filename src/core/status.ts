@@ -21,6 +21,20 @@ export interface OutputReport {
   /** Whether this run committed to the table; false when every event was already applied. */
   committed?: boolean;
   metrics?: Record<string, number>;
+  /** The data quality expectations checked before the write (gold-publish), each with its counts. */
+  expectations?: ExpectationReport[];
+}
+
+/** One expectation of a publish and what it found. */
+export interface ExpectationReport {
+  name: string;
+  type: string;
+  action: string;
+  outcome: 'passed' | 'warned' | 'dropped' | 'quarantined' | 'failed';
+  /** Rows that failed a row check (0 for a table check). */
+  failedRows: number;
+  /** What a table check measured (row counts, the newest timestamp). */
+  observed?: Record<string, number | string | null>;
 }
 
 export type RunState = 'succeeded' | 'failed' | 'skipped' | 'cancelled';

@@ -187,10 +187,11 @@ async function runStep(
       const rows = result.table ? arrowRows(result.table) : [];
       facts[step.id] = rows;
       const effect = step.interpret(rows);
+      // A failing check may still report what it measured (gold-publish's expectations): the status shows it.
+      if (effect.output) mergeOutput(report.outputs, effect.output);
       if (effect.fail) throw effect.fail;
       if (effect.metrics?.rowsRead) report.metrics.rowsRead += effect.metrics.rowsRead;
       if (effect.metrics?.rowsWritten) report.metrics.rowsWritten += effect.metrics.rowsWritten;
-      if (effect.output) mergeOutput(report.outputs, effect.output);
       return effect.skip;
     }
   }

@@ -21,9 +21,9 @@ Kubernetes objects this DAG expects in its namespace:
   (Airflow's ";use_ssl=True" form works too); the runner never prints the token.
 - ConfigMap `lakehouse-acme-jobs` with one HOCON file per job: ingest.conf, silver.conf, gold.conf.
 
-Templates: jdbc-snapshot-ingest and gold-publish are the catalog's planned bronze and gold
-templates; gold-publish does not exist yet (`lakehouse-jobs templates` lists what an image has).
-Until it does, the gold task fails with exit 64 (unknown template), which is not retried.
+gold-publish takes the day from --logical-date ({{ ds }}): it is the transform's :logical_date and,
+with target.mode = replace-range, the range it replaces (docs/templates/gold-publish.md). A failed
+expectation exits 65 before anything is published, which is not retried.
 """
 
 from __future__ import annotations
@@ -140,10 +140,7 @@ with DAG(
         "silver_merge", "cdc-silver-merge", "silver.conf",
         ["source.where=\"_snapshot_date = '{{ ds }}'\""],
     )
-    # gold-publish does not exist yet in the job catalog (see the module docstring).
-    gold = lakehouse_job(
-        "gold_publish", "gold-publish", "gold.conf",
-        ["target.snapshot-date={{ ds }}"],
-    )
+    # The day comes from --logical-date {{ ds }} (lakehouse_job passes it to every task).
+    gold = lakehouse_job("gold_publish", "gold-publish", "gold.conf")
 
     ingest >> silver >> gold

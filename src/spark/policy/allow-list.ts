@@ -34,7 +34,7 @@ export const TEMPLATE_FUNCTIONS: readonly string[] = [
   // aggregates
   'count', 'sum', 'min', 'max', 'avg', 'count_if', 'first', 'last', 'any_value', 'bool_and', 'bool_or',
   // rows, structs and JSON
-  'to_json', 'struct', 'named_struct', 'coalesce', 'isnull', 'isnotnull', 'if', 'nvl', 'ifnull', 'nullif',
+  'to_json', 'struct', 'named_struct', 'xxhash64', 'coalesce', 'isnull', 'isnotnull', 'if', 'nvl', 'ifnull', 'nullif',
   'cast', 'try_cast', 'outer', 'current_timestamp', 'current_date', 'make_dt_interval', 'make_interval',
   // how the analyzed plan prints some expressions: `if (c) a else b`, `x IN (…)`, `(a AND (b))`,
   // `NOT (…)`, `CASE WHEN (…)`, type names in casts (`decimal(12,2)`), a time zone (`Some(Etc/UTC)`)

@@ -1,0 +1,619 @@
+import { z } from 'zod';
+import { ConfigError, DataError } from '../../core/errors.js';
+import { catalogName, columnName, name } from '../../core/config/validate.js';
+import { type TableName, displayTable, quoteName, tableParts } from '../../core/naming.js';
+import type { ExpectationReport } from '../../core/status.js';
+import { type Expr, alias, and, cast, col, desc, eq, eqNullSafe, fn, isNull, lit, not, or, over, star } from '../../spark/plan/expressions.js';
+import { Query } from '../../spark/plan/query.js';
+import type { Cmd } from '../../spark/plan/commands.js';
+import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
+import type { Facts, JobContext, JobPlan, Row, SchemaDiff, Step } from '../template.js';
+import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js';
+import {
+  type Expectation,
+  GRAIN_UNIQUE,
+  type RowExpectation,
+  UNIQUE_COUNT,
+  expectationSchema,
+  flagColumn,
+  isRowCheck,
+  refColumn,
+  rowFailure,
+  uniqueColumns,
+} from './expectations.js';
+import { type Screened, type TableRef, type TransformParameter, composeSteps, rewriteTables, screenTransform } from './transform-sql.js';
+
+/**
+ * gold-publish: run the tenant's transform (one SELECT, or named steps each a SELECT over the
+ * earlier ones) over its own silver and gold tables, check the declared expectations on the result
+ * in one pass, and publish it into a gold Iceberg or Delta table `<catalog>.<tenant>_gold.<table>`
+ * at `<storage-root>/gold/<table>`: replace the logical date's range, merge on the grain, or replace
+ * the whole table, each one atomic commit. Failing rows are warned about, dropped or quarantined into
+ * `<table>__quarantine`; a failing `fail` expectation stops the run (65) before anything is written.
+ *
+ * The transform is tenant SQL on a shared server: it is screened when the config is loaded
+ * (transform-sql.ts), its table names are rewritten to the tenant's namespaces, its parameters are
+ * bound as DATE literals of a validated date, and every step that carries it is checked on the server by the tenant read policy.
+ */
+
+const TEMPLATE = 'gold-publish';
+export const QUARANTINE_SUFFIX = '__quarantine';
+const MODES = ['replace-range', 'merge', 'full-refresh'] as const;
+type Mode = (typeof MODES)[number];
+
+/** Internal columns of the checked rows: never written. */
+const HASH = '__lake_hash';
+const OLD_HASH = '__lake_old_hash';
+const DROP = '__lake_drop';
+const QUARANTINE = '__lake_quarantine';
+const FAILED = '__lake_failed';
+const SOURCE = '__source';
+const grainCopy = (i: number) => `__lake_g${i}`;
+/** Columns of the quarantine table besides the result's. */
+export const QUARANTINE_COLUMNS = { failed: '_lake_failed_checks', logicalDate: '_lake_logical_date', runId: '_lake_run_id' } as const;
+
+// ---------------------------------------------------------------------------------------------
+// Config schema
+
+const MAX_SQL = 100_000;
+const sqlText = () => z.string().min(1, 'must not be empty').max(MAX_SQL, `is longer than ${MAX_SQL} characters`);
+
+const transform = z
+  .object({
+    sql: sqlText()
+      .optional()
+      .describe('One query (SELECT or WITH) over silver.<table> and gold.<table>; :logical_date, :range_start and :range_end are bound as DATE values.'),
+    steps: z
+      .array(z.object({ name: name(), sql: sqlText() }).strict())
+      .min(1)
+      .max(50)
+      .optional()
+      .describe('Named steps, each a query that may read the earlier steps by name; the last one is the result.'),
+  })
+  .strict()
+  .superRefine((t, ctx) => {
+    if ((t.sql === undefined) === (t.steps === undefined)) ctx.addIssue({ code: 'custom', path: [], message: 'give either transform.sql or transform.steps' });
+    if (t.sql !== undefined) for (const p of screenProblems(t.sql, [])) ctx.addIssue({ code: 'custom', path: ['sql'], message: p });
+    const seen: string[] = [];
+    for (const [i, s] of (t.steps ?? []).entries()) {
+      if (seen.includes(s.name)) ctx.addIssue({ code: 'custom', path: ['steps', i, 'name'], message: `"${s.name}" names two steps` });
+      else if (s.name === 'silver' || s.name === 'gold')
+        ctx.addIssue({ code: 'custom', path: ['steps', i, 'name'], message: 'a layer name cannot name a step' });
+      for (const p of screenProblems(s.sql, seen)) ctx.addIssue({ code: 'custom', path: ['steps', i, 'sql'], message: p });
+      seen.push(s.name);
+    }
+  });
+
+function screenProblems(sql: string, known: readonly string[]): readonly string[] {
+  const s = screenTransform(sql, known);
+  return s.ok ? [] : s.problems;
+}
+
+const target = z
+  .object({
+    table: name(),
+    catalog: catalogName().optional(),
+    format: z.enum(['iceberg', 'delta']).optional(),
+    grain: z.array(columnName()).min(1).describe('The unique key of the result: merged on, and checked to be unique.'),
+    mode: z
+      .enum(MODES)
+      .describe('replace-range: replace the rows of the logical-date range; merge: upsert on the grain; full-refresh: replace the whole table.'),
+    'range-column': columnName()
+      .optional()
+      .describe('replace-range: the DATE column whose range [logical date, + range-days) is replaced (the table is partitioned by it).'),
+    'range-days': z.number().int().min(1).max(366).default(1),
+  })
+  .strict()
+  .superRefine((t, ctx) => {
+    if (t.mode === 'replace-range' && t['range-column'] === undefined)
+      ctx.addIssue({ code: 'custom', path: ['range-column'], message: 'is required with mode = replace-range' });
+    if (t.mode !== 'replace-range' && t['range-column'] !== undefined)
+      ctx.addIssue({ code: 'custom', path: ['range-column'], message: 'is only used with mode = replace-range' });
+    t.grain.forEach((g, i) => {
+      if (t.grain.indexOf(g) !== i) ctx.addIssue({ code: 'custom', path: ['grain', i], message: `"${g}" appears twice` });
+    });
+  });
+
+const v1 = defineVersion(1, {
+  sections: {
+    transform,
+    target,
+    expectations: z.array(expectationSchema).max(100).default([]),
+  },
+  refine: (c, ctx) => {
+    const names = new Set<string>();
+    for (const [i, e] of c.expectations.entries()) {
+      if (names.has(e.name)) ctx.addIssue({ code: 'custom', path: ['expectations', i, 'name'], message: `"${e.name}" names two expectations` });
+      names.add(e.name);
+      if (e.type === 'unique' && e.action === 'warn' && c.target.mode === 'merge' && (e.columns === undefined || sameSet(e.columns, c.target.grain)))
+        ctx.addIssue({ code: 'custom', path: ['expectations', i, 'action'], message: 'a merge needs a unique grain: use fail, drop or quarantine' });
+    }
+  },
+});
+
+const sameSet = (a: readonly string[], b: readonly string[]) => a.length === b.length && a.every((x) => b.includes(x));
+
+export type GoldPublishSpec = SpecOf<typeof v1.sections>;
+
+// ---------------------------------------------------------------------------------------------
+// The transform
+
+interface Publish {
+  mode: Mode;
+  logicalDate?: string | undefined;
+  /** replace-range: [start, end) is replaced; [previous, start) is the previous publish. */
+  range?: { column: string; start: string; end: string; previous: string } | undefined;
+}
+
+/** The logical date as the transform's parameters and the range need it (a DATE, checked here: it is bound, never spliced). */
+function publishOf(ctx: JobContext, spec: GoldPublishSpec, parameters: readonly TransformParameter[], sqlPath: string): Publish {
+  const date = ctx.logicalDate;
+  if (date !== undefined && !isIsoDate(date))
+    throw new ConfigError([{ path: 'logical-date', message: `must be a date like 2026-07-05 (--logical-date {{ ds }}); it is bound as a DATE value` }]);
+  const mode = spec.target.mode;
+  if (mode === 'replace-range' && date === undefined)
+    throw new ConfigError([{ path: 'target.mode', message: 'replace-range needs the logical date (--logical-date)' }]);
+  if (parameters.length && date === undefined)
+    throw new ConfigError([{ path: sqlPath, message: `uses :${parameters[0]} but the run has no logical date (--logical-date)` }]);
+  if (mode !== 'replace-range' && parameters.some((p) => p !== 'logical_date'))
+    throw new ConfigError([{ path: sqlPath, message: ':range_start and :range_end are only bound with target.mode = replace-range' }]);
+  if (mode !== 'replace-range' || date === undefined) return { mode, logicalDate: date };
+  const days = spec.target['range-days'];
+  return { mode, logicalDate: date, range: { column: spec.target['range-column']!, start: date, end: addDays(date, days), previous: addDays(date, -days) } };
+}
+
+const isIsoDate = (v: string) =>
+  /^\d{4}-\d{2}-\d{2}$/.test(v) && !Number.isNaN(Date.parse(`${v}T00:00:00Z`)) && new Date(`${v}T00:00:00Z`).toISOString().startsWith(v);
+
+function addDays(date: string, days: number): string {
+  const d = new Date(`${date}T00:00:00Z`);
+  d.setUTCDate(d.getUTCDate() + days);
+  return d.toISOString().slice(0, 10);
+}
+
+/**
+ * The transform as one query: each query screened (again: the plan does not trust that the schema
+ * ran) and its tables rewritten to the tenant's namespaces; steps become CTEs. Parameters are sent
+ * as named arguments.
+ */
+function transformQuery(
+  ctx: JobContext,
+  spec: GoldPublishSpec,
+  catalog: string,
+): { parameters: TransformParameter[]; path: string; tables: TableRef[]; text: (publish: Publish) => string } {
+  const resolve = (ref: TableRef) => tableParts(ctx.tenant.table(catalog, ref.layer, ref.table));
+  const screen = (sql: string, known: readonly string[], path: string): Extract<Screened, { ok: true }> => {
+    const s = screenTransform(sql, known);
+    if (!s.ok) throw new ConfigError(s.problems.map((message) => ({ path, message })));
+    return s;
+  };
+  if (spec.transform.sql !== undefined) {
+    const s = screen(spec.transform.sql, [], 'transform.sql');
+    return {
+      text: (p) => rewriteTables(s, resolve, (name) => parameterValue(name, p)),
+      parameters: [...s.parameters],
+      path: 'transform.sql',
+      tables: [...s.tables],
+    };
+  }
+  const steps = spec.transform.steps ?? [];
+  const screened = steps.map((st, i) =>
+    screen(
+      st.sql,
+      steps.slice(0, i).map((x) => x.name),
+      `transform.steps[${i}].sql`,
+    ),
+  );
+  return {
+    text: (p) => composeSteps(steps.map((st, i) => ({ name: st.name, sql: rewriteTables(screened[i]!, resolve, (name) => parameterValue(name, p)) }))),
+    parameters: [...new Set(screened.flatMap((s) => s.parameters))],
+    path: 'transform.steps',
+    tables: screened.flatMap((s) => s.tables),
+  };
+}
+
+/** A parameter's value: a date checked by publishOf (the logical date) or computed from it. */
+function parameterValue(p: TransformParameter, publish: Publish): string {
+  const date = p === 'range_start' ? publish.range?.start : p === 'range_end' ? publish.range?.end : publish.logicalDate;
+  if (date === undefined) throw new ConfigError([{ path: 'logical-date', message: `:${p} needs the logical date (--logical-date)` }]);
+  return date;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The plan
+
+/** The expectations the plan checks: the config's, plus the grain's uniqueness unless declared. */
+function allExpectations(spec: GoldPublishSpec): Expectation[] {
+  const declared = spec.expectations;
+  const grain = spec.target.grain;
+  const grainChecked = declared.some((e) => e.type === 'unique' && sameSet(uniqueColumns(e, grain), grain));
+  return grainChecked ? declared : [...declared, { name: GRAIN_UNIQUE, type: 'unique', action: 'fail' }];
+}
+
+export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
+  const catalog = tableCatalog(ctx, spec.target.catalog, spec.target.format);
+  const target = ctx.tenant.table(catalog.name, 'gold', spec.target.table);
+  const location = ctx.tenant.location('gold', spec.target.table);
+  const qName = `${spec.target.table}${QUARANTINE_SUFFIX}`;
+  const quarantine = { table: ctx.tenant.table(catalog.name, 'gold', qName), location: ctx.tenant.location('gold', qName) };
+  const transformed = transformQuery(ctx, spec, catalog.name);
+  const publish = publishOf(ctx, spec, transformed.parameters, transformed.path);
+  const grain = spec.target.grain;
+  const expectations = allExpectations(spec);
+  const quarantines = expectations.some((e) => e.action === 'quarantine');
+
+  const result = Query.sql(transformed.text(publish));
+  const untrusted = [transformed.path, ...spec.expectations.flatMap((e, i) => (e.type === 'expression' ? [`expectations[${i}].expr`] : []))];
+  const flagged = { untrusted };
+
+  // The checked rows: the result with a hash of each row, the lookups the checks need, and one flag per row check.
+  const internal: string[] = [HASH];
+  const rowChecks = expectations.flatMap((e, i) => (isRowCheck(e) ? [{ e, i }] : []));
+  // The row hash and the tenant's expressions in one node right above the transform: the policy
+  // analyses that node with the transform below it, and nothing of the template's joins.
+  const custom = rowChecks.filter(({ e }) => e.type === 'expression');
+  let rows = result.withColumns([[HASH, rowHash()], ...custom.map(({ e, i }) => [flagColumn(i), rowFailure(e, i, grain)] as const)]);
+  expectations.forEach((e, i) => {
+    if (e.type === 'relationship') {
+      const keys = Query.table(tableParts(ctx.tenant.table(catalog.name, e.to.layer, e.to.table)))
+        .select(alias(col(e['to-column']), refColumn(i)))
+        .deduplicate();
+      rows = rows.join(keys, eq(col(e.column), col(refColumn(i))), 'left');
+      internal.push(refColumn(i));
+    }
+    if (e.type === 'unique') {
+      rows = rows.withColumns([
+        [
+          UNIQUE_COUNT(i),
+          over(
+            fn('count', lit(1)),
+            uniqueColumns(e, grain).map((c) => col(c)),
+            [],
+          ),
+        ],
+      ]);
+      internal.push(UNIQUE_COUNT(i));
+    }
+  });
+  if (publish.mode === 'merge') {
+    // The table's row for the same grain (its hash): a merge that would change no row is not sent.
+    const current = Query.table(tableParts(target)).select(...grain.map((g, j) => alias(col(g), grainCopy(j))), alias(rowHash(), OLD_HASH));
+    rows = rows.join(current, and(...grain.map((g, j) => eqNullSafe(col(g), col(grainCopy(j))))), 'left').drop(...grain.map((_, j) => grainCopy(j)));
+    internal.push(OLD_HASH);
+  }
+  const own = rowChecks.filter(({ e }) => e.type !== 'expression');
+  if (own.length) rows = rows.withColumns(own.map(({ e, i }) => [flagColumn(i), rowFailure(e, i, grain)] as const));
+  const anyOf = (action: RowExpectation['action']) => {
+    const flags = rowChecks.filter(({ e }) => e.action === action).map(({ i }) => col(flagColumn(i)));
+    return flags.length ? or(...flags) : lit(false);
+  };
+  internal.push(...rowChecks.map(({ i }) => flagColumn(i)), DROP, QUARANTINE, FAILED);
+  const checked = rows.withColumns([
+    [DROP, anyOf('drop')],
+    [QUARANTINE, anyOf('quarantine')],
+    [FAILED, fn('array_compact', fn('array', ...rowChecks.map(({ e, i }) => fn('if', col(flagColumn(i)), lit(e.name), cast(lit(null), 'string')))))],
+  ]);
+  const kept = and(not(col(DROP)), not(col(QUARANTINE)));
+  const written = checked.filter(kept).drop(...internal);
+  const quarantined = checked
+    .filter(col(QUARANTINE))
+    .withColumns([
+      [QUARANTINE_COLUMNS.failed, col(FAILED)],
+      [QUARANTINE_COLUMNS.logicalDate, cast(lit(publish.logicalDate === undefined ? null : { date: publish.logicalDate }), 'date')],
+      [QUARANTINE_COLUMNS.runId, lit(ctx.runId)],
+    ])
+    .drop(...internal);
+
+  const measures = checkPass(checked, kept, expectations, rowChecks, publish, spec);
+  const previous = previousPublish(target, publish, spec, quarantines ? quarantine.table : undefined);
+  const checkQuery = measures.join(previous, lit(true), 'inner');
+
+  const rangeFilter = publish.range
+    ? and(fn('>=', col(publish.range.column), lit({ date: publish.range.start })), fn('<', col(publish.range.column), lit({ date: publish.range.end })))
+    : undefined;
+  const steps: Step[] = [
+    createNamespaceStep(target),
+    {
+      kind: 'ensureTable',
+      id: 'create-table',
+      ...flagged,
+      title: `Create ${displayTable(target)} at ${location} if missing`,
+      table: target,
+      location,
+      configPath: 'target.table',
+      create: result.limit(0).writeTo(tableParts(target), 'create', {
+        provider: catalog.format,
+        properties: tableProperties(catalog.format, location),
+        // Replacing a range commits whole partitions (Iceberg overwrites by filter file by file).
+        partitionBy: publish.range ? [col(publish.range.column)] : [],
+      }),
+    },
+    ...(quarantines
+      ? [
+          {
+            kind: 'ensureTable',
+            id: 'create-quarantine',
+            ...flagged,
+            title: `Create ${displayTable(quarantine.table)} if missing`,
+            table: quarantine.table,
+            location: quarantine.location,
+            configPath: 'target.table',
+            create: quarantined.limit(0).writeTo(tableParts(quarantine.table), 'create', {
+              provider: catalog.format,
+              properties: tableProperties(catalog.format, quarantine.location),
+              partitionBy: [col(QUARANTINE_COLUMNS.logicalDate)],
+            }),
+          } satisfies Step,
+        ]
+      : []),
+    {
+      kind: 'compareSchemas',
+      id: 'check-schema',
+      ...flagged,
+      title: `Compare the result's columns with ${displayTable(target)}`,
+      source: result,
+      table: target,
+      interpret: (diff) => schemaDecision(diff, displayTable(target)),
+    },
+    {
+      kind: 'query',
+      id: 'check',
+      ...flagged,
+      title: `Check ${expectations.length} expectation(s) on the result in one pass`,
+      query: checkQuery,
+      interpret: (r) => judge(r[0] ?? {}, expectations, publish, { table: displayTable(target), format: catalog.format, location }),
+    },
+    ...(quarantines
+      ? [
+          {
+            kind: 'command',
+            id: 'write-quarantine',
+            ...flagged,
+            title: `Replace this publish's rows of ${displayTable(quarantine.table)}`,
+            when: (facts: Facts) => fact(facts, 'quarantined') + fact(facts, 'prev_quarantined') > 0,
+            command: quarantined.writeTo(tableParts(quarantine.table), 'overwrite', { overwriteCondition: quarantineScope(publish) }),
+          } satisfies Step,
+        ]
+      : []),
+    {
+      kind: 'command',
+      id: 'publish',
+      ...flagged,
+      title: `${publish.mode === 'merge' ? 'MERGE the result into' : publish.mode === 'full-refresh' ? 'Replace the whole of' : 'Replace the range of'} ${displayTable(target)}`,
+      when: (facts) => !noOp(facts, publish.mode),
+      command: publishCommand(written, target, publish, grain, rangeFilter),
+    },
+    catalog.format === 'iceberg' ? icebergSnapshotStep(target) : deltaVersionStep(target),
+  ];
+  return { steps };
+}
+
+/** A hash of the whole row (its columns by name and value, NULLs included): what a no-op is recognised by. */
+function rowHash(): Expr {
+  return fn('xxhash64', fn('to_json', fn('struct', star())));
+}
+
+const hashSum = (cond: Expr | undefined): Expr =>
+  cast(fn('coalesce', fn('sum', fn('if', cond ?? lit(true), cast(col(HASH), 'decimal(38,0)'), lit(0))), lit(0)), 'string');
+
+/**
+ * Every expectation in one aggregate over the checked rows: per row check the failing rows, the
+ * rows kept, dropped and quarantined, the newest timestamp of each freshness check, rows outside
+ * the replaced range, and the sum of the kept rows' hashes (a no-op is a publish whose rows and
+ * hash sum equal what it replaces).
+ */
+function checkPass(
+  checked: Query,
+  kept: Expr,
+  expectations: Expectation[],
+  rowChecks: { e: RowExpectation; i: number }[],
+  publish: Publish,
+  spec: GoldPublishSpec,
+): Query {
+  const countIf = (x: Expr) => fn('count_if', x);
+  const aggs: Expr[] = [
+    alias(fn('count', lit(1)), 'rows'),
+    alias(countIf(kept), 'written'),
+    alias(countIf(col(QUARANTINE)), 'quarantined'),
+    alias(countIf(and(col(DROP), not(col(QUARANTINE)))), 'dropped'),
+    alias(fn('if', fn('>', fn('count', lit(1)), lit(0)), hashSum(kept), lit('0')), 'written_hash'),
+    ...rowChecks.map(({ i }) => alias(countIf(col(flagColumn(i))), `failed_${i}`)),
+  ];
+  if (publish.range) {
+    const c = col(publish.range.column);
+    aggs.push(
+      alias(countIf(and(kept, or(isNull(c), fn('<', c, lit({ date: publish.range.start })), fn('>=', c, lit({ date: publish.range.end }))))), 'out_of_range'),
+    );
+  }
+  if (publish.mode === 'merge') aggs.push(alias(countIf(and(kept, not(eqNullSafe(col(OLD_HASH), col(HASH))))), 'changed'));
+  expectations.forEach((e, i) => {
+    if (e.type !== 'freshness') return;
+    // Measured against the end of the logical date (a rerun of an old date judges it as it was), else now.
+    const end = publish.range?.end ?? (publish.logicalDate ? addDays(publish.logicalDate, 1) : undefined);
+    const reference = end ? cast(lit({ date: end }), 'timestamp') : fn('current_timestamp');
+    const newest = fn('max', col(e.column));
+    const limit = fn('-', reference, fn('make_dt_interval', lit(0), lit(0), lit(0), lit(Math.round(e['max-age-hours'] * 3600))));
+    aggs.push(alias(cast(newest, 'string'), `newest_${i}`), alias(fn('coalesce', fn('>=', newest, limit), lit(false)), `fresh_${i}`));
+  });
+  void spec;
+  return checked.aggregate([], aggs);
+}
+
+/**
+ * What the table holds now, in one aggregate over it: the rows and hash sum of what this publish
+ * replaces (for the no-op), the rows of the previous publish (for row-count: the previous range,
+ * or the whole table), and the quarantined rows of this publish's logical date.
+ */
+function previousPublish(target: TableName, publish: Publish, spec: GoldPublishSpec, quarantine: TableName | undefined): Query {
+  const withHash = Query.table(tableParts(target)).withColumns([[HASH, rowHash()]]);
+  let scope: Expr | undefined;
+  let previous: Expr | undefined;
+  if (publish.range) {
+    const c = col(publish.range.column);
+    scope = and(fn('>=', c, lit({ date: publish.range.start })), fn('<', c, lit({ date: publish.range.end })));
+    previous = and(fn('>=', c, lit({ date: publish.range.previous })), fn('<', c, lit({ date: publish.range.start })));
+  }
+  const table = withHash.aggregate(
+    [],
+    [
+      alias(scope ? fn('count_if', scope) : fn('count', lit(1)), 'scope_rows'),
+      alias(fn('if', fn('>', fn('count', lit(1)), lit(0)), hashSum(scope), lit('0')), 'scope_hash'),
+      alias(previous ? fn('count_if', previous) : fn('count', lit(1)), 'prev_rows'),
+    ],
+  );
+  void spec;
+  if (!quarantine) return table;
+  const q = Query.table(tableParts(quarantine)).aggregate([], [alias(fn('count_if', quarantineScope(publish)), 'prev_quarantined')]);
+  return table.join(q, lit(true), 'inner');
+}
+
+/** The quarantine rows a publish replaces: its logical date's (all of them for a full refresh). */
+function quarantineScope(publish: Publish): Expr {
+  if (publish.mode === 'full-refresh') return lit(true);
+  const c = col(QUARANTINE_COLUMNS.logicalDate);
+  return publish.logicalDate === undefined ? isNull(c) : eq(c, lit({ date: publish.logicalDate }));
+}
+
+function publishCommand(written: Query, target: TableName, publish: Publish, grain: readonly string[], rangeFilter: Expr | undefined): Cmd {
+  switch (publish.mode) {
+    case 'full-refresh':
+      return written.writeTo(tableParts(target), 'overwrite', { overwriteCondition: lit(true) });
+    case 'replace-range':
+      return written.writeTo(tableParts(target), 'overwrite', { overwriteCondition: rangeFilter! });
+    case 'merge':
+      return written.as(SOURCE).mergeInto(tableParts(target), and(...grain.map((g) => eqNullSafe(col(target.table, g), col(SOURCE, g)))), {
+        whenMatched: [{ action: 'updateAll' }],
+        whenNotMatched: [{ action: 'insertAll' }],
+      });
+  }
+}
+
+/** A number from the check step's one row. */
+function fact(facts: Facts, column: string): number {
+  return Number(facts['check']?.[0]?.[column] ?? 0);
+}
+
+/** Would the publish change nothing? Then it is not sent: no empty commit on a rerun. */
+export function noOp(facts: Facts, mode: Mode): boolean {
+  const r = facts['check']?.[0];
+  if (!r) return false;
+  if (mode === 'merge') return Number(r.changed ?? 1) === 0;
+  return Number(r.written) === Number(r.scope_rows) && String(r.written_hash) === String(r.scope_hash);
+}
+
+/** The check pass's row, judged: the status's expectations, and a failure (65) if a `fail` expectation failed. */
+export function judge(r: Row, expectations: Expectation[], publish: Publish, out: { table: string; format: string; location: string }) {
+  const n = (k: string) => Number(r[k] ?? 0);
+  const reports = expectations.map((e, i): ExpectationReport => {
+    if (e.type === 'row-count') {
+      const [rows, previous] = [n('written'), n('prev_rows')];
+      const changePercent = previous === 0 ? null : Math.round((Math.abs(rows - previous) / previous) * 10_000) / 100;
+      const failed = changePercent !== null && changePercent > e['max-change-percent'];
+      return {
+        name: e.name,
+        type: e.type,
+        action: e.action,
+        outcome: failed ? outcomeOf(e.action) : 'passed',
+        failedRows: 0,
+        observed: { rows, previous, changePercent },
+      };
+    }
+    if (e.type === 'freshness') {
+      const failed = r[`fresh_${i}`] !== true;
+      const newest = r[`newest_${i}`];
+      return {
+        name: e.name,
+        type: e.type,
+        action: e.action,
+        outcome: failed ? outcomeOf(e.action) : 'passed',
+        failedRows: 0,
+        observed: { newest: newest === null || newest === undefined ? null : String(newest) },
+      };
+    }
+    const failedRows = n(`failed_${i}`);
+    return { name: e.name, type: e.type, action: e.action, outcome: failedRows > 0 ? outcomeOf(e.action) : 'passed', failedRows };
+  });
+  const metrics = { rows: n('rows'), written: n('written'), dropped: n('dropped'), quarantined: n('quarantined') };
+  const changes = publish.mode === 'merge' ? n('changed') > 0 : !noOp({ check: [r] }, publish.mode);
+  const output = { ...out, committed: changes, metrics, expectations: reports };
+  const failed = reports.filter((x) => x.outcome === 'failed');
+  if (failed.length) {
+    const what = failed.map((x) => (x.failedRows ? `${x.name} (${x.type}): ${x.failedRows} row(s)` : `${x.name} (${x.type}): ${JSON.stringify(x.observed)}`));
+    return {
+      output: { ...output, committed: false },
+      fail: new DataError(`expectation(s) failed, nothing was published: ${what.join('; ')}`, { code: 'EXPECTATION_FAILED' }),
+    };
+  }
+  if (publish.range && n('out_of_range') > 0)
+    return {
+      output: { ...output, committed: false },
+      fail: new DataError(
+        `the result has ${n('out_of_range')} row(s) whose ${publish.range.column} is outside [${publish.range.start}, ${publish.range.end}), the range this publish replaces; nothing was published (filter the transform on :range_start and :range_end)`,
+        { code: 'OUT_OF_RANGE' },
+      ),
+    };
+  return { output, metrics: { rowsRead: metrics.rows, rowsWritten: changes ? metrics.written : 0 } };
+}
+
+const outcomeOf = (action: string): ExpectationReport['outcome'] =>
+  action === 'warn' ? 'warned' : action === 'drop' ? 'dropped' : action === 'quarantine' ? 'quarantined' : 'failed';
+
+/** Gold's columns are fixed when it is created: a result with other columns or types stops the run (65). */
+export function schemaDecision(diff: SchemaDiff, table: string): { fail?: DataError } {
+  const parts = [
+    ...(diff.added.length ? [`new columns ${diff.added.map((f) => `${f.name} ${f.type}`).join(', ')}`] : []),
+    ...(diff.missing.length ? [`lacks ${diff.missing.join(', ')}`] : []),
+    ...(diff.changed.length ? [`changes the type of ${diff.changed.map((c) => `${c.name} (${c.tableType} -> ${c.sourceType})`).join(', ')}`] : []),
+  ];
+  if (!parts.length) return {};
+  return {
+    fail: new DataError(
+      `the result's columns differ from ${table}: it ${parts.join('; ')}. Gold's columns are fixed when it is created (cast in the transform, or publish to a new table)`,
+      {
+        code: 'SCHEMA_CHANGED',
+      },
+    ),
+  };
+}
+
+function icebergSnapshotStep(target: TableName): Step {
+  return {
+    kind: 'query',
+    id: 'read-snapshot',
+    title: `Read the current snapshot of ${displayTable(target)}`,
+    query: Query.table([...tableParts(target), 'snapshots'])
+      .select('snapshot_id', 'committed_at')
+      .sort(desc(col('committed_at')))
+      .limit(1),
+    interpret: (rows: Row[]) => {
+      const id = rows[0]?.snapshot_id;
+      return id === undefined || id === null ? {} : { output: { table: displayTable(target), format: 'iceberg', snapshotId: String(id) } };
+    },
+  };
+}
+
+function deltaVersionStep(target: TableName): Step {
+  return {
+    kind: 'query',
+    id: 'read-version',
+    title: `Read the current version of ${displayTable(target)}`,
+    query: Query.sql(`DESCRIBE HISTORY ${quoteName(tableParts(target))}`)
+      .select('version')
+      .sort(desc(col('version')))
+      .limit(1),
+    interpret: (rows: Row[]) => {
+      const v = rows[0]?.version;
+      return v === undefined || v === null ? {} : { output: { table: displayTable(target), format: 'delta', snapshotId: String(v) } };
+    },
+  };
+}
+
+export const goldPublish = defineTemplate({
+  name: TEMPLATE,
+  layer: 'gold',
+  summary:
+    "Run the tenant's SQL transform over its silver and gold tables (screened, rewritten to its namespaces, checked by the tenant read policy), check expectations in one pass (warn, drop, quarantine, fail) and publish the result into a gold Iceberg or Delta table: replace the logical date's range, merge on the grain, or replace the whole table, atomically.",
+  stability: 'experimental',
+  newest: v1,
+  plan,
+});

@@ -1,0 +1,412 @@
+import { NAME_PATTERN, quoteIdentifier, quoteName } from '../../core/naming.js';
+
+/**
+ * The first wall around a tenant's transform SQL (gold-publish): a tokenizer that knows Spark
+ * SQL's string literals (with backslash escapes, doubled quotes and raw `r'…'` strings), quoted
+ * identifiers and comments, a screen over its tokens, and the rewrite of the tenant's
+ * layer-qualified table names (`silver.orders`) into the tenant's own tables
+ * (`lake`.`acme_silver`.`orders`). Never a regular expression over raw text: text inside a literal
+ * or a quoted identifier is never mistaken for a table, a keyword or a statement separator.
+ *
+ * The screen is deliberately strict and judges structure only: one query (SELECT or WITH), no
+ * `;`, no comments, no `${…}` (Spark substitutes configuration values into SQL text, inside
+ * literals too), no positional `?` parameters, no statement keywords, and every table a
+ * layer-qualified name of the tenant's silver or gold layer (or a CTE/step name). What the query
+ * may compute (functions, plan nodes) and what it reads in the end is judged again on the server
+ * by the tenant read policy (src/spark/policy), which does not rely on this screen.
+ */
+
+export type Token =
+  | { readonly kind: 'ws'; readonly text: string }
+  | { readonly kind: 'word'; readonly text: string; readonly value: string; readonly quoted: boolean }
+  | { readonly kind: 'string'; readonly text: string }
+  | { readonly kind: 'number'; readonly text: string }
+  | { readonly kind: 'param'; readonly text: string; readonly name: string }
+  | { readonly kind: 'op'; readonly text: string };
+
+/** The layers a transform reads: gold is built from silver and from gold itself. */
+export const READABLE_LAYERS = ['silver', 'gold'] as const;
+export type ReadableLayer = (typeof READABLE_LAYERS)[number];
+
+/** Named parameters the runner binds (as values, never spliced into the text). */
+export const TRANSFORM_PARAMETERS = ['logical_date', 'range_start', 'range_end'] as const;
+export type TransformParameter = (typeof TRANSFORM_PARAMETERS)[number];
+
+/** Keywords that only statements other than a query use: their presence is refused outright. */
+const STATEMENT_WORDS = new Set([
+  'insert',
+  'update',
+  'delete',
+  'merge',
+  'create',
+  'drop',
+  'alter',
+  'truncate',
+  'execute',
+  'immediate',
+  'call',
+  'grant',
+  'revoke',
+  'msck',
+  'cache',
+  'uncache',
+  'refresh',
+  'load',
+  'set',
+  'reset',
+  'use',
+  'declare',
+  'begin',
+  'optimize',
+  'vacuum',
+  'restore',
+  'add',
+  'describe',
+  'show',
+  'explain',
+  'analyze',
+  'export',
+  'import',
+  'comment',
+]);
+
+/**
+ * Functions refused already here, for a clear early message (the policy's allow-list refuses these
+ * and everything else not on it anyway): reflection into the JVM, reading files or tables by name,
+ * and identifiers computed from strings.
+ */
+const REFUSED_CALLS = new Set([
+  'reflect',
+  'java_method',
+  'try_reflect',
+  'identifier',
+  'read_files',
+  'input_file_name',
+  'input_file_block_start',
+  'input_file_block_length',
+  'current_user',
+  'user',
+  'session_user',
+  'assert_true',
+  'raise_error',
+  'from_avro',
+  'from_protobuf',
+  'table_changes',
+  'stream',
+]);
+
+/** Clause keywords that end a FROM list at their nesting level (a later `,` no longer starts a table). */
+const FROM_LIST_END = new Set([
+  'where',
+  'group',
+  'having',
+  'order',
+  'limit',
+  'offset',
+  'window',
+  'qualify',
+  'union',
+  'intersect',
+  'except',
+  'minus',
+  'select',
+  'cluster',
+  'distribute',
+  'sort',
+  'pivot',
+  'unpivot',
+  'lateral',
+]);
+
+/** Path-based table prefixes (`delta.`/path``): named in the refusal, they are never a layer. */
+const PATH_FORMATS = new Set(['delta', 'parquet', 'csv', 'json', 'orc', 'text', 'avro', 'binaryfile', 'iceberg', 'jdbc', 'hive']);
+
+export interface TableRef {
+  readonly layer: ReadableLayer;
+  readonly table: string;
+}
+
+/** Where a table reference sits in the token list (first and last token, inclusive). */
+export interface TableSpan {
+  readonly first: number;
+  readonly last: number;
+  readonly ref: TableRef;
+}
+
+type Word = Extract<Token, { kind: 'word' }>;
+
+export type Screened =
+  | {
+      readonly ok: true;
+      readonly tokens: readonly Token[];
+      readonly tables: readonly TableRef[];
+      readonly spans: readonly TableSpan[];
+      readonly parameters: readonly TransformParameter[];
+    }
+  | { readonly ok: false; readonly problems: readonly string[] };
+
+/** Split SQL text into tokens; a problem (unterminated literal, comment, `;` …) stops it. */
+export function tokenize(sql: string): { tokens: Token[] } | { problem: string } {
+  const tokens: Token[] = [];
+  let i = 0;
+  const at = (k: number) => sql[k] ?? '';
+  while (i < sql.length) {
+    const c = sql[i]!;
+    const start = i;
+    if (/[ \t\r\n\f]/.test(c)) {
+      while (i < sql.length && /[ \t\r\n\f]/.test(sql[i]!)) i++;
+      tokens.push({ kind: 'ws', text: sql.slice(start, i) });
+      continue;
+    }
+    if ((c === '-' && at(i + 1) === '-') || (c === '/' && at(i + 1) === '*'))
+      return { problem: `at position ${i}: comments are not allowed in transform SQL (they could hide text, and Spark nests /* */ comments)` };
+    if (c === '$' && at(i + 1) === '{') return { problem: `at position ${i}: \${…} is not allowed (Spark substitutes configuration values into SQL text)` };
+    if (c === "'" || c === '"') {
+      // A raw string is the word r or R directly before the quote: no escapes inside.
+      const prev = tokens.at(-1);
+      const raw = prev?.kind === 'word' && !prev.quoted && prev.value === 'r';
+      const end = stringEnd(sql, i, raw);
+      if (end < 0) return { problem: `at position ${i}: the string literal is not closed` };
+      const text = sql.slice(i, end);
+      if (text.includes('${'))
+        return { problem: `at position ${i}: \${…} is not allowed, not even in a literal (Spark substitutes configuration values into SQL text)` };
+      if (raw) tokens.pop();
+      tokens.push({ kind: 'string', text: raw ? prev!.text + text : text });
+      i = end;
+      continue;
+    }
+    if (c === '`') {
+      let j = i + 1;
+      let value = '';
+      for (;;) {
+        if (j >= sql.length) return { problem: `at position ${i}: the quoted identifier is not closed` };
+        if (sql[j] === '`') {
+          if (sql[j + 1] === '`') {
+            value += '`';
+            j += 2;
+            continue;
+          }
+          break;
+        }
+        value += sql[j];
+        j++;
+      }
+      i = j + 1;
+      if (value.includes('${')) return { problem: `at position ${start}: \${…} is not allowed (Spark substitutes configuration values into SQL text)` };
+      tokens.push({ kind: 'word', text: sql.slice(start, i), value, quoted: true });
+      continue;
+    }
+    if (/[A-Za-z_]/.test(c)) {
+      while (i < sql.length && /[A-Za-z0-9_]/.test(sql[i]!)) i++;
+      const text = sql.slice(start, i);
+      tokens.push({ kind: 'word', text, value: text.toLowerCase(), quoted: false });
+      continue;
+    }
+    if (/[0-9]/.test(c) || (c === '.' && /[0-9]/.test(at(i + 1)) && tokens.at(-1)?.kind !== 'word')) {
+      i++;
+      while (i < sql.length && (/[A-Za-z0-9_.]/.test(sql[i]!) || (/[eE]/.test(sql[i - 1]!) && /[+-]/.test(sql[i]!)))) i++;
+      tokens.push({ kind: 'number', text: sql.slice(start, i) });
+      continue;
+    }
+    if (c === ':' && at(i + 1) === ':') {
+      i += 2;
+      tokens.push({ kind: 'op', text: '::' });
+      continue;
+    }
+    if (c === ':' && /[A-Za-z_]/.test(at(i + 1))) {
+      i++;
+      while (i < sql.length && /[A-Za-z0-9_]/.test(sql[i]!)) i++;
+      tokens.push({ kind: 'param', text: sql.slice(start, i), name: sql.slice(start + 1, i) });
+      continue;
+    }
+    if (c === ';') return { problem: `at position ${i}: ";" is not allowed: the transform is exactly one query` };
+    if (c === '?')
+      return { problem: `at position ${i}: positional parameters (?) are not allowed; the runner binds :logical_date, :range_start and :range_end` };
+    if (/[^\x21-\x7e]/.test(c)) return { problem: `at position ${i}: only ASCII is allowed outside string literals and quoted identifiers` };
+    i++;
+    tokens.push({ kind: 'op', text: c });
+  }
+  return { tokens };
+}
+
+/** The index after the string literal starting at `i` (-1 when it is not closed). */
+function stringEnd(sql: string, i: number, raw: boolean): number {
+  const quote = sql[i]!;
+  let j = i + 1;
+  while (j < sql.length) {
+    const ch = sql[j]!;
+    if (!raw && ch === '\\') {
+      j += 2;
+      continue;
+    }
+    if (ch === quote) {
+      if (!raw && sql[j + 1] === quote) {
+        j += 2;
+        continue;
+      }
+      return j + 1;
+    }
+    j++;
+  }
+  return -1;
+}
+
+/**
+ * Screen one query. `known` are the names the query may use as tables besides layer-qualified ones
+ * (earlier transform steps); its own CTE names are found in it.
+ */
+export function screenTransform(sql: string, known: readonly string[] = []): Screened {
+  const lexed = tokenize(sql);
+  if ('problem' in lexed) return { ok: false, problems: [lexed.problem] };
+  const tokens = lexed.tokens;
+  // The significant tokens, with their index in `tokens` (where a rewrite replaces them).
+  const sig = tokens.flatMap((t, i) => (t.kind === 'ws' ? [] : [{ t, i }]));
+  const tok = (k: number): Token | undefined => sig[k]?.t;
+  const problems: string[] = [];
+  const first = tok(0);
+  if (!first || first.kind !== 'word' || first.quoted || !['select', 'with'].includes(first.value))
+    return { ok: false, problems: ['must be one query starting with SELECT or WITH'] };
+
+  // CTE names: a name followed by AS ( … ).
+  const ctes = new Set(known.map((k) => k.toLowerCase()));
+  sig.forEach(({ t }, k) => {
+    if (t.kind !== 'word' || !isWord(tok(k + 1), 'as') || tok(k + 2)?.text !== '(') return;
+    if (t.quoted || !isKeyword(t.value)) ctes.add(t.value.toLowerCase());
+  });
+  for (let k = 0; k < sig.length; k++) {
+    const t = tok(k)!;
+    if (t.kind === 'param' && !(TRANSFORM_PARAMETERS as readonly string[]).includes(t.name))
+      problems.push(`unknown parameter :${t.name} (the runner binds ${TRANSFORM_PARAMETERS.map((p) => `:${p}`).join(', ')})`);
+    if (t.kind !== 'word' || t.quoted) continue;
+    const called = tok(k + 1)?.text === '(';
+    if (t.value === 'identifier' && called) problems.push('IDENTIFIER(…) is not allowed: tables are named as silver.<table> or gold.<table>');
+    else if (REFUSED_CALLS.has(t.value) && called) problems.push(`function ${t.value}() is not allowed`);
+    else if (STATEMENT_WORDS.has(t.value) && !called)
+      problems.push(`"${t.text}" is not allowed: the transform is one query (backquote a column of that name: \`${t.text}\`)`);
+  }
+
+  // Table positions: after FROM, JOIN and TABLE, and after a comma of a FROM list.
+  const tables: TableRef[] = [];
+  const spans: TableSpan[] = [];
+  const fromList: boolean[] = [false];
+  let depth = 0;
+  let expectTable = false;
+  for (let k = 0; k < sig.length; k++) {
+    const t = tok(k)!;
+    if (expectTable) {
+      expectTable = false;
+      if (t.text === '(' || isWord(t, 'lateral') || isWord(t, 'values')) {
+        // a subquery or an inline table: its own FROMs are screened where they are
+      } else if (t.kind === 'word') {
+        const chain = [t];
+        let m = k + 1;
+        while (tok(m)?.text === '.' && tok(m + 1)?.kind === 'word') {
+          chain.push(tok(m + 1) as Word);
+          m += 2;
+        }
+        const ref = classify(chain, tok(m)?.text === '(', ctes);
+        if (typeof ref === 'string') problems.push(ref);
+        else if (ref) {
+          tables.push(ref);
+          spans.push({ first: sig[k]!.i, last: sig[m - 1]!.i, ref });
+        }
+        k = m - 1;
+        continue;
+      } else problems.push(`a table name is expected after FROM/JOIN, not ${JSON.stringify(t.text)}`);
+    }
+    if (t.text === '(') {
+      depth++;
+      fromList[depth] = false;
+      continue;
+    }
+    if (t.text === ')') {
+      depth = Math.max(0, depth - 1);
+      continue;
+    }
+    if (t.kind === 'word' && !t.quoted) {
+      if (t.value === 'from' || t.value === 'join') {
+        fromList[depth] = true;
+        expectTable = true;
+      } else if (t.value === 'table') expectTable = true;
+      else if (FROM_LIST_END.has(t.value)) fromList[depth] = false;
+    }
+    if (t.text === ',' && fromList[depth]) expectTable = true;
+  }
+  if (expectTable) problems.push('a table name is expected at the end');
+  if (problems.length) return { ok: false, problems: [...new Set(problems)] };
+  const parameters = [...new Set(sig.flatMap(({ t }) => (t.kind === 'param' ? [t.name as TransformParameter] : [])))];
+  return { ok: true, tokens, tables, spans, parameters };
+}
+
+/** A table reference: the tenant's layer table, a CTE (undefined), or why it is refused. */
+function classify(chain: Word[], called: boolean, ctes: Set<string>): TableRef | string | undefined {
+  const written = chain.map((w) => w.text).join('.');
+  if (called) return `table-valued function ${written}(…) is not allowed: read tables as silver.<table> or gold.<table>`;
+  if (chain.length === 1) {
+    if (ctes.has(chain[0]!.value.toLowerCase())) return undefined;
+    return `table ${written} is not layer-qualified: write silver.<table> or gold.<table> (or name an earlier step or CTE)`;
+  }
+  if (chain.length > 2)
+    return `table ${written}: three-part names are not allowed; write silver.<table> or gold.<table> (the runner resolves them to your namespaces)`;
+  const [layer, table] = [chain[0]!.value.toLowerCase(), chain[1]!.value];
+  if (PATH_FORMATS.has(layer)) return `path-based table ${written} is not allowed: read tables as silver.<table> or gold.<table>`;
+  if (!(READABLE_LAYERS as readonly string[]).includes(layer))
+    return `table ${written}: the layer must be silver or gold (a transform reads the tenant's silver and gold tables)`;
+  if (!NAME_PATTERN.test(table)) return `table ${written}: the table name must match ${NAME_PATTERN.source}`;
+  return { layer: layer as ReadableLayer, table };
+}
+
+function isWord(t: Token | undefined, value: string): boolean {
+  return t?.kind === 'word' && !t.quoted && t.value === value;
+}
+
+/** Words that can precede `AS (` without naming a CTE. */
+function isKeyword(value: string): boolean {
+  return ['select', 'with', 'recursive', 'from', 'as', 'cast', 'try_cast', 'not', 'and', 'or'].includes(value);
+}
+
+/**
+ * The screened query's text with every layer-qualified table replaced by the fully quoted name
+ * `resolve` gives, and every parameter by its DATE literal: rebuilt from the tokens, so literals and
+ * quoted identifiers pass verbatim and nothing but the table names and parameter markers changes.
+ *
+ * Why parameters are not sent as the SQL relation's named arguments: Spark 4.1 substitutes them in
+ * a parser pre-processor that the Iceberg and Delta SQL extensions' parsers bypass, so with the
+ * extensions installed every named argument stays unbound (UNBOUND_SQL_PARAMETER; apache/iceberg
+ * issue 16625, SPARK-59672). Spark 4.1 itself substitutes parameters as literal text; we do the same
+ * with the one kind of value we bind, a date that `dateLiteral` re-checks to be digits and dashes.
+ */
+export function rewriteTables(
+  screened: Extract<Screened, { ok: true }>,
+  resolve: (ref: TableRef) => readonly string[],
+  parameter: (name: TransformParameter) => string = (name) => {
+    throw new Error(`rewriteTables: no value for :${name}`);
+  },
+): string {
+  const byFirst = new Map(screened.spans.map((s) => [s.first, s]));
+  const out: string[] = [];
+  for (let i = 0; i < screened.tokens.length; i++) {
+    const span = byFirst.get(i);
+    const t = screened.tokens[i]!;
+    if (span) {
+      out.push(quoteName(resolve(span.ref)));
+      i = span.last;
+    } else if (t.kind === 'param') out.push(dateLiteral(parameter(t.name as TransformParameter)));
+    else out.push(t.text);
+  }
+  return out.join('');
+}
+
+/** A DATE literal of an ISO date, which is checked again here: nothing but digits and dashes reaches the text. */
+export function dateLiteral(date: string): string {
+  if (!/^\d{4}-\d{2}-\d{2}$/.test(date)) throw new Error(`not an ISO date: ${JSON.stringify(date)}`);
+  return `DATE'${date}'`;
+}
+
+/** Named steps as one query: each step a CTE over the earlier ones, the last one selected. */
+export function composeSteps(steps: readonly { name: string; sql: string }[]): string {
+  const last = steps.at(-1);
+  if (!last) throw new Error('composeSteps: no steps');
+  const ctes = steps.map((s) => `${quoteIdentifier(s.name)} AS (\n${s.sql}\n)`).join(',\n');
+  return `WITH ${ctes}\nSELECT * FROM ${quoteIdentifier(last.name)}`;
+}

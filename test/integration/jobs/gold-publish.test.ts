@@ -1,0 +1,186 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import type { SparkConnectClient } from '../../../src/spark/client.js';
+import { compileRelationPlan } from '../../../src/spark/plan/compile.js';
+import { Query } from '../../../src/spark/plan/query.js';
+import { tempFiles } from '../../support/files.js';
+import { connect, freshTenant, icebergSnapshotSummary, readIcebergWithPyIceberg, remote, runCli } from '../../support/stack.js';
+
+/**
+ * gold-publish through the CLI on the real server: the tenant's SQL over its silver tables into
+ * gold, Iceberg (replace-range with quarantine, warn and relationship checks; a rerun commits
+ * nothing; a failing expectation leaves the table untouched) read back with PyIceberg; a hostile
+ * transform is refused with 78 by the screen before Spark is asked.
+ */
+// Every CLI run creates, checks and writes on a shared 2-core server: minutes under load.
+vi.setConfig({ testTimeout: 1_800_000 });
+
+const tenant = freshTenant();
+const victim = freshTenant();
+let client: SparkConnectClient;
+let dir: string;
+
+const sql = (text: string) => client.execute(compileRelationPlan(Query.sql(text).rel, { reveal: true }));
+
+const job = (name: string, body: string) => `
+job    { template = "gold-publish", schema-version = 1, name = "${name}" }
+tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
+${body}
+`;
+
+const daily = (expectations: string) =>
+  job(
+    'it-daily',
+    `transform {
+  steps = [
+    { name = "day", sql = "SELECT order_date, customer, amount FROM silver.orders WHERE order_date = :logical_date" }
+    { name = "per_customer", sql = "SELECT order_date AS sale_date, customer, count(*) AS orders, CAST(sum(amount) AS DECIMAL(14,2)) AS revenue FROM day GROUP BY order_date, customer" }
+  ]
+}
+target { table = "daily", catalog = "lake", grain = ["sale_date", "customer"], mode = replace-range, range-column = "sale_date" }
+expectations = ${expectations}`,
+  );
+
+async function run(file: string, date: string) {
+  const statusFile = join(dir, `status-${Date.now()}-${Math.random()}.json`);
+  const r = await runCli([
+    '--config',
+    join(dir, file),
+    '--env',
+    join(dir, 'platform.conf'),
+    '--remote',
+    remote(),
+    '--logical-date',
+    date,
+    '--run-id',
+    `it-${date}`,
+    '--status-file',
+    statusFile,
+  ]);
+  return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
+}
+
+const icebergRows = (table: string) =>
+  readIcebergWithPyIceberg(`${tenant.id}_gold`, table)
+    .map((r) => ({ ...r }))
+    .sort((a, b) => `${String(a.sale_date)}${String(a.customer)}`.localeCompare(`${String(b.sale_date)}${String(b.customer)}`));
+const snapshotOf = () => icebergSnapshotSummary(`${tenant.id}_gold`, 'daily');
+
+beforeAll(async () => {
+  client = connect();
+  await sql(`CREATE NAMESPACE IF NOT EXISTS lake.${tenant.id}_silver`);
+  await sql(
+    `CREATE TABLE lake.${tenant.id}_silver.orders (id INT, customer STRING, order_date DATE, amount DECIMAL(12,2)) USING iceberg LOCATION '${tenant.root}/silver/orders'`,
+  );
+  await sql(`CREATE TABLE lake.${tenant.id}_silver.customers (id STRING, name STRING) USING iceberg LOCATION '${tenant.root}/silver/customers'`);
+  await sql(`INSERT INTO lake.${tenant.id}_silver.customers VALUES ('alice', 'Alice'), ('bob', 'Bob'), ('carol', 'Carol')`);
+  await sql(
+    `INSERT INTO lake.${tenant.id}_silver.orders VALUES
+      (1, 'alice', DATE'2026-07-05', 10.00), (2, 'alice', DATE'2026-07-05', 5.50), (3, 'bob', DATE'2026-07-05', -4.00),
+      (4, 'zed', DATE'2026-07-05', 7.00), (5, 'carol', DATE'2026-07-06', 3.00)`,
+  );
+  // Another tenant's table, which no transform of this tenant may read.
+  await sql(`CREATE NAMESPACE IF NOT EXISTS lake.${victim.id}_silver`);
+  await sql(
+    `CREATE TABLE lake.${victim.id}_silver.orders (id INT, customer STRING, order_date DATE, amount DECIMAL(12,2)) USING iceberg LOCATION '${victim.root}/silver/orders'`,
+  );
+  await sql(`INSERT INTO lake.${victim.id}_silver.orders VALUES (9, 'secret', DATE'2026-07-05', 1.00)`);
+  const quarantineAndWarn = `[
+  { name = "revenue_positive", type = expression, expr = "revenue > 0", action = quarantine }
+  { name = "known_customer", type = relationship, column = "customer", to = "silver.customers", to-column = "id", action = warn }
+]`;
+  dir = tempFiles({
+    'platform.conf': `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }
+tenants { ${tenant.id} { storage-roots = ["${tenant.root}"] }, ${victim.id} { storage-roots = ["${victim.root}"] } }`,
+    'daily.conf': daily(quarantineAndWarn),
+    'daily-fail.conf': daily(
+      `[{ name = "known_customer", type = relationship, column = "customer", to = "silver.customers", to-column = "id", action = fail }]`,
+    ),
+    'other-tenant.conf': job(
+      'it-hostile',
+      `transform { sql = "SELECT * FROM lake.${victim.id}_silver.orders" }\ntarget { table = "daily", grain = ["id"], mode = full-refresh }`,
+    ),
+    'refresh.conf': job(
+      'it-refresh',
+      `transform { sql = "SELECT id AS customer, name, CASE WHEN id = 'bob' THEN NULL ELSE upper(name) END AS label FROM silver.customers" }
+target { table = "customers", catalog = "spark_catalog", format = delta, grain = ["customer"], mode = full-refresh }
+expectations = [{ name = "label_present", type = not-null, columns = ["label"], action = drop }]`,
+    ),
+    'merge.conf': job(
+      'it-merge',
+      `transform { sql = "SELECT id AS customer, name, lower(name) AS label FROM silver.customers" }
+target { table = "customers", catalog = "spark_catalog", format = delta, grain = ["customer"], mode = merge }`,
+    ),
+  });
+});
+afterAll(async () => {
+  await client?.releaseSession().catch(() => undefined);
+  client?.close();
+});
+
+describe('gold-publish on Iceberg: replace-range, quarantine, warn, idempotent reruns, fail', () => {
+  it('publishes the day, quarantines the failing row with the check it failed, warns about the unknown customer', async () => {
+    const r = await run('daily.conf', '2026-07-05');
+    expect(r.code, r.stderr).toBe(0);
+    const out = r.status.outputs.find((o: { table: string }) => o.table === `lake.${tenant.id}_gold.daily`);
+    expect(out).toMatchObject({
+      format: 'iceberg',
+      committed: true,
+      metrics: { rows: 3, written: 2, dropped: 0, quarantined: 1 },
+      snapshotId: expect.stringMatching(/^\d+$/),
+    });
+    expect(out.expectations).toEqual([
+      { name: 'revenue_positive', type: 'expression', action: 'quarantine', outcome: 'quarantined', failedRows: 1 },
+      { name: 'known_customer', type: 'relationship', action: 'warn', outcome: 'warned', failedRows: 1 },
+      { name: 'grain_unique', type: 'unique', action: 'fail', outcome: 'passed', failedRows: 0 },
+    ]);
+    expect(icebergRows('daily')).toEqual([
+      { sale_date: '2026-07-05', customer: 'alice', orders: 2, revenue: '15.50' },
+      { sale_date: '2026-07-05', customer: 'zed', orders: 1, revenue: '7.00' },
+    ]);
+    expect(readIcebergWithPyIceberg(`${tenant.id}_gold`, 'daily__quarantine')).toEqual([
+      {
+        sale_date: '2026-07-05',
+        customer: 'bob',
+        orders: 1,
+        revenue: '-4.00',
+        _lake_failed_checks: ['revenue_positive'],
+        _lake_logical_date: '2026-07-05',
+        _lake_run_id: 'it-2026-07-05',
+      },
+    ]);
+  });
+
+  it('a rerun of the date commits nothing; another date replaces only its own range', async () => {
+    const before = snapshotOf();
+    const again = await run('daily.conf', '2026-07-05');
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.status.outputs[0]).toMatchObject({ committed: false });
+    expect(snapshotOf()).toEqual(before);
+    const next = await run('daily.conf', '2026-07-06');
+    expect(next.code, next.stderr).toBe(0);
+    expect(icebergRows('daily').map((x) => `${String(x.sale_date)} ${String(x.customer)}`)).toEqual(['2026-07-05 alice', '2026-07-05 zed', '2026-07-06 carol']);
+  });
+
+  it('a failing expectation stops the run with 65 before anything is committed', async () => {
+    const before = snapshotOf();
+    const rows = icebergRows('daily');
+    const r = await run('daily-fail.conf', '2026-07-05');
+    expect(r.code, r.stderr).toBe(65);
+    expect(r.status.error).toMatchObject({ code: 'EXPECTATION_FAILED', message: expect.stringContaining('known_customer (relationship): 1 row(s)') });
+    expect(r.status.outputs[0].expectations[0]).toMatchObject({ name: 'known_customer', outcome: 'failed', failedRows: 1 });
+    expect(r.status.completedSteps).not.toContain('publish');
+    expect(snapshotOf()).toEqual(before);
+    expect(icebergRows('daily')).toEqual(rows);
+  });
+});
+
+describe('gold-publish: hostile transforms (78, the table unchanged)', () => {
+  it('the screen refuses another tenant’s table with the config path, before Spark is asked', async () => {
+    const r = await run('other-tenant.conf', '2026-07-05');
+    expect(r.code).toBe(78);
+    expect(r.status.error.issues[0]).toMatchObject({ path: 'transform.sql', message: expect.stringContaining('three-part names are not allowed') });
+    expect(r.stdout + r.stderr).not.toContain('secret');
+  });
+});

@@ -1,0 +1,299 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { ConfigError, DataError } from '../../../src/core/errors.js';
+import { loadJob } from '../../../src/app/load-job.js';
+import { stepPlan } from '../../../src/runner/executor.js';
+import { relTreeViolations } from '../../../src/spark/policy/index.js';
+import { composeSteps, dateLiteral, rewriteTables, screenTransform, tokenize } from '../../../src/jobs/gold/transform-sql.js';
+import { judge, noOp } from '../../../src/jobs/gold/gold-publish.js';
+import type { Expectation } from '../../../src/jobs/gold/expectations.js';
+import { tempFiles } from '../../support/files.js';
+
+const platform = `
+catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }
+tenants { acme { storage-roots = ["file:///lake/acme"] } }
+`;
+
+const config = (transform: string, extra = '') => `
+job    { template = "gold-publish", schema-version = 1, name = "acme-daily" }
+tenant { id = "acme", storage-root = "file:///lake/acme" }
+transform { ${transform} }
+target { table = "daily_sales", grain = ["sale_date", "customer"], mode = replace-range, range-column = "sale_date" }
+${extra}
+`;
+const simple = config(
+  'sql = "SELECT order_date AS sale_date, customer, sum(amount) AS revenue FROM silver.orders WHERE order_date = :logical_date GROUP BY 1, 2"',
+);
+
+async function load(text: string, opts: { logicalDate?: string } = { logicalDate: '2026-07-05' }) {
+  const dir = tempFiles({ 'job.conf': text, 'platform.conf': platform });
+  return loadJob({
+    configFile: join(dir, 'job.conf'),
+    envFile: join(dir, 'platform.conf'),
+    overrides: [],
+    env: {},
+    runId: 'test-run',
+    ...(opts.logicalDate ? { logicalDate: opts.logicalDate } : {}),
+  });
+}
+
+async function issues(text: string, opts?: { logicalDate?: string }) {
+  const err = await load(text, opts).then(
+    () => undefined,
+    (e: unknown) => e,
+  );
+  expect(err).toBeInstanceOf(ConfigError);
+  return (err as ConfigError).issues;
+}
+
+const rewrite = (sql: string, known: string[] = []) => {
+  const s = screenTransform(sql, known);
+  if (!s.ok) throw new Error(s.problems.join('; '));
+  return rewriteTables(
+    s,
+    (r) => ['lake', `acme_${r.layer}`, r.table],
+    () => '2026-07-05',
+  );
+};
+const problems = (sql: string, known: string[] = []) => {
+  const s = screenTransform(sql, known);
+  return s.ok ? [] : s.problems;
+};
+
+describe('gold-publish: the transform screen (tokens, never a regex over raw text)', () => {
+  it('rewrites layer-qualified tables to the tenant namespaces, and only tables', () => {
+    expect(rewrite("SELECT o.id, 'FROM silver.x; --' AS s, `silver.orders` FROM silver.orders o JOIN gold.daily d ON o.id = d.id")).toBe(
+      "SELECT o.id, 'FROM silver.x; --' AS s, `silver.orders` FROM `lake`.`acme_silver`.`orders` o JOIN `lake`.`acme_gold`.`daily` d ON o.id = d.id",
+    );
+    expect(rewrite('SELECT * FROM `silver` . `orders`, gold.a')).toBe('SELECT * FROM `lake`.`acme_silver`.`orders`, `lake`.`acme_gold`.`a`');
+    expect(rewrite('WITH a AS (SELECT * FROM silver.orders) SELECT * FROM a WHERE x IN (SELECT y FROM gold.t)')).toBe(
+      'WITH a AS (SELECT * FROM `lake`.`acme_silver`.`orders`) SELECT * FROM a WHERE x IN (SELECT y FROM `lake`.`acme_gold`.`t`)',
+    );
+    expect(rewrite('SELECT * FROM paid', ['paid'])).toBe('SELECT * FROM paid');
+  });
+
+  it('knows string literals: escapes, doubled quotes, raw strings, double quotes', () => {
+    expect(rewrite(`SELECT 'it''s FROM x', 'a\\' FROM y', r'\\', "q"" FROM z" FROM silver.t`)).toBe(
+      `SELECT 'it''s FROM x', 'a\\' FROM y', r'\\', "q"" FROM z" FROM \`lake\`.\`acme_silver\`.\`t\``,
+    );
+    expect(problems("SELECT 'open FROM silver.t")).toEqual([expect.stringContaining('string literal is not closed')]);
+    expect(problems('SELECT `open FROM silver.t')).toEqual([expect.stringContaining('quoted identifier is not closed')]);
+  });
+
+  it('binds parameters as DATE literals of a checked date, never text of the tenant', () => {
+    expect(rewrite("SELECT * FROM silver.t WHERE d = :logical_date AND s = ':logical_date'")).toBe(
+      "SELECT * FROM `lake`.`acme_silver`.`t` WHERE d = DATE'2026-07-05' AND s = ':logical_date'",
+    );
+    expect(() => dateLiteral("2026-07-05' OR '1'='1")).toThrow(/not an ISO date/);
+    expect(problems('SELECT * FROM silver.t WHERE d = :other')).toEqual([expect.stringContaining('unknown parameter :other')]);
+    expect(problems('SELECT * FROM silver.t WHERE d = ?')).toEqual([expect.stringContaining('positional parameters')]);
+    expect(problems("SELECT '${spark.app.id}' FROM silver.t")).toEqual([expect.stringContaining('${…} is not allowed')]);
+  });
+
+  const refused: [string, string][] = [
+    ['another tenant, three-part', 'SELECT * FROM lake.beta_silver.orders'],
+    ['three parts quoted', 'SELECT * FROM `lake`.`beta_silver`.`orders`'],
+    ['unqualified', 'SELECT * FROM orders'],
+    ['bronze', 'SELECT * FROM bronze.orders_cdc'],
+    ['delta path', 'SELECT * FROM delta.`file:///lake/beta/silver/orders`'],
+    ['parquet path', 'SELECT * FROM parquet.`/lake/beta`'],
+    ['read_files', "SELECT * FROM read_files('file:///lake/beta')"],
+    ['IDENTIFIER', "SELECT * FROM IDENTIFIER('lake.beta_silver.orders')"],
+    ['table-valued function', 'SELECT * FROM range(10)'],
+    ['a second statement', 'SELECT 1 FROM silver.t; DROP TABLE lake.acme_gold.x'],
+    ['EXECUTE IMMEDIATE', "EXECUTE IMMEDIATE 'DROP TABLE lake.acme_gold.x'"],
+    ['EXECUTE IMMEDIATE inside a query', "WITH a AS (SELECT 1) EXECUTE IMMEDIATE 'x'"],
+    ['INSERT after WITH', 'WITH a AS (SELECT * FROM silver.t) INSERT INTO gold.x SELECT * FROM a'],
+    ['line comment', 'SELECT * FROM silver.t -- hidden'],
+    ['block comment', 'SELECT * /* FROM lake.beta_silver.x */ FROM silver.t'],
+    ['hint', 'SELECT /*+ BROADCAST(t) */ * FROM silver.t'],
+    ['reflect', "SELECT reflect('java.lang.Runtime', 'getRuntime') FROM silver.t"],
+    ['java_method', "SELECT java_method('java.lang.System', 'exit', 1) FROM silver.t"],
+    ['not a query', 'DROP TABLE gold.x'],
+    ['comma join to another tenant', 'SELECT * FROM silver.a JOIN silver.b ON a.x = b.x, lake.beta_silver.c'],
+    ['subquery of another tenant', 'SELECT * FROM silver.a WHERE EXISTS (SELECT 1 FROM lake.beta_silver.c)'],
+    ['TABLE of another tenant', 'SELECT * FROM silver.a UNION ALL TABLE lake.beta_silver.c'],
+    ['non-ASCII look-alike', 'SELECT * FROM silver．orders'],
+  ];
+  for (const [what, sql] of refused)
+    it(`refuses ${what}`, () => {
+      expect(problems(sql).length, sql).toBeGreaterThan(0);
+    });
+
+  it('composes named steps as CTEs over each other', () => {
+    expect(
+      composeSteps([
+        { name: 'paid', sql: 'SELECT 1' },
+        { name: 'daily', sql: 'SELECT * FROM paid' },
+      ]),
+    ).toBe('WITH `paid` AS (\nSELECT 1\n),\n`daily` AS (\nSELECT * FROM paid\n)\nSELECT * FROM `daily`');
+  });
+
+  it('tokenizes every character: the tokens put together are the text', () => {
+    const sql = "SELECT a::int, x.`b``c`, 1.5e3, 'x' FROM silver.t WHERE y >= :logical_date";
+    const t = tokenize(sql);
+    expect('tokens' in t && t.tokens.map((x) => x.text).join('')).toBe(sql);
+  });
+});
+
+describe('gold-publish config', () => {
+  it('accepts a transform and builds the steps, each carrying the transform flagged for the policy', async () => {
+    const job = await load(simple);
+    expect(job.plan.steps.map((s) => s.id)).toEqual(['create-namespace', 'create-table', 'check-schema', 'check', 'publish', 'read-snapshot']);
+    for (const s of job.plan.steps.filter((x) => ['create-table', 'check-schema', 'check', 'publish'].includes(x.id)))
+      expect(s.untrusted).toEqual(['transform.sql']);
+    const check = job.plan.steps.find((s) => s.id === 'check')!;
+    const json = JSON.stringify(stepPlan(check, { reveal: false }));
+    expect(json).toContain("FROM `lake`.`acme_silver`.`orders` WHERE order_date = DATE'2026-07-05'");
+    // The template's own reads are the tenant's: the static policy check passes them.
+    const policy = { tenant: 'acme', namespaces: ['lake.acme_silver', 'lake.acme_gold'], roots: ['file:///lake/acme'] };
+    if (check.kind === 'query') expect(relTreeViolations(check.query.rel, policy)).toEqual([]);
+  });
+
+  it('adds the quarantine table and its write when an expectation quarantines, and flags custom expressions', async () => {
+    const job = await load(
+      config(
+        'sql = "SELECT * FROM silver.orders"',
+        `expectations = [
+          { name = "amount_ok", type = expression, expr = "amount >= 0", action = quarantine }
+          { name = "known_customer", type = relationship, column = "customer", to = "silver.customers", to-column = "id", action = drop }
+        ]`,
+      ),
+    );
+    expect(job.plan.steps.map((s) => s.id)).toEqual([
+      'create-namespace',
+      'create-table',
+      'create-quarantine',
+      'check-schema',
+      'check',
+      'write-quarantine',
+      'publish',
+      'read-snapshot',
+    ]);
+    expect(job.plan.steps.find((s) => s.id === 'check')!.untrusted).toEqual(['transform.sql', 'expectations[0].expr']);
+    const q = job.plan.steps.find((s) => s.id === 'write-quarantine')!;
+    expect(q.when!({ check: [{ quarantined: 0, prev_quarantined: 0 }] })).toBe(false);
+    expect(q.when!({ check: [{ quarantined: 0, prev_quarantined: 3 }] })).toBe(true);
+    const json = JSON.stringify(
+      stepPlan(
+        job.plan.steps.find((s) => s.id === 'check')!,
+        { reveal: false },
+      ),
+    );
+    expect(json).toContain('`lake`.`acme_silver`.`customers`');
+    expect(json).toContain('acme_gold`.`daily_sales__quarantine');
+  });
+
+  it('checks every expectation in one aggregate (one query step reads the result once)', async () => {
+    const job = await load(
+      config(
+        'sql = "SELECT * FROM silver.orders"',
+        `expectations = [
+          { name = "a", type = not-null, columns = ["customer"] }
+          { name = "b", type = accepted-values, column = "status", values = ["NEW", "PAID"], action = warn }
+          { name = "c", type = range, column = "revenue", min = 0, max = 1000, action = drop }
+          { name = "d", type = row-count, max-change-percent = 50, action = warn }
+          { name = "e", type = freshness, column = "updated_at", max-age-hours = 24 }
+        ]`,
+      ),
+    );
+    const queries = job.plan.steps.filter((s) => s.kind === 'query' && JSON.stringify(stepPlan(s, { reveal: false })).includes('acme_silver'));
+    expect(queries.map((s) => s.id)).toEqual(['check']);
+    const json = JSON.stringify(stepPlan(queries[0]!, { reveal: false }));
+    expect(json.match(/"aggregate"/g)?.length).toBe(2); // the result's aggregate, and the table's previous publish
+  });
+
+  it('reports every problem with its path (78): screen, keys, modes, expectations', async () => {
+    const found = await issues(`
+job    { template = "gold-publish", schema-version = 1 }
+tenant { id = "acme", storage-root = "file:///lake/acme" }
+transform { steps = [{ name = "a", sql = "SELECT * FROM lake.beta_silver.orders" }, { name = "a", sql = "SELECT * FROM b" }] }
+target { table = "t", grain = ["k", "k"], mode = replace-range }
+expectations = [
+  { name = "x", type = row-count, max-change-percent = 5, action = quarantine }
+  { name = "x", type = expression, expr = "a = (SELECT 1)" }
+  { name = "y", type = relationship, column = "c", to = "lake.beta_silver.c", to-column = "id" }
+]`);
+    const paths = found.map((i) => i.path);
+    expect(paths).toEqual(
+      expect.arrayContaining([
+        'transform.steps[0].sql',
+        'transform.steps[1].name',
+        'transform.steps[1].sql',
+        'target.grain[1]',
+        'target.range-column',
+        'expectations[0].action',
+        'expectations[1].expr',
+        'expectations[2].to',
+      ]),
+    );
+  });
+
+  it('refuses a logical date that is not a date (it would become a DATE literal): 78 at logical-date', async () => {
+    const found = await issues(simple, { logicalDate: "2026-07-05' OR '1'='1" });
+    expect(found).toEqual([expect.objectContaining({ path: 'logical-date' })]);
+    const missing = await issues(simple, {});
+    expect(missing[0]!.path).toBe('target.mode');
+  });
+
+  it('a merge cannot only warn about a duplicate grain', async () => {
+    const text = simple
+      .replace('mode = replace-range, range-column = "sale_date"', 'mode = merge')
+      .concat('expectations = [{ name = "u", type = unique, action = warn }]');
+    expect((await issues(text)).map((i) => i.path)).toEqual(['expectations[0].action']);
+  });
+});
+
+describe('gold-publish: judging the one pass', () => {
+  const publish = {
+    mode: 'replace-range' as const,
+    logicalDate: '2026-07-05',
+    range: { column: 'd', start: '2026-07-05', end: '2026-07-06', previous: '2026-07-04' },
+  };
+  const out = { table: 'lake.acme_gold.t', format: 'iceberg', location: 'file:///lake/acme/gold/t' };
+  const exps: Expectation[] = [
+    { name: 'nn', type: 'not-null', columns: ['c'], action: 'warn' },
+    { name: 'q', type: 'expression', expr: { text: 'a > 0', ast: { kind: 'column', name: 'a' } } as never, action: 'quarantine' },
+    { name: 'vol', type: 'row-count', 'max-change-percent': 10, action: 'fail' },
+  ];
+  const row = {
+    rows: 10,
+    written: 8,
+    quarantined: 2,
+    dropped: 0,
+    written_hash: '5',
+    failed_0: 1,
+    failed_1: 2,
+    prev_rows: 8,
+    scope_rows: 0,
+    scope_hash: '0',
+    out_of_range: 0,
+  };
+
+  it('lists every expectation with its counts', () => {
+    const r = judge(row, exps, publish, out);
+    expect(r.fail).toBeUndefined();
+    expect(r.output!.expectations).toEqual([
+      { name: 'nn', type: 'not-null', action: 'warn', outcome: 'warned', failedRows: 1 },
+      { name: 'q', type: 'expression', action: 'quarantine', outcome: 'quarantined', failedRows: 2 },
+      { name: 'vol', type: 'row-count', action: 'fail', outcome: 'passed', failedRows: 0, observed: { rows: 8, previous: 8, changePercent: 0 } },
+    ]);
+    expect(r.output!.metrics).toEqual({ rows: 10, written: 8, dropped: 0, quarantined: 2 });
+  });
+
+  it('fails (65) naming the failed expectations, and rows outside the range', () => {
+    const r = judge({ ...row, prev_rows: 4 }, exps, publish, out);
+    expect(r.fail).toBeInstanceOf(DataError);
+    expect(r.fail!.message).toContain('vol (row-count)');
+    expect(r.output!.committed).toBe(false);
+    const o = judge({ ...row, out_of_range: 3 }, exps, publish, out);
+    expect(o.fail!.message).toContain('3 row(s) whose d is outside [2026-07-05, 2026-07-06)');
+  });
+
+  it('a publish equal to what it replaces is a no-op', () => {
+    expect(noOp({ check: [{ written: 3, written_hash: '42', scope_rows: 3, scope_hash: '42' }] }, 'replace-range')).toBe(true);
+    expect(noOp({ check: [{ written: 3, written_hash: '42', scope_rows: 3, scope_hash: '43' }] }, 'full-refresh')).toBe(false);
+    expect(noOp({ check: [{ changed: 0 }] }, 'merge')).toBe(true);
+    expect(noOp({ check: [{ changed: 2 }] }, 'merge')).toBe(false);
+  });
+});

@@ -164,8 +164,7 @@ export type PlatformConfig = z.infer<typeof platformSchema>;
 /** Without `--env`: no tenant policy, and the local stack's catalogs. */
 export const localPlatformDefaults: PlatformConfig = platformSchema.parse({
   // hms: the catalog the seed project's configs name (scripts/stack/spark-connect.conf defines it).
-  // rest: the stack's Iceberg REST catalog (scripts/iceberg-rest); described in platform configs that use it.
-  catalogs: { lake: { format: 'iceberg', default: true }, spark_catalog: { format: 'delta' }, hms: { format: 'iceberg' }, rest: { format: 'iceberg' } },
+  catalogs: { lake: { format: 'iceberg', default: true }, spark_catalog: { format: 'delta' }, hms: { format: 'iceberg' } },
   // Without a platform config the runner serves one developer on their own machine.
   jdbc: { 'inline-urls': 'allow' },
 });

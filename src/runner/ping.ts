@@ -7,6 +7,7 @@ import { SparkConnectClient } from '../spark/client.js';
 import { describeRemote, parseConnectionString } from '../spark/connection.js';
 import { VERSION } from '../version.js';
 import { chosenRemote, resolveRemote } from '../app/remote.js';
+import { checkRestCatalogs } from './catalog-check.js';
 
 /** A readiness probe must answer within its period: 10 s, retries included, unless told otherwise. */
 export const DEFAULT_PING_TIMEOUT_MS = 10_000;
@@ -64,7 +65,10 @@ export async function ping(opts: PingOptions, stdout: (text: string) => void = (
       retry: { totalTimeoutMs: timeoutMs },
     });
     const serverVersion = await client.analyze.sparkVersion();
-    stdout(JSON.stringify({ ok: true, remote: describeRemote(spec), serverVersion, ms: Math.round(performance.now() - started) }) + '\n');
+    // The platform's REST catalogs (docs/catalogs.md) must answer too; none declared, no field.
+    const catalogs = await checkRestCatalogs(platform, opts.env, { signal: cancel.signal });
+    const reached = Object.keys(catalogs).length ? { catalogs } : {};
+    stdout(JSON.stringify({ ok: true, remote: describeRemote(spec), serverVersion, ...reached, ms: Math.round(performance.now() - started) }) + '\n');
     return ExitCode.succeeded;
   } catch (e) {
     const error = cancel.signal.aborted ? asLakehouseError(cancel.signal.reason) : asLakehouseError(e);

@@ -25,6 +25,18 @@ export function lakeHome(): string {
   return execFileSync('bash', [join(repoRoot, 'scripts/spark-connect'), 'warehouse']).toString().trim();
 }
 
+/** The local stack's Iceberg REST catalog (scripts/iceberg-rest, port ICEBERG_REST_PORT): the Spark catalog "rest". */
+export function icebergRestUri(): string {
+  return execFileSync('bash', [join(repoRoot, 'scripts/iceberg-rest'), 'uri']).toString().trim();
+}
+
+/** Where PyIceberg finds a catalog of the local stack: "lake" is the SQLite file, "rest" the REST server. */
+function pyIcebergCatalog(catalog: string): string {
+  if (catalog === 'rest') return icebergRestUri();
+  if (catalog === 'lake') return lakeHome();
+  throw new Error(`no PyIceberg reader for the catalog ${catalog}`);
+}
+
 /** A tenant nobody else uses, with a storage root in a fresh temp directory. */
 export function freshTenant(): { id: string; root: string } {
   const id = `it_${randomBytes(4).toString('hex')}`;
@@ -32,9 +44,9 @@ export function freshTenant(): { id: string; root: string } {
   return { id, root: `file://${dir}` };
 }
 
-/** Rows of an Iceberg table read by PyIceberg, not by Spark. */
-export function readIcebergWithPyIceberg(namespace: string, table: string): Record<string, unknown>[] {
-  const out = execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support/read_iceberg.py'), lakeHome(), namespace, table]);
+/** Rows of an Iceberg table read by PyIceberg, not by Spark (from the catalog "lake" unless named). */
+export function readIcebergWithPyIceberg(namespace: string, table: string, catalog = 'lake'): Record<string, unknown>[] {
+  const out = execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support/read_iceberg.py'), pyIcebergCatalog(catalog), namespace, table]);
   return out
     .toString()
     .split('\n')
@@ -53,8 +65,8 @@ export function readDeltaWithDeltaRs(path: string): Record<string, unknown>[] {
 }
 
 /** The current snapshot's summary of an Iceberg table, read by PyIceberg. */
-export function icebergSnapshotSummary(namespace: string, table: string): Record<string, string> {
-  const out = execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support/read_iceberg.py'), lakeHome(), namespace, table, 'summary']);
+export function icebergSnapshotSummary(namespace: string, table: string, catalog = 'lake'): Record<string, string> {
+  const out = execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support/read_iceberg.py'), pyIcebergCatalog(catalog), namespace, table, 'summary']);
   return JSON.parse(out.toString()) as Record<string, string>;
 }
 

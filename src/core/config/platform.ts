@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { ConfigError } from '../errors.js';
 import { Secret } from '../secrets.js';
 import { isSecretLikeName } from './hocon.js';
+import { storageUriProblem } from '../naming.js';
 import { catalogName, name, storageUri } from './validate.js';
 
 /**
@@ -56,6 +57,86 @@ const lineageSchema = z
   .strict();
 
 export type LineageConfig = z.infer<typeof lineageSchema>;
+/** An http(s) address without credentials in it (they belong in secret references). */
+const httpUrl = z.url({ protocol: /^https?$/, error: 'an http:// or https:// URL' }).refine((u) => !/^[a-z]+:\/\/[^/]*@/i.test(u), {
+  message: 'must not carry credentials (user:password@): give them as secret references',
+});
+
+ * Iceberg catalog types and their settings (docs/catalogs.md). The Spark server owns its catalogs:
+ * these describe a catalog so the runner can validate configs against it and, for REST, reach it
+ * for checks (`ping`); the runner never defines a catalog on a Spark session. Without a type the
+ * catalog is only a name the server knows.
+export const CATALOG_TYPES = {
+  rest: { required: ['uri'], allowed: ['uri', 'warehouse', 'oauth2', 'token'] },
+  jdbc: { required: ['uri', 'warehouse'], allowed: ['uri', 'warehouse', 'user', 'password'] },
+  hadoop: { required: ['warehouse'], allowed: ['warehouse'] },
+  hive: { required: ['uri'], allowed: ['uri', 'warehouse'] },
+} as const;
+export type CatalogType = keyof typeof CATALOG_TYPES;
+const SETTINGS = ['uri', 'warehouse', 'oauth2', 'token', 'user', 'password'] as const;
+
+const catalogSchema = z
+    format: z.enum(['iceberg', 'delta']),
+    default: z.boolean().default(false),
+    type: z.enum(Object.keys(CATALOG_TYPES) as [CatalogType, ...CatalogType[]]).optional(),
+    /** rest: the catalog's base URL; jdbc: a jdbc: URL; hive: the metastore's thrift:// URI(s). */
+    uri: z.string().min(1).optional(),
+    /** The warehouse: a storage URI (jdbc, hadoop, hive), or for REST the name or location the server expects. */
+    warehouse: z.string().min(1).optional(),
+    /** REST: OAuth2 client credentials; the secret is a reference, resolved only to fetch a token. */
+    oauth2: z
+      .object({
+        'client-id': z.string().min(1),
+        'client-secret': secretRef,
+        /** The token endpoint; default `<uri>/v1/oauth/tokens` (the REST spec's, deprecated there). */
+        'server-uri': httpUrl.optional(),
+        scope: z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/, 'OAuth2 scopes separated by single spaces').optional(),
+      })
+      .strict()
+      .optional(),
+    /** REST: a bearer token, instead of oauth2. */
+    token: secretRef.optional(),
+    /** JDBC: the database user and password (a reference). */
+    user: z.string().min(1).optional(),
+    password: secretRef.optional(),
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.type === undefined) {
+      for (const key of SETTINGS)
+        if (c[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: `needs a catalog type (type = ${Object.keys(CATALOG_TYPES).join(' | ')})` });
+      return;
+    }
+    if (c.format !== 'iceberg') {
+      ctx.addIssue({ code: 'custom', path: ['type'], message: `catalog types are Iceberg's: a ${c.format} catalog has none` });
+      return;
+    }
+    const { required, allowed } = CATALOG_TYPES[c.type];
+    for (const key of required) if (c[key] === undefined) ctx.addIssue({ code: 'custom', path: [key], message: `is required for a ${c.type} catalog` });
+    for (const key of SETTINGS)
+      if (c[key] !== undefined && !(allowed as readonly string[]).includes(key)) ctx.addIssue({ code: 'custom', path: [key], message: `is not a setting of a ${c.type} catalog (${allowed.join(', ')})` });
+    if (c.oauth2 && c.token) ctx.addIssue({ code: 'custom', path: ['token'], message: 'give oauth2 or token, not both' });
+    const uriProblem = c.uri === undefined ? undefined : catalogUriProblem(c.type, c.uri);
+    if (uriProblem) ctx.addIssue({ code: 'custom', path: ['uri'], message: uriProblem });
+    if (c.warehouse !== undefined && c.type !== 'rest') {
+      const problem = storageUriProblem(c.warehouse);
+      if (problem) ctx.addIssue({ code: 'custom', path: ['warehouse'], message: problem });
+    }
+  });
+
+function catalogUriProblem(type: CatalogType, uri: string): string | undefined {
+  if (type === 'rest') {
+    const r = httpUrl.safeParse(uri);
+    return r.success ? undefined : r.error.issues[0]!.message;
+  }
+  if (type === 'jdbc') {
+    if (!uri.startsWith('jdbc:')) return 'a jdbc: URL';
+    // A password in the URL would reach logs and plans: it belongs in `password`, a reference.
+    if (/[?&;:](password|pwd)=/i.test(uri)) return 'must not carry a password: give it as password = { env = NAME }';
+    return undefined;
+  }
+  if (type === 'hive') return /^thrift:\/\/[A-Za-z0-9.-]+:\d+(,thrift:\/\/[A-Za-z0-9.-]+:\d+)*$/.test(uri) ? undefined : 'thrift://host:port, several separated by commas';
+  return undefined;
+}
 
 export const platformSchema = z
   .object({
@@ -66,17 +147,7 @@ export const platformSchema = z
       })
       .strict()
       .default({}),
-    catalogs: z
-      .record(
-        catalogName(),
-        z
-          .object({
-            format: z.enum(['iceberg', 'delta']),
-            default: z.boolean().default(false),
-          })
-          .strict(),
-      )
-      .default({}),
+    catalogs: z.record(catalogName(), catalogSchema).default({}),
     tenants: z
       .record(
         name(),

@@ -258,8 +258,9 @@ db.commit()`,
 });
 
 describe('jdbc-snapshot-ingest v2 into bronze Iceberg and Delta tables', () => {
-  for (const [format, catalog] of [['iceberg', 'lake'], ['delta', 'spark_catalog']] as const) {
-    it(`replaces exactly the snapshot date in a ${format} table, read back by a second engine`, async () => {
+  // Iceberg twice: the JDBC catalog "lake" and the REST catalog "rest" (scripts/iceberg-rest).
+  for (const [format, catalog] of [['iceberg', 'lake'], ['iceberg', 'rest'], ['delta', 'spark_catalog']] as const) {
+    it(`replaces exactly the snapshot date in a ${format} table of ${catalog}, read back by a second engine`, async () => {
       const t = freshTenant();
       const dbDir = tempFiles({});
       const db = join(dbDir, 'shop.db');
@@ -272,7 +273,7 @@ tenant { id = "${t.id}", storage-root = "${t.root}" }
 source { table = "orders", url = "jdbc:sqlite:${db}", driver = "org.sqlite.JDBC" }
 target { table = "orders", snapshot-date = "2026-07-05", format = ${format}, catalog = "${catalog}" }
 `,
-        'platform.conf': `catalogs { lake { format = iceberg }, spark_catalog { format = delta } }\njdbc { inline-urls = allow }`,
+        'platform.conf': `catalogs { lake { format = iceberg }, rest { format = iceberg }, spark_catalog { format = delta } }\njdbc { inline-urls = allow }`,
       });
       const ingest = async (date: string) => {
         const r = await runCli(['--config', join(conf, 'job.conf'), '--env', join(conf, 'platform.conf'), '--remote', remote(), '--set', `target.snapshot-date=${date}`]);
@@ -280,7 +281,7 @@ target { table = "orders", snapshot-date = "2026-07-05", format = ${format}, cat
         return JSON.parse(r.stdout);
       };
       const read = (): Record<string, unknown>[] =>
-        (format === 'iceberg' ? readIcebergWithPyIceberg(`${t.id}_bronze`, 'orders') : readDeltaWithDeltaRs(`${t.root}/bronze/orders`))
+        (format === 'iceberg' ? readIcebergWithPyIceberg(`${t.id}_bronze`, 'orders', catalog) : readDeltaWithDeltaRs(`${t.root}/bronze/orders`))
           .map((r) => ({ id: r.id, name: r.name, day: String(r._snapshot_date), tenant: r._lake_tenant }))
           .sort((a, b) => `${a.day}${a.id}`.localeCompare(`${b.day}${b.id}`));
 

@@ -67,8 +67,10 @@ describe('compose.yaml', () => {
       rmSync(dir, { recursive: true, force: true });
     }
     const placeholders = new Set([...stackConf.matchAll(/\$\{([A-Z_]+)\}/g)].map((m) => m[1]));
-    expect([...placeholders].sort()).toEqual(['LAKE_HOME', 'STATE_DIR']);
-    const expected = settings(stackConf.replaceAll('${LAKE_HOME}', join(dir, 'lake')).replaceAll('${STATE_DIR}', join(dir, 'state')));
+    expect([...placeholders].sort()).toEqual(['ICEBERG_REST_URI', 'LAKE_HOME', 'STATE_DIR']);
+    const expected = settings(
+      stackConf.replaceAll('${LAKE_HOME}', join(dir, 'lake')).replaceAll('${STATE_DIR}', join(dir, 'state')).replaceAll('${ICEBERG_REST_URI}', 'http://127.0.0.1:18181/'),
+    );
     expect(Object.fromEntries(produced)).toEqual(Object.fromEntries(expected));
     expect(produced.size).toBeGreaterThan(10);
   });

@@ -62,10 +62,12 @@ const httpUrl = z.url({ protocol: /^https?$/, error: 'an http:// or https:// URL
   message: 'must not carry credentials (user:password@): give them as secret references',
 });
 
+/**
  * Iceberg catalog types and their settings (docs/catalogs.md). The Spark server owns its catalogs:
  * these describe a catalog so the runner can validate configs against it and, for REST, reach it
  * for checks (`ping`); the runner never defines a catalog on a Spark session. Without a type the
  * catalog is only a name the server knows.
+ */
 export const CATALOG_TYPES = {
   rest: { required: ['uri'], allowed: ['uri', 'warehouse', 'oauth2', 'token'] },
   jdbc: { required: ['uri', 'warehouse'], allowed: ['uri', 'warehouse', 'user', 'password'] },
@@ -76,6 +78,7 @@ export type CatalogType = keyof typeof CATALOG_TYPES;
 const SETTINGS = ['uri', 'warehouse', 'oauth2', 'token', 'user', 'password'] as const;
 
 const catalogSchema = z
+  .object({
     format: z.enum(['iceberg', 'delta']),
     default: z.boolean().default(false),
     type: z.enum(Object.keys(CATALOG_TYPES) as [CatalogType, ...CatalogType[]]).optional(),
@@ -99,6 +102,7 @@ const catalogSchema = z
     /** JDBC: the database user and password (a reference). */
     user: z.string().min(1).optional(),
     password: secretRef.optional(),
+  })
   .strict()
   .superRefine((c, ctx) => {
     if (c.type === undefined) {

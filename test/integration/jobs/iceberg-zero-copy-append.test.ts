@@ -257,11 +257,13 @@ describe('iceberg-zero-copy-append on the real stack', { timeout: 900_000 }, () 
   it("refuses a target that is not at the tenant's layout (78), and missing tables (66)", async () => {
     await createTable('moved_dst', 'id BIGINT, name STRING', { location: `${tenant.root}/somewhere/else` });
     await sql(`INSERT INTO lake.${ns}.moved_dst VALUES (9, 'nine')`);
-    await refused('src', 'moved_dst', 78, 'target.table', /not at .*tenant's layout/);
-    const missing = await run('no_such_source', 'dst');
+    await createTable('moved_src', 'id BIGINT, name STRING');
+    await sql(`INSERT INTO lake.${ns}.moved_src VALUES (1, 'one')`);
+    await refused('moved_src', 'moved_dst', 78, 'target.table', /not at .*tenant's layout/);
+    const missing = await run('no_such_source', 'moved_dst');
     expect(missing.code).toBe(66);
     expect(missing.status.error.path).toBe('source.table');
-    const noTarget = await run('src', 'no_such_target');
+    const noTarget = await run('moved_src', 'no_such_target');
     expect(noTarget.code).toBe(66);
     expect(noTarget.status.error.path).toBe('target.table');
   });

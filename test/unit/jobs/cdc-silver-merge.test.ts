@@ -6,6 +6,7 @@ import { stepPlan } from '../../../src/runner/executor.js';
 import { toJson } from '@bufbuild/protobuf';
 import { PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
 import { tempFiles } from '../../support/files.js';
+import { templates } from '../../../src/jobs/registry.js';
 
 const valid = `
 job    { template = "cdc-silver-merge", schema-version = 1, name = "acme-orders" }
@@ -99,7 +100,7 @@ target { table = "orders; DROP TABLE x" }
     const err = await load(valid.replace('"cdc-silver-merge"', '"cdc-silver-merg"')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as ConfigError).issues).toEqual([
-      { path: 'job.template', message: 'unknown template "cdc-silver-merg"; did you mean "cdc-silver-merge"? (known: jdbc-snapshot-ingest, cdc-silver-merge)' },
+      { path: 'job.template', message: `unknown template "cdc-silver-merg"; did you mean "cdc-silver-merge"? (known: ${templates.map((t) => t.name).join(', ')})` },
     ]);
     expect((err as ConfigError).exitCode).toBe(78);
   });

@@ -52,6 +52,7 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
 
   const config = validateJobConfig(raw, version.schema, platform, origins) as Record<string, any>;
   const tenant = tenantContext(config.tenant.id, config.tenant['storage-root']);
+  const grant = platform.tenants?.[tenant.id];
   const context: JobContext = {
     tenant,
     runId: req.runId,
@@ -60,6 +61,7 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
     jdbcConnection: (name, path) => resolveJdbcConnection(platform, name, path, req.env),
     inlineJdbcUrls: platform.jdbc['inline-urls'] === 'allow',
     secret: (ref, path) => deferredSecret(ref, path, req.env),
+    ...(grant ? { access: { storageRoots: grant['storage-roots'], readNamespaces: grant['read-namespaces'], readRoots: grant['read-roots'] } } : {}),
   };
   // Templates may reject combinations only the plan reveals (an unknown catalog): still config errors.
   const plan = version.plan(context, config);

@@ -55,7 +55,7 @@ export function explainableRel(step: Step): Rel | undefined {
       return step.source.rel;
     case 'command': {
       const c = step.command;
-      return c.kind === 'merge' ? c.source : c.kind === 'sqlCommand' ? undefined : c.input;
+      return c.kind === 'merge' ? c.source : c.kind === 'sqlCommand' || c.kind === 'extension' ? undefined : c.input;
     }
     default:
       return undefined;

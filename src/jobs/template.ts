@@ -51,6 +51,19 @@ export interface JobContext {
   secret(ref: SecretRef, path: string): Secret;
   readonly runId: string;
   readonly logicalDate?: string;
+  /**
+   * What the platform config lets this tenant reach beyond its own layers (`tenants.<id>`): its
+   * storage roots and the read-only namespaces and roots it is granted. Absent when the platform
+   * says nothing about the tenant (then only its own layers and `tenant.storage-root`).
+   */
+  readonly access?: TenantAccess;
+}
+
+export interface TenantAccess {
+  readonly storageRoots: readonly string[];
+  /** `catalog.namespace` pairs. */
+  readonly readNamespaces: readonly string[];
+  readonly readRoots: readonly string[];
 }
 
 export interface JdbcConnectionRef {

@@ -140,6 +140,8 @@ function relDatasets(rel: Rel, naming: NamingContext, out: Found[]): void {
     }
     case 'sql':
     case 'range':
+    // A server plugin's relation is opaque here: what it reads is the template's to declare.
+    case 'extension':
       return;
     case 'join':
       relDatasets(rel.left, naming, out);

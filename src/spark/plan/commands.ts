@@ -1,5 +1,5 @@
 import type { Expr } from './expressions.js';
-import type { OptionValue, Rel } from './relations.js';
+import type { Extension, OptionValue, Rel } from './relations.js';
 
 /** Command nodes: statements that change something. */
 export type Cmd =
@@ -37,7 +37,9 @@ export type Cmd =
       readonly whenNotMatchedBySource: readonly MergeAction[];
       readonly schemaEvolution: boolean;
     }
-  | { readonly kind: 'createView'; readonly input: Rel; readonly name: string; readonly replace: boolean };
+  | { readonly kind: 'createView'; readonly input: Rel; readonly name: string; readonly replace: boolean }
+  /** A server plugin's command (spark-plugins/). */
+  | ({ readonly kind: 'extension' } & Extension);
 
 export type MergeAction =
   | { readonly action: 'delete'; readonly condition?: Expr }

@@ -1,4 +1,6 @@
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
+import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
+import { type Any, AnySchema } from '@bufbuild/protobuf/wkt';
 import { type Plan, PlanSchema } from '../proto/gen/spark/connect/base_pb.js';
 import {
   type Command,
@@ -21,7 +23,7 @@ import { quoteIdentifier, quoteName } from '../../core/naming.js';
 import { redacted } from '../../core/secrets.js';
 import type { Cmd, MergeAction } from './commands.js';
 import type { Expr, LiteralValue, SortOrder } from './expressions.js';
-import type { OptionValue, Rel } from './relations.js';
+import type { Extension, OptionValue, Rel } from './relations.js';
 
 /**
  * The one place where plan nodes become Spark Connect protobuf. `reveal: false` (for `plan` output
@@ -118,7 +120,16 @@ export function relation(rel: Rel, opts: CompileOptions): Relation {
       return create(RelationSchema, { relType: { case: 'limit', value: { input: r(rel.input), limit: rel.n } } });
     case 'alias':
       return create(RelationSchema, { relType: { case: 'subqueryAlias', value: { input: r(rel.input), alias: rel.name } } });
+    case 'extension':
+      return create(RelationSchema, { relType: { case: 'extension', value: extension(rel) } });
   }
+}
+
+/** A plugin's message as a google.protobuf.Any: string fields in the protobuf wire format. */
+export function extension(x: Extension): Any {
+  const w = new BinaryWriter();
+  for (const f of x.fields) w.tag(f.field, WireType.LengthDelimited).string(f.value);
+  return create(AnySchema, { typeUrl: x.typeUrl, value: w.finish() });
 }
 
 export function expression(x: Expr, opts: CompileOptions): Expression {
@@ -241,6 +252,8 @@ export function command(cmd: Cmd, opts: CompileOptions): Command {
       return create(CommandSchema, {
         commandType: { case: 'createDataframeView', value: { input: r(cmd.input), name: cmd.name, replace: cmd.replace, isGlobal: false } },
       });
+    case 'extension':
+      return create(CommandSchema, { commandType: { case: 'extension', value: extension(cmd) } });
   }
 }
 

@@ -1,6 +1,6 @@
 import type { Cmd, MergeAction } from './commands.js';
 import type { Expr, LiteralValue, SortOrder } from './expressions.js';
-import type { OptionValue, Rel } from './relations.js';
+import type { Extension, OptionValue, Rel } from './relations.js';
 
 /**
  * Plan nodes as people read them: an indented operator tree in the manner of Spark's `explain`
@@ -76,6 +76,8 @@ function relTree(rel: Rel): Tree {
       return { line: `Limit ${rel.n}`, children: [relTree(rel.input)] };
     case 'alias':
       return { line: `SubqueryAlias ${ident(rel.name)}`, children: [relTree(rel.input)] };
+    case 'extension':
+      return extensionTree(rel);
   }
 }
 
@@ -109,7 +111,14 @@ function cmdTree(cmd: Cmd): Tree {
       };
     case 'createView':
       return { line: `Create${cmd.replace ? 'OrReplace' : ''}TempView ${ident(cmd.name)}`, children: [relTree(cmd.input)] };
+    case 'extension':
+      return extensionTree(cmd);
   }
+}
+
+/** `Extension lakehouse.jobs.X`, then its fields by name (no secret travels in an extension). */
+function extensionTree(x: Extension): Tree {
+  return { line: `Extension ${x.typeUrl.replace(/^.*\//, '')}`, details: x.fields.map((f) => `${f.name} = ${JSON.stringify(f.value)}`) };
 }
 
 function mergeAction(a: MergeAction): string {
@@ -241,6 +250,8 @@ export function relReads(rel: Rel): Access[] {
     case 'sql':
     case 'range':
       return [];
+    case 'extension':
+      return rel.reads.map((t) => ({ kind: 'table', table: name(t) }));
     case 'join':
       return [...relReads(rel.left), ...relReads(rel.right)];
     default:
@@ -276,5 +287,7 @@ export function cmdAccess(cmd: Cmd): { reads: Access[]; writes: Access[] } {
       return { reads: relReads(cmd.source), writes: [{ kind: 'table', table: name(cmd.target) }] };
     case 'createView':
       return { reads: relReads(cmd.input), writes: [] };
+    case 'extension':
+      return { reads: cmd.reads.map((t) => ({ kind: 'table', table: name(t) })), writes: cmd.writes.map((t) => ({ kind: 'table', table: name(t) })) };
   }
 }

@@ -1,6 +1,6 @@
 import type { Cmd, MergeAction } from './commands.js';
 import { type Expr, type SortOrder, col } from './expressions.js';
-import type { JoinType, OptionValue, Rel } from './relations.js';
+import type { Extension, JoinType, OptionValue, Rel } from './relations.js';
 
 /**
  * An immutable query builder in the style of a DataFrame: every method returns a new `Query`
@@ -32,6 +32,11 @@ export class Query {
       options: Object.freeze({ ...(opts.options ?? {}) }),
       ...(opts.schema === undefined ? {} : { schema: opts.schema }),
     });
+  }
+
+  /** A relation a plugin of the Spark Connect server computes (spark-plugins/). */
+  static extension(x: Extension): Query {
+    return Query.of({ kind: 'extension', ...freezeExtension(x) });
   }
 
   static range(start: bigint, end: bigint, step = 1n, partitions?: number): Query {
@@ -137,6 +142,18 @@ export class Query {
     return Object.freeze({ kind: 'createView', input: this.rel, name, replace });
   }
 }
+
+function freezeExtension(x: Extension): Extension {
+  return Object.freeze({
+    typeUrl: x.typeUrl,
+    fields: Object.freeze(x.fields.map((f) => Object.freeze({ ...f }))),
+    reads: Object.freeze(x.reads.map((t) => Object.freeze([...t]))),
+    writes: Object.freeze(x.writes.map((t) => Object.freeze([...t]))),
+  });
+}
+
+/** A command a plugin of the Spark Connect server runs (spark-plugins/). */
+export const extensionCommand = (x: Extension): Cmd => Object.freeze({ kind: 'extension', ...freezeExtension(x) });
 
 export const sqlCommand = (query: string, args: Record<string, Expr> = {}): Cmd =>
   Object.freeze({ kind: 'sqlCommand', query, args: Object.freeze({ ...args }) });

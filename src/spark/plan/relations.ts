@@ -28,7 +28,21 @@ export type Rel =
   | { readonly kind: 'aggregate'; readonly input: Rel; readonly groupBy: readonly Expr[]; readonly aggregates: readonly Expr[] }
   | { readonly kind: 'sort'; readonly input: Rel; readonly orders: readonly SortOrder[] }
   | { readonly kind: 'limit'; readonly input: Rel; readonly n: number }
-  | { readonly kind: 'alias'; readonly input: Rel; readonly name: string };
+  | { readonly kind: 'alias'; readonly input: Rel; readonly name: string }
+  | ({ readonly kind: 'extension' } & Extension);
+
+/**
+ * A message for a plugin of the Spark Connect server (spark-plugins/), sent as a
+ * google.protobuf.Any in `Relation.extension` or `Command.extension`: its type URL and a message
+ * of string fields (each encoded as a length-delimited field of that number, repeatable).
+ */
+export interface Extension {
+  readonly typeUrl: string;
+  readonly fields: readonly { readonly field: number; readonly name: string; readonly value: string }[];
+  /** The tables (multi-part names) it reads and writes: what `plan` and `validate` list. */
+  readonly reads: readonly (readonly string[])[];
+  readonly writes: readonly (readonly string[])[];
+}
 
 export type JoinType = 'inner' | 'left' | 'right' | 'full' | 'left_semi' | 'left_anti' | 'cross';
 

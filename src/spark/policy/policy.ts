@@ -223,6 +223,8 @@ export function commandInputs(cmd: Cmd, subject: PolicySubject): Rel[] {
       return [cmd.source];
     case 'sqlCommand':
       throw unverifiable(subject, 'a SQL statement');
+    case 'extension':
+      throw unverifiable(subject, 'a server plugin command');
   }
 }
 
@@ -237,6 +239,7 @@ function children(rel: Rel): Rel[] {
     case 'table':
     case 'source':
     case 'range':
+    case 'extension':
       return [];
     case 'join':
       return [rel.left, rel.right];
@@ -260,6 +263,8 @@ export function relTreeViolations(rel: Rel, policy: TenantReadPolicy): string[] 
     for (const p of [...rel.paths, ...optionPaths]) out.push(...pathViolations(p, policy));
   }
   if (rel.kind === 'table' && !namespaceAllowed(rel.parts, policy)) out.push(`table ${rel.parts.join('.')} is outside the tenant's namespaces`);
+  // Fail closed: what a server plugin reads is its own code's business, not checkable here.
+  if (rel.kind === 'extension') out.push(`a server plugin relation (${rel.typeUrl}) cannot be checked`);
   if (rel.kind === 'sql' && !QUERY_START.test(rel.query)) out.push('SQL text must be a query (SELECT, WITH, FROM, VALUES, TABLE), without a leading comment');
   for (const c of children(rel)) out.push(...relTreeViolations(c, policy));
   return out;

@@ -2,7 +2,9 @@ import { execFileSync, spawn } from 'node:child_process';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { lakeHome, readDeltaWithDeltaRs, readIcebergWithPyIceberg, repoRoot } from '../../support/stack.js';
+import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
+import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
+import { connect, lakeHome, readDeltaWithDeltaRs, readIcebergWithPyIceberg, repoRoot } from '../../support/stack.js';
 
 /**
  * Every job example in configs/examples/ runs as its comment says: `scripts/lakehouse-jobs` with
@@ -121,6 +123,27 @@ describe('configs/examples, run as their comments say', () => {
     ]);
     const rerun = await vault('dv-satellite', '2026-07-06', ['--set', 'source.snapshot-date=2026-07-06']);
     expect(rerun.outputs[0]).toMatchObject({ table: 'spark_catalog.acme_silver.sat_order', committed: false, metrics: { inserted: 0 } });
+  });
+
+  it('iceberg-zero-copy-append.v1.conf appends lake.acme_silver.orders_2025 to orders_history by reference; a rerun appends nothing', async () => {
+    const client = connect();
+    const sql = (q: string) => client.execute(compileCommandPlan(sqlCommand(q), { reveal: true }));
+    try {
+      await sql('CREATE NAMESPACE IF NOT EXISTS lake.acme_silver');
+      for (const t of ['orders_2025', 'orders_history'])
+        await sql(`CREATE TABLE IF NOT EXISTS lake.acme_silver.${t} (id BIGINT, status STRING) USING iceberg LOCATION 'file://${home}/acme/silver/${t}' TBLPROPERTIES ('format-version' = '2')`);
+      const [count] = (await client.execute(compileRelationPlan(Query.sql('SELECT count(*) AS n FROM lake.acme_silver.orders_2025').rel, { reveal: true }))).table?.toArray() ?? [];
+      if (Number(count?.n) === 0) await sql("INSERT INTO lake.acme_silver.orders_2025 VALUES (1, 'PAID'), (2, 'SHIPPED')");
+    } finally {
+      client.close();
+    }
+    const args = ['--config', 'configs/examples/iceberg-zero-copy-append.v1.conf', '--env', platform];
+    const first = await ok(args);
+    expect(first.outputs[0]).toMatchObject({ table: 'lake.acme_silver.orders_history', format: 'iceberg' });
+    const rerun = await ok(args);
+    expect(rerun.outputs[0]).toMatchObject({ committed: false, snapshotId: first.outputs[0].snapshotId });
+    const history = readIcebergWithPyIceberg('acme_silver', 'orders_history').map((r) => Number(r.id)).sort();
+    expect(history).toEqual(readIcebergWithPyIceberg('acme_silver', 'orders_2025').map((r) => Number(r.id)).sort());
   });
 
   it('jdbc-snapshot-ingest.postgres.v1.conf validates with its platform config (running it needs scripts/postgres on its port)', async () => {

@@ -58,6 +58,7 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
     catalog: (name, path) => resolveCatalog(platform, name, path),
     jdbcConnection: (name, path) => resolveJdbcConnection(platform, name, path, req.env),
     inlineJdbcUrls: platform.jdbc['inline-urls'] === 'allow',
+    retentionFloorHours: platform.maintenance['retention-floor-hours'],
     secret: (ref, path) => deferredSecret(ref, path, req.env),
   };
   // Templates may reject combinations only the plan reveals (an unknown catalog): still config errors.

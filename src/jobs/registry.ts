@@ -2,10 +2,11 @@ import { UsageError } from '../core/errors.js';
 import { closest } from '../core/config/validate.js';
 import { jdbcSnapshotIngest } from './bronze/jdbc-snapshot-ingest.js';
 import { cdcSilverMerge } from './silver/cdc-silver-merge.js';
+import { tableMaintenance } from './ops/table-maintenance.js';
 import type { JobTemplate, TemplateVersion } from './template.js';
 
 /** The job catalog. */
-export const templates: readonly JobTemplate[] = [jdbcSnapshotIngest, cdcSilverMerge];
+export const templates: readonly JobTemplate[] = [jdbcSnapshotIngest, cdcSilverMerge, tableMaintenance];
 
 export function findTemplate(name: string): JobTemplate {
   const t = templates.find((x) => x.name === name);

@@ -25,6 +25,9 @@ const configEnvName = z
     message: 'names a variable that can hold a credential (TOKEN, PASSWORD, SECRET, KEY, CREDENTIAL, AUTH, SPARK_REMOTE): job configs may never read it; pass secrets as references',
   });
 
+/** The platform's default retention floor for table maintenance: 7 days (Delta's own default check). */
+export const RETENTION_FLOOR_HOURS = 168;
+
 export const platformSchema = z
   .object({
     spark: z
@@ -79,6 +82,15 @@ export const platformSchema = z
       .default({ connections: {}, 'inline-urls': 'deny' }),
     /** The environment variables job configs may read with `${VAR}` / `${?VAR}`: none unless listed. */
     'config-env': z.object({ allow: z.array(configEnvName).default([]) }).strict().default({ allow: [] }),
+    /**
+     * Table maintenance (the table-maintenance template): no snapshot, removed file or orphan younger
+     * than this many hours is deleted, whatever a job config asks. A running job reads and writes files
+     * its commit does not reference yet; only a retention longer than any job keeps them safe.
+     */
+    maintenance: z
+      .object({ 'retention-floor-hours': z.number().int().min(0).max(87_600).default(RETENTION_FLOOR_HOURS) })
+      .strict()
+      .default({ 'retention-floor-hours': RETENTION_FLOOR_HOURS }),
     logging: z.object({ level: z.enum(['trace', 'debug', 'info', 'warn', 'error', 'fatal']).optional() }).strict().default({}),
   })
   .strict();

@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, InputMissingError, UsageError } from '../../../src/core/errors.js';
 import { loadJob } from '../../../src/app/load-job.js';
+import { templates } from '../../../src/jobs/registry.js';
 import { stepPlan } from '../../../src/runner/executor.js';
 import { toJson } from '@bufbuild/protobuf';
 import { PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
@@ -99,7 +100,7 @@ target { table = "orders; DROP TABLE x" }
     const err = await load(valid.replace('"cdc-silver-merge"', '"cdc-silver-merg"')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as ConfigError).issues).toEqual([
-      { path: 'job.template', message: 'unknown template "cdc-silver-merg"; did you mean "cdc-silver-merge"? (known: jdbc-snapshot-ingest, cdc-silver-merge)' },
+      { path: 'job.template', message: `unknown template "cdc-silver-merg"; did you mean "cdc-silver-merge"? (known: ${templates.map((t) => t.name).join(', ')})` },
     ]);
     expect((err as ConfigError).exitCode).toBe(78);
   });

@@ -60,6 +60,7 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
     catalog: (name, path) => resolveCatalog(platform, name, path),
     jdbcConnection: (name, path) => resolveJdbcConnection(platform, name, path, req.env),
     inlineJdbcUrls: platform.jdbc['inline-urls'] === 'allow',
+    retentionFloorHours: platform.maintenance['retention-floor-hours'],
     secret: (ref, path) => deferredSecret(ref, path, req.env),
     ...(grant ? { access: { storageRoots: grant['storage-roots'], readNamespaces: grant['read-namespaces'], readRoots: grant['read-roots'] } } : {}),
   };

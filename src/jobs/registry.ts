@@ -5,13 +5,24 @@ import { cdcSilverMerge } from './silver/cdc-silver-merge.js';
 import { goldPublish } from './gold/gold-publish.js';
 import { scd2DimLoad } from './gold/scd2-dim-load.js';
 import { icebergZeroCopyAppend } from './ops/iceberg-zero-copy-append.js';
+import { tableMaintenance } from './ops/table-maintenance.js';
 import { dvHub } from './vault/dv-hub.js';
 import { dvLink } from './vault/dv-link.js';
 import { dvSatellite } from './vault/dv-satellite.js';
 import type { JobTemplate } from './template.js';
 
 /** The job catalog, in medallion order: bronze, silver (with the raw vault), gold, then operations. */
-export const templates: readonly JobTemplate[] = [jdbcSnapshotIngest, cdcSilverMerge, dvHub, dvLink, dvSatellite, goldPublish, scd2DimLoad, icebergZeroCopyAppend];
+export const templates: readonly JobTemplate[] = [
+  jdbcSnapshotIngest,
+  cdcSilverMerge,
+  dvHub,
+  dvLink,
+  dvSatellite,
+  goldPublish,
+  scd2DimLoad,
+  tableMaintenance,
+  icebergZeroCopyAppend,
+];
 
 export function findTemplate(name: string): JobTemplate {
   const t = templates.find((x) => x.name === name);

@@ -47,6 +47,8 @@ export interface JobContext {
   jdbcConnection(name: string, path: string): JdbcConnectionRef;
   /** Whether the platform lets a job config give its own JDBC url (`jdbc.inline-urls`). */
   readonly inlineJdbcUrls: boolean;
+  /** The platform's retention floor for table maintenance, in hours (`maintenance.retention-floor-hours`; default 168). */
+  readonly retentionFloorHours?: number;
   /** A secret by reference; resolved (environment or mounted file) only when revealed, i.e. when the plan runs. */
   secret(ref: SecretRef, path: string): Secret;
   readonly runId: string;

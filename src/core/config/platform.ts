@@ -141,6 +141,8 @@ function catalogUriProblem(type: CatalogType, uri: string): string | undefined {
   if (type === 'hive') return /^thrift:\/\/[A-Za-z0-9.-]+:\d+(,thrift:\/\/[A-Za-z0-9.-]+:\d+)*$/.test(uri) ? undefined : 'thrift://host:port, several separated by commas';
   return undefined;
 }
+/** The platform's default retention floor for table maintenance: 7 days (Delta's own default check). */
+export const RETENTION_FLOOR_HOURS = 168;
 
 export const platformSchema = z
   .object({
@@ -187,6 +189,15 @@ export const platformSchema = z
     /** The environment variables job configs may read with `${VAR}` / `${?VAR}`: none unless listed. */
     'config-env': z.object({ allow: z.array(configEnvName).default([]) }).strict().default({ allow: [] }),
     lineage: lineageSchema.optional(),
+    /**
+     * Table maintenance (the table-maintenance template): no snapshot, removed file or orphan younger
+     * than this many hours is deleted, whatever a job config asks. A running job reads and writes files
+     * its commit does not reference yet; only a retention longer than any job keeps them safe.
+     */
+    maintenance: z
+      .object({ 'retention-floor-hours': z.number().int().min(0).max(87_600).default(RETENTION_FLOOR_HOURS) })
+      .strict()
+      .default({ 'retention-floor-hours': RETENTION_FLOOR_HOURS }),
   })
   .strict();
 

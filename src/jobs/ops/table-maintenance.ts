@@ -1,0 +1,440 @@
+import { z } from 'zod';
+import { RETENTION_FLOOR_HOURS } from '../../core/config/platform.js';
+import { catalogName, columnName, name } from '../../core/config/validate.js';
+import { ConfigError, type ConfigIssue } from '../../core/errors.js';
+import { LAYERS, type TableName, displayTable, quoteIdentifier, quoteName, sameLocation, tableParts } from '../../core/naming.js';
+import { alias, and, cast, coalesce, col, desc, fn, gt, lit, over } from '../../spark/plan/expressions.js';
+import { Query, sqlCommand } from '../../spark/plan/query.js';
+import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
+import { tableCatalog } from '../tables.js';
+import type { CatalogRef, Facts, JobContext, JobPlan, Row, Step } from '../template.js';
+
+/**
+ * table-maintenance: compact, rewrite manifests, expire snapshots and remove orphan files of a
+ * tenant's Iceberg tables, OPTIMIZE (ZORDER BY) and VACUUM its Delta tables, by a per-table policy.
+ *
+ * Safety, because every maintenance action deletes or replaces files other jobs use:
+ * - tables are named by layer and name only, resolved to `<catalog>.<tenant>_<layer>.<table>`, and
+ *   must sit at `<storage-root>/<layer>/<table>`: a tenant can only ever maintain its own tables;
+ * - nothing younger than the platform's retention floor (`maintenance.retention-floor-hours`) is
+ *   deleted: a running job (a cdc-silver-merge) reads files and writes files its commit does not
+ *   reference yet; expiring keeps the newest `retain-last` snapshots too;
+ * - compaction and OPTIMIZE rewrite files, never rows: tombstones and every row stay as they were,
+ *   and a conflicting concurrent commit makes one side fail with 75 (retry), never lose a commit;
+ * - the statements are built from validated identifiers (quoted) and validated numbers only: no
+ *   text from the config reaches Spark as SQL (Iceberg's procedures take literal arguments only).
+ */
+
+const TEMPLATE = 'table-maintenance';
+const MAX_HOURS = 87_600;
+/** Iceberg refuses `older_than` under 24 hours for orphan files (unless the server runs with spark.testing). */
+const ORPHAN_MIN_HOURS = 24;
+/** Delta's own VACUUM check; below it the run turns the session's check off (the floor still holds). */
+const DELTA_RETENTION_CHECK_HOURS = 168;
+const DELTA_RETENTION_CHECK = 'spark.databricks.delta.retentionDurationCheck.enabled';
+
+// ---------------------------------------------------------------------------------------------
+// Config schema
+
+const sortField = z
+  .union([
+    columnName(),
+    z.object({ column: columnName(), direction: z.enum(['asc', 'desc']).default('asc'), nulls: z.enum(['first', 'last']).optional() }).strict(),
+  ])
+  .transform((f) => (typeof f === 'string' ? { column: f, direction: 'asc' as const, nulls: undefined } : f));
+
+const duplicates = (columns: string[], ctx: z.RefinementCtx, key: string) =>
+  columns.forEach((c, i) => {
+    if (columns.indexOf(c) !== i) ctx.addIssue({ code: 'custom', path: [key, i], message: `"${c}" appears twice` });
+  });
+
+const compact = z
+  .object({
+    strategy: z.enum(['binpack', 'sort', 'zorder']).default('binpack').describe('binpack (default), sort (Iceberg: by sort-by) or zorder (by zorder-by)'),
+    'sort-by': z
+      .array(sortField)
+      .min(1)
+      .optional()
+      .describe('Iceberg sort strategy: columns, each a name or { column, direction = asc|desc, nulls = first|last }'),
+    'zorder-by': z.array(columnName()).min(1).optional().describe('zorder strategy: the columns (Delta OPTIMIZE ZORDER BY, Iceberg zorder)'),
+    'target-file-size-mb': z.number().int().min(1).max(16_384).optional().describe('Iceberg: the size of the files written'),
+    'min-input-files': z.number().int().min(1).max(100_000).optional().describe('Iceberg: rewrite a group only when it has at least this many files'),
+    'rewrite-all': z.boolean().optional().describe('Iceberg: rewrite every file, whatever its size'),
+  })
+  .strict()
+  .superRefine((c, ctx) => {
+    if (c.strategy === 'sort' && !c['sort-by']) ctx.addIssue({ code: 'custom', path: ['sort-by'], message: 'is required with strategy = sort' });
+    if (c.strategy === 'zorder' && !c['zorder-by']) ctx.addIssue({ code: 'custom', path: ['zorder-by'], message: 'is required with strategy = zorder' });
+    if (c.strategy !== 'sort' && c['sort-by']) ctx.addIssue({ code: 'custom', path: ['sort-by'], message: `needs strategy = sort (it is ${c.strategy})` });
+    if (c.strategy !== 'zorder' && c['zorder-by'])
+      ctx.addIssue({ code: 'custom', path: ['zorder-by'], message: `needs strategy = zorder (it is ${c.strategy})` });
+    duplicates(
+      (c['sort-by'] ?? []).map((f) => f.column),
+      ctx,
+      'sort-by',
+    );
+    duplicates(c['zorder-by'] ?? [], ctx, 'zorder-by');
+  });
+
+const hours = (min: number, why: string) =>
+  z.number().int().min(min, `must be at least ${min} hours (${why})`).max(MAX_HOURS, `must be at most ${MAX_HOURS} hours`);
+
+const tableSpec = z
+  .object({
+    layer: z.enum(LAYERS).describe("the table's layer: the table is <catalog>.<tenant>_<layer>.<table> at <storage-root>/<layer>/<table>"),
+    table: name(),
+    catalog: catalogName().optional().describe("the platform's catalog (default: its default catalog)"),
+    format: z.enum(['iceberg', 'delta']).optional().describe("checked against the catalog's format"),
+    compact: compact.optional().describe('Iceberg rewrite_data_files, Delta OPTIMIZE'),
+    'rewrite-manifests': z.boolean().default(false).describe('Iceberg rewrite_manifests'),
+    'expire-snapshots': z
+      .object({
+        'older-than-hours': hours(0, 'a duration'),
+        'retain-last': z.number().int().min(1).max(10_000).default(5).describe('the newest snapshots always kept, however old'),
+      })
+      .strict()
+      .optional()
+      .describe('Iceberg expire_snapshots: snapshots older than this (and not among the last retain-last) and the files only they reference'),
+    'remove-orphan-files': z
+      .object({ 'older-than-hours': hours(ORPHAN_MIN_HOURS, "Iceberg's own limit: a younger file may belong to a commit in progress") })
+      .strict()
+      .optional()
+      .describe('Iceberg remove_orphan_files: files under the table location no snapshot references, older than this'),
+    vacuum: z
+      .object({ 'retain-hours': hours(0, 'a duration') })
+      .strict()
+      .optional()
+      .describe('Delta VACUUM: files the table no longer references, removed longer ago than this'),
+  })
+  .strict()
+  .refine(
+    (t) => t.compact || t['rewrite-manifests'] || t['expire-snapshots'] || t['remove-orphan-files'] || t.vacuum,
+    'names no maintenance action (compact, rewrite-manifests, expire-snapshots, remove-orphan-files, vacuum)',
+  );
+
+type TableSpec = z.infer<typeof tableSpec>;
+
+const v1 = defineVersion(1, {
+  sections: {
+    'dry-run': z
+      .boolean()
+      .default(false)
+      .describe('measure and list what would be done (orphan files, files VACUUM would delete, snapshots past the retention) and change nothing'),
+    tables: z.array(tableSpec).min(1).max(50),
+  },
+  refine: (c, ctx) => {
+    const seen = new Map<string, number>();
+    c.tables.forEach((t, i) => {
+      const key = `${t.catalog ?? ''}/${t.layer}/${t.table}`;
+      const first = seen.get(key);
+      if (first !== undefined) ctx.addIssue({ code: 'custom', path: ['tables', i], message: `maintains the same table as tables[${first}]` });
+      else seen.set(key, i);
+    });
+  },
+});
+
+export type TableMaintenanceSpec = SpecOf<typeof v1.sections>;
+
+// ---------------------------------------------------------------------------------------------
+// The plan
+
+interface Target {
+  readonly path: string;
+  readonly id: string;
+  readonly spec: TableSpec;
+  readonly catalog: CatalogRef;
+  readonly table: TableName;
+  readonly location: string;
+}
+
+/** A SQL string literal; the values quoted here are validated names, escaped all the same. */
+function sqlString(value: string): string {
+  return `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
+}
+
+/** The table argument of an Iceberg procedure: `namespace`.`table`, resolved inside the procedure's catalog. */
+const procedureTable = (t: TableName) => sqlString(`${quoteIdentifier(t.namespace)}.${quoteIdentifier(t.table)}`);
+const procedure = (t: TableName, name: string, args: string[]) =>
+  `CALL ${quoteIdentifier(t.catalog)}.${quoteIdentifier('system')}.${quoteIdentifier(name)}(${[`table => ${procedureTable(t)}`, ...args].join(', ')})`;
+
+/** A timestamp literal `hours` before `now` (Iceberg's procedures take literal arguments only). */
+const cutoff = (now: number, hours: number) => new Date(now - hours * 3_600_000).toISOString();
+const timestampLiteral = (iso: string) => `TIMESTAMP ${sqlString(iso)}`;
+
+/** Format checks and the retention floor: what only the platform and the catalog tell. */
+function policyIssues(t: Target, floor: number): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  const s = t.spec;
+  const issue = (key: string, message: string) => issues.push({ path: `${t.path}.${key}`, message });
+  const retention = (key: string, value: number) => {
+    if (value < floor)
+      issue(
+        key,
+        `is ${value} hours, below the platform's retention floor of ${floor} hours (maintenance.retention-floor-hours): files and snapshots that young may still be used by running jobs`,
+      );
+  };
+  if (t.catalog.format === 'iceberg') {
+    if (s.vacuum) issue('vacuum', 'is for Delta tables; an Iceberg table uses expire-snapshots and remove-orphan-files');
+  } else {
+    const only = 'is for Iceberg tables; a Delta table uses compact (OPTIMIZE) and vacuum';
+    if (s['rewrite-manifests']) issue('rewrite-manifests', only);
+    if (s['expire-snapshots']) issue('expire-snapshots', only);
+    if (s['remove-orphan-files']) issue('remove-orphan-files', only);
+    if (s.compact?.strategy === 'sort') issue('compact.strategy', 'sort is for Iceberg tables; Delta OPTIMIZE compacts (binpack) or clusters by zorder');
+    for (const key of ['target-file-size-mb', 'min-input-files', 'rewrite-all'] as const)
+      if (s.compact?.[key] !== undefined)
+        issue(`compact.${key}`, "is for Iceberg tables; Delta's OPTIMIZE takes its file sizes from the platform's session settings");
+  }
+  if (s['expire-snapshots']) retention('expire-snapshots.older-than-hours', s['expire-snapshots']['older-than-hours']);
+  if (s['remove-orphan-files']) retention('remove-orphan-files.older-than-hours', s['remove-orphan-files']['older-than-hours']);
+  if (s.vacuum) retention('vacuum.retain-hours', s.vacuum['retain-hours']);
+  return issues;
+}
+
+function plan(ctx: JobContext, spec: TableMaintenanceSpec): JobPlan {
+  const floor = ctx.retentionFloorHours ?? RETENTION_FLOOR_HOURS;
+  const dryRun = spec['dry-run'];
+  // The cut-offs are fixed when the plan is built: `plan` shows the very timestamps a run sends.
+  const now = Date.now();
+  const issues: ConfigIssue[] = [];
+  const targets: Target[] = [];
+  spec.tables.forEach((s, i) => {
+    const path = `tables[${i}]`;
+    let catalog: CatalogRef;
+    try {
+      catalog = tableCatalog(ctx, s.catalog, s.format, path);
+    } catch (e) {
+      if (e instanceof ConfigError) return void issues.push(...e.issues);
+      throw e;
+    }
+    const t: Target = {
+      path,
+      id: `${i}`,
+      spec: s,
+      catalog,
+      table: ctx.tenant.table(catalog.name, s.layer, s.table),
+      location: ctx.tenant.location(s.layer, s.table),
+    };
+    issues.push(...policyIssues(t, floor));
+    targets.push(t);
+  });
+  if (issues.length) throw new ConfigError(issues);
+
+  // Every table is inspected and measured before any is changed: a refusal leaves all of them as they were.
+  const steps: Step[] = [
+    ...targets.map(inspectStep),
+    ...targets.map((t) => measureStep(t, 'before', now)),
+    ...targets.flatMap((t) => (t.catalog.format === 'iceberg' ? icebergActions(t, now, dryRun) : deltaActions(t, dryRun))),
+    ...(dryRun ? [] : targets.map((t) => measureStep(t, 'after', now))),
+  ];
+  const vacuumBelowCheck = targets.some((t) => t.spec.vacuum && t.spec.vacuum['retain-hours'] < DELTA_RETENTION_CHECK_HOURS);
+  // The platform's floor is the check that holds; Delta's fixed 7-day check would refuse a shorter retention the platform allows.
+  return { steps, ...(vacuumBelowCheck ? { sessionConf: { [DELTA_RETENTION_CHECK]: 'false' } } : {}) };
+}
+
+/**
+ * The table exists, at the tenant's layout location, in the expected format, with the columns the
+ * compaction sorts by: otherwise the run stops (78 at the table's config path) before anything is
+ * changed. A table that does not exist stops it with 66.
+ */
+function inspectStep(t: Target): Step {
+  const name = displayTable(t.table);
+  return {
+    kind: 'query',
+    id: `inspect-${t.id}`,
+    title: `Check that ${name} is the tenant's ${t.catalog.format} table at ${t.location}`,
+    query: Query.sql(`DESCRIBE TABLE EXTENDED ${quoteName(tableParts(t.table))}`),
+    interpret: (rows) => {
+      const value = (key: string) => rows.find((r) => r.col_name === key)?.data_type;
+      const location = value('Location');
+      if (typeof location !== 'string' || !sameLocation(location, t.location))
+        return {
+          fail: new ConfigError([
+            {
+              path: `${t.path}.table`,
+              message: `table ${name} is at ${typeof location === 'string' && location ? location : 'a location Spark does not report'}, not at ${t.location} where the tenant's storage layout puts it; nothing was changed`,
+            },
+          ]),
+        };
+      const provider = String(value('Provider') ?? '').toLowerCase();
+      if (provider !== t.catalog.format)
+        return {
+          fail: new ConfigError([
+            { path: `${t.path}.table`, message: `table ${name} is a ${provider || 'non-catalog'} table, not ${t.catalog.format}; nothing was changed` },
+          ]),
+        };
+      const end = rows.findIndex((r) => r.col_name === '' || String(r.col_name).startsWith('#'));
+      const columns = new Set((end < 0 ? rows : rows.slice(0, end)).map((r) => String(r.col_name).toLowerCase()));
+      const c = t.spec.compact;
+      const unknown: ConfigIssue[] = [
+        ...(c?.['sort-by'] ?? []).flatMap((f, j) =>
+          columns.has(f.column.toLowerCase()) ? [] : [{ path: `${t.path}.compact.sort-by[${j}]`, message: `${name} has no column "${f.column}"` }],
+        ),
+        ...(c?.['zorder-by'] ?? []).flatMap((f, j) =>
+          columns.has(f.toLowerCase()) ? [] : [{ path: `${t.path}.compact.zorder-by[${j}]`, message: `${name} has no column "${f}"` }],
+        ),
+      ];
+      return unknown.length ? { fail: new ConfigError(unknown) } : {};
+    },
+  };
+}
+
+/** Files and bytes of the table's current state (and its snapshots), from the table's metadata. */
+function measureStep(t: Target, when: 'before' | 'after', now: number): Step {
+  const name = displayTable(t.table);
+  const parts = tableParts(t.table);
+  let query: Query;
+  if (t.catalog.format === 'iceberg') {
+    const files = Query.table([...parts, 'files']).aggregate(
+      [],
+      [alias(fn('count', lit(1)), 'files'), alias(coalesce(fn('sum', col('file_size_in_bytes')), lit(0)), 'bytes')],
+    );
+    const expire = t.spec['expire-snapshots'];
+    // What expire_snapshots would remove: older than the cut-off and not among the newest retain-last.
+    const expirable = expire
+      ? fn(
+          'count_if',
+          and(gt(col('__rn'), lit(expire['retain-last'])), fn('<', col('committed_at'), cast(lit(cutoff(now, expire['older-than-hours'])), 'timestamp'))),
+        )
+      : lit(0);
+    const snapshots = Query.table([...parts, 'snapshots'])
+      .withColumns([['__rn', over(fn('row_number'), [], [desc(col('committed_at'))])]])
+      .aggregate([], [alias(fn('count', lit(1)), 'snapshots'), alias(expirable, 'expirable')]);
+    query = files.join(snapshots, lit(true), 'inner');
+  } else {
+    query = Query.sql(`DESCRIBE DETAIL ${quoteName(parts)}`).select(alias(col('numFiles'), 'files'), alias(col('sizeInBytes'), 'bytes'));
+  }
+  return {
+    kind: 'query',
+    id: `measure-${when}-${t.id}`,
+    title: `Measure ${name}'s files and bytes ${when} maintenance`,
+    query,
+    interpret: (rows) => {
+      const r = rows[0] ?? {};
+      const metrics: Record<string, number> = { [`files${cap(when)}`]: Number(r.files ?? 0), [`bytes${cap(when)}`]: Number(r.bytes ?? 0) };
+      if (r.snapshots !== undefined) metrics[`snapshots${cap(when)}`] = Number(r.snapshots);
+      if (when === 'before' && t.spec['expire-snapshots']) metrics.snapshotsExpirable = Number(r.expirable ?? 0);
+      return { output: { table: name, format: t.catalog.format, location: t.location, committed: when === 'after', metrics } };
+    },
+  };
+}
+
+const cap = (s: string) => s[0]!.toUpperCase() + s.slice(1);
+
+/** A count from the one row of an earlier query step (0 when absent). */
+const fact = (facts: Facts, step: string) => Number(facts[step]?.[0]?.n ?? 0);
+
+/** Count the rows a read-only statement lists (an orphan dry run, VACUUM DRY RUN) into a metric. */
+function listingStep(t: Target, id: string, title: string, statement: string, metric: string): Step {
+  return {
+    kind: 'query',
+    id,
+    title,
+    query: Query.sql(statement).aggregate([], [alias(fn('count', lit(1)), 'n')]),
+    interpret: (rows: Row[]) => ({ output: { table: displayTable(t.table), format: t.catalog.format, metrics: { [metric]: Number(rows[0]?.n ?? 0) } } }),
+  };
+}
+
+function icebergActions(t: Target, now: number, dryRun: boolean): Step[] {
+  const s = t.spec;
+  const name = displayTable(t.table);
+  const steps: Step[] = [];
+  const command = (id: string, title: string, sql: string, when?: (f: Facts) => boolean): void => {
+    if (!dryRun) steps.push({ kind: 'command', id: `${id}-${t.id}`, title, command: sqlCommand(sql), ...(when ? { when } : {}) });
+  };
+  if (s.compact) {
+    const c = s.compact;
+    const args = [`strategy => ${sqlString(c.strategy === 'binpack' ? 'binpack' : 'sort')}`];
+    if (c.strategy === 'sort') args.push(`sort_order => ${sqlString((c['sort-by'] ?? []).map(sortTerm).join(', '))}`);
+    if (c.strategy === 'zorder') args.push(`sort_order => ${sqlString(`zorder(${(c['zorder-by'] ?? []).map(quoteIdentifier).join(', ')})`)}`);
+    const options: [string, string][] = [];
+    if (c['target-file-size-mb'] !== undefined) options.push(['target-file-size-bytes', String(c['target-file-size-mb'] * 1024 * 1024)]);
+    if (c['min-input-files'] !== undefined) options.push(['min-input-files', String(c['min-input-files'])]);
+    if (c['rewrite-all'] !== undefined) options.push(['rewrite-all', String(c['rewrite-all'])]);
+    if (options.length) args.push(`options => map(${options.flatMap(([k, v]) => [sqlString(k), sqlString(v)]).join(', ')})`);
+    command('compact', `Compact ${name}'s data files (rewrite_data_files, ${c.strategy})`, procedure(t.table, 'rewrite_data_files', args));
+  }
+  if (s['rewrite-manifests']) command('rewrite-manifests', `Rewrite ${name}'s manifests`, procedure(t.table, 'rewrite_manifests', []));
+  const expire = s['expire-snapshots'];
+  if (expire) {
+    const h = expire['older-than-hours'];
+    command(
+      'expire-snapshots',
+      `Expire ${name}'s snapshots older than ${h} hours, keeping the newest ${expire['retain-last']}`,
+      procedure(t.table, 'expire_snapshots', [`older_than => ${timestampLiteral(cutoff(now, h))}`, `retain_last => ${expire['retain-last']}`]),
+    );
+  }
+  const orphans = s['remove-orphan-files'];
+  if (orphans) {
+    const olderThan = `older_than => ${timestampLiteral(cutoff(now, orphans['older-than-hours']))}`;
+    const find = `find-orphans-${t.id}`;
+    steps.push(
+      listingStep(
+        t,
+        find,
+        `List ${name}'s orphan files older than ${orphans['older-than-hours']} hours (a dry run)`,
+        procedure(t.table, 'remove_orphan_files', [olderThan, 'dry_run => true']),
+        'orphanFiles',
+      ),
+    );
+    command(
+      'remove-orphans',
+      `Remove ${name}'s orphan files older than ${orphans['older-than-hours']} hours`,
+      procedure(t.table, 'remove_orphan_files', [olderThan]),
+      (f) => fact(f, find) > 0,
+    );
+  }
+  return steps;
+}
+
+function sortTerm(f: { column: string; direction: 'asc' | 'desc'; nulls?: 'first' | 'last' | undefined }): string {
+  return `${quoteIdentifier(f.column)} ${f.direction.toUpperCase()}${f.nulls ? ` NULLS ${f.nulls.toUpperCase()}` : ''}`;
+}
+
+function deltaActions(t: Target, dryRun: boolean): Step[] {
+  const s = t.spec;
+  const name = displayTable(t.table);
+  const quoted = quoteName(tableParts(t.table));
+  const steps: Step[] = [];
+  if (s.compact && !dryRun) {
+    const zorder = s.compact.strategy === 'zorder' ? ` ZORDER BY (${(s.compact['zorder-by'] ?? []).map(quoteIdentifier).join(', ')})` : '';
+    steps.push({
+      kind: 'command',
+      id: `optimize-${t.id}`,
+      title: `OPTIMIZE ${name}${zorder ? ` (zorder)` : ''}`,
+      command: sqlCommand(`OPTIMIZE ${quoted}${zorder}`),
+    });
+  }
+  if (s.vacuum) {
+    const h = Math.trunc(s.vacuum['retain-hours']);
+    const find = `find-vacuum-${t.id}`;
+    steps.push(
+      listingStep(
+        t,
+        find,
+        `List the files VACUUM would delete from ${name} (retaining ${h} hours)`,
+        `VACUUM ${quoted} RETAIN ${h} HOURS DRY RUN`,
+        'vacuumFiles',
+      ),
+    );
+    if (!dryRun)
+      steps.push({
+        kind: 'command',
+        id: `vacuum-${t.id}`,
+        title: `VACUUM ${name}, retaining ${h} hours`,
+        when: (f) => fact(f, find) > 0,
+        command: sqlCommand(`VACUUM ${quoted} RETAIN ${h} HOURS`),
+      });
+  }
+  return steps;
+}
+
+export const tableMaintenance = defineTemplate({
+  name: TEMPLATE,
+  layer: 'ops',
+  summary:
+    "Maintain a tenant's tables by a per-table policy: Iceberg rewrite_data_files (binpack, sort, zorder), rewrite_manifests, expire_snapshots and remove_orphan_files; Delta OPTIMIZE (ZORDER BY) and VACUUM; retention never below the platform's floor; files and bytes before and after; a dry run.",
+  stability: 'beta',
+  newest: v1,
+  plan,
+});

@@ -50,7 +50,7 @@ function relTree(rel: Rel): Tree {
       return { line: `Table ${name(rel.parts)}${options(rel.options)}` };
     case 'source':
       return {
-        line: `Read ${rel.format}${rel.paths.length ? ` ${rel.paths.join(', ')}` : ''}${rel.schema ? ` schema ${rel.schema}` : ''}${options(rel.options)}`,
+        line: `${rel.streaming ? 'ReadStream' : 'Read'} ${rel.format}${rel.paths.length ? ` ${rel.paths.join(', ')}` : ''}${rel.schema ? ` schema ${rel.schema}` : ''}${options(rel.options)}`,
       };
     case 'range':
       return { line: `Range (${rel.start}, ${rel.end}, step=${rel.step}${rel.partitions === undefined ? '' : `, partitions=${rel.partitions}`})` };
@@ -109,6 +109,11 @@ function cmdTree(cmd: Cmd): Tree {
       };
     case 'createView':
       return { line: `Create${cmd.replace ? 'OrReplace' : ''}TempView ${ident(cmd.name)}`, children: [relTree(cmd.input)] };
+    case 'writeStream':
+      return {
+        line: `WriteStream ${name(cmd.table)} ${cmd.outputMode} trigger=${cmd.trigger}${cmd.queryName ? ` name=${cmd.queryName}` : ''}${options(cmd.options)}`,
+        children: [relTree(cmd.input)],
+      };
   }
 }
 
@@ -276,5 +281,7 @@ export function cmdAccess(cmd: Cmd): { reads: Access[]; writes: Access[] } {
       return { reads: relReads(cmd.source), writes: [{ kind: 'table', table: name(cmd.target) }] };
     case 'createView':
       return { reads: relReads(cmd.input), writes: [] };
+    case 'writeStream':
+      return { reads: relReads(cmd.input), writes: [{ kind: 'table', table: name(cmd.table) }] };
   }
 }

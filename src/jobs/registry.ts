@@ -1,11 +1,12 @@
 import { UsageError } from '../core/errors.js';
 import { closest } from '../core/config/validate.js';
 import { jdbcSnapshotIngest } from './bronze/jdbc-snapshot-ingest.js';
+import { kafkaBronzeIngest } from './bronze/kafka-bronze-ingest.js';
 import { cdcSilverMerge } from './silver/cdc-silver-merge.js';
 import type { JobTemplate, TemplateVersion } from './template.js';
 
 /** The job catalog. */
-export const templates: readonly JobTemplate[] = [jdbcSnapshotIngest, cdcSilverMerge];
+export const templates: readonly JobTemplate[] = [jdbcSnapshotIngest, cdcSilverMerge, kafkaBronzeIngest];
 
 export function findTemplate(name: string): JobTemplate {
   const t = templates.find((x) => x.name === name);

@@ -249,16 +249,19 @@ async function awaitStreamingQuery(
   const answer = await run(compileStreamingQueryCommand(query, 'recentProgress'));
   const r = answer.streamingQueryResult?.resultType;
   const docs = r?.case === 'recentProgress' ? r.value.recentProgressJson : [];
+  opts.logger.info({ streamingQuery: query.id, batches: docs.length, answer: r?.case ?? 'none' }, 'streaming query ended');
   return docs.map(parseProgress).filter((p) => p.numInputRows > 0 || p.sources.length > 0);
 }
 
 function parseProgress(doc: string): StreamProgress {
   const p = JSON.parse(doc) as { batchId?: number; numInputRows?: number; sources?: { description?: string; startOffset?: unknown; endOffset?: unknown; numInputRows?: number }[] };
   const offsets = (o: unknown) => (typeof o === 'string' ? (JSON.parse(o) as unknown) : o);
+  const sources = p.sources ?? [];
   return {
     batchId: Number(p.batchId ?? -1),
-    numInputRows: Number(p.numInputRows ?? 0),
-    sources: (p.sources ?? []).map((s) => ({
+    // Spark's JSON leaves the batch's own count out at times; its sources' counts add up to it.
+    numInputRows: Number(p.numInputRows ?? sources.reduce((n, s) => n + Number(s.numInputRows ?? 0), 0)),
+    sources: sources.map((s) => ({
       description: String(s.description ?? ''),
       ...(s.startOffset === undefined || s.startOffset === null ? {} : { startOffset: offsets(s.startOffset) }),
       ...(s.endOffset === undefined || s.endOffset === null ? {} : { endOffset: offsets(s.endOffset) }),

@@ -56,11 +56,14 @@ const columnType = () =>
   z
     .string()
     .transform((t) => t.trim().toLowerCase().replace(/\s+/g, ''))
-    .refine((t) => {
-      if (SCALAR_TYPES.includes(t)) return true;
-      const m = /^decimal\((\d{1,2}),(\d{1,2})\)$/.exec(t);
-      return m !== null && Number(m[1]) >= 1 && Number(m[1]) <= 38 && Number(m[2]) <= Number(m[1]);
-    }, `must be one of ${SCALAR_TYPES.join(', ')} or decimal(p,s) with 1 <= p <= 38 and s <= p`);
+    .refine(
+      (t) => {
+        if (SCALAR_TYPES.includes(t)) return true;
+        const m = /^decimal\((\d{1,2}),(\d{1,2})\)$/.exec(t);
+        return m !== null && Number(m[1]) >= 1 && Number(m[1]) <= 38 && Number(m[2]) <= Number(m[1]);
+      },
+      `must be one of ${SCALAR_TYPES.join(', ')} or decimal(p,s) with 1 <= p <= 38 and s <= p`,
+    );
 
 const source = z
   .object({
@@ -69,12 +72,14 @@ const source = z
       .array(z.string().regex(KAFKA_TOPIC, 'must be a Kafka topic name (letters, digits, . _ -)'))
       .min(1)
       .optional()
-      .describe("The topics to read; each must be granted to the tenant by the platform. Exactly one of topics and topic-pattern."),
+      .describe('The topics to read; each must be granted to the tenant by the platform. Exactly one of topics and topic-pattern.'),
     'topic-pattern': z
       .string()
       .regex(TOPIC_GLOB, 'must be a topic name glob: topic name characters and * (e.g. acme.orders.*)')
       .optional()
-      .describe('A glob over topic names (* matches any run of topic name characters), also matching topics created later; it must start with a granted prefix.'),
+      .describe(
+        'A glob over topic names (* matches any run of topic name characters), also matching topics created later; it must start with a granted prefix.',
+      ),
     'starting-offsets': z
       .enum(['earliest', 'latest'])
       .default('earliest')
@@ -90,11 +95,14 @@ const source = z
       .boolean()
       .default(true)
       .describe('Fail (65) when offsets the checkpoint expects are gone (retention, a recreated topic); false skips them.'),
-    'value-format': z.enum(['raw', 'json', 'debezium-json']).default('raw').describe('raw: bytes only; json: parse with value-schema; debezium-json: a Debezium change event.'),
+    'value-format': z
+      .enum(['raw', 'json', 'debezium-json'])
+      .default('raw')
+      .describe('raw: bytes only; json: parse with value-schema; debezium-json: a Debezium change event.'),
     'value-schema': z
       .record(columnName(), columnType())
       .optional()
-      .describe('The columns to parse out of the value (json), or of the envelope\'s row (debezium-json): column name -> type.'),
+      .describe("The columns to parse out of the value (json), or of the envelope's row (debezium-json): column name -> type."),
   })
   .strict()
   .superRefine((s, ctx) => {
@@ -260,7 +268,11 @@ function plan(ctx: JobContext, spec: KafkaBronzeIngestSpec): JobPlan {
         configPath: 'target.table',
         create: bronzeRows(empty, spec, stamps)
           .limit(0)
-          .writeTo(parts, 'create', { provider: target.format, partitionBy: [col(SNAPSHOT_DATE)], properties: tableProperties(target.format, bronze.location) }),
+          .writeTo(parts, 'create', {
+            provider: target.format,
+            partitionBy: [col(SNAPSHOT_DATE)],
+            properties: tableProperties(target.format, bronze.location),
+          }),
       },
       {
         kind: 'stream',

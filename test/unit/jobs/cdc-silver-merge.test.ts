@@ -99,7 +99,7 @@ target { table = "orders; DROP TABLE x" }
     const err = await load(valid.replace('"cdc-silver-merge"', '"cdc-silver-merg"')).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as ConfigError).issues).toEqual([
-      { path: 'job.template', message: 'unknown template "cdc-silver-merg"; did you mean "cdc-silver-merge"? (known: jdbc-snapshot-ingest, cdc-silver-merge)' },
+      { path: 'job.template', message: 'unknown template "cdc-silver-merg"; did you mean "cdc-silver-merge"? (known: jdbc-snapshot-ingest, cdc-silver-merge, kafka-bronze-ingest)' },
     ]);
     expect((err as ConfigError).exitCode).toBe(78);
   });

@@ -5,7 +5,7 @@ import { closest } from '../core/config/closest.js';
 import { Secret } from '../core/secrets.js';
 import { tenantContext, type TenantContext } from '../core/tenant.js';
 import { findTemplate, templates } from '../jobs/registry.js';
-import type { CatalogRef, JdbcConnectionRef, JobContext, JobPlan, JobTemplate, TemplateVersion } from '../jobs/template.js';
+import type { CatalogRef, JdbcConnectionRef, KafkaClusterRef, JobContext, JobPlan, JobTemplate, TemplateVersion } from '../jobs/template.js';
 
 /**
  * The one job loader: platform config, job config (+ `--set` overrides) → a validated job, its
@@ -59,6 +59,7 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
     ...(req.logicalDate ? { logicalDate: req.logicalDate } : {}),
     catalog: (name, path) => resolveCatalog(platform, name, path),
     jdbcConnection: (name, path) => resolveJdbcConnection(platform, name, path, req.env),
+    kafkaCluster: (name, path) => resolveKafkaCluster(platform, tenant.id, name, path, req.env),
     inlineJdbcUrls: platform.jdbc['inline-urls'] === 'allow',
     retentionFloorHours: platform.maintenance['retention-floor-hours'],
     secret: (ref, path) => deferredSecret(ref, path, req.env),
@@ -117,6 +118,49 @@ function resolveJdbcConnection(platform: PlatformConfig, name: string, path: str
     ...(c.user === undefined ? {} : { user: c.user }),
     ...(c.driver === undefined ? {} : { driver: c.driver }),
     ...(c.password === undefined ? {} : { password: deferredSecret(c.password, `(platform) jdbc.connections.${name}.password`, env) }),
+  };
+}
+
+function resolveKafkaCluster(
+  platform: PlatformConfig,
+  tenant: string,
+  name: string | undefined,
+  path: string,
+  env: Record<string, string | undefined>,
+): KafkaClusterRef {
+  const clusters = platform.kafka.clusters;
+  const known = Object.keys(clusters);
+  let chosen = name;
+  if (chosen === undefined) {
+    const defaults = known.filter((k) => clusters[k]!.default);
+    chosen = defaults.length === 1 ? defaults[0] : known.length === 1 ? known[0] : undefined;
+    if (chosen === undefined)
+      throw new ConfigError([{ path, message: `is required: the platform config has ${known.length ? `no single default among kafka.clusters (${known.join(', ')})` : 'no kafka.clusters'}` }]);
+  }
+  const c = clusters[chosen];
+  if (!c) throw new ConfigError([{ path, message: `Kafka cluster "${chosen}" is not configured by the platform (kafka.clusters: ${known.join(', ') || 'none'})` }]);
+  const where = `(platform) kafka.clusters.${chosen}`;
+  const grant = c.tenants[tenant];
+  const tls = c.tls;
+  return {
+    name: chosen,
+    bootstrapServers: c['bootstrap-servers'],
+    securityProtocol: c['security-protocol'],
+    ...(c.sasl
+      ? { sasl: { mechanism: c.sasl.mechanism, username: c.sasl.username, password: deferredSecret(c.sasl.password, `${where}.sasl.password`, env) } }
+      : {}),
+    ...(tls
+      ? {
+          tls: {
+            ...(tls['truststore-location'] === undefined ? {} : { truststoreLocation: tls['truststore-location'] }),
+            ...(tls['truststore-type'] === undefined ? {} : { truststoreType: tls['truststore-type'] }),
+            ...(tls['truststore-password'] === undefined
+              ? {}
+              : { truststorePassword: deferredSecret(tls['truststore-password'], `${where}.tls.truststore-password`, env) }),
+          },
+        }
+      : {}),
+    grant: { topics: grant?.topics ?? [], prefixes: grant?.['topic-prefixes'] ?? [] },
   };
 }
 

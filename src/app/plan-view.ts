@@ -34,6 +34,7 @@ function indent(text: string, n = 2): string {
 export function formatStep(step: Step): string {
   switch (step.kind) {
     case 'command':
+    case 'stream':
       return formatCmd(step.command);
     case 'query':
       return formatRel(step.query.rel);
@@ -53,6 +54,8 @@ export function explainableRel(step: Step): Rel | undefined {
       return step.query.rel;
     case 'compareSchemas':
       return step.source.rel;
+    case 'stream':
+      return step.command.input;
     case 'command': {
       const c = step.command;
       return c.kind === 'merge' ? c.source : c.kind === 'sqlCommand' || c.kind === 'extension' ? undefined : c.input;
@@ -73,7 +76,8 @@ export function planAccess(plan: JobPlan): PlanAccess {
   const writes: Access[] = [];
   for (const step of plan.steps) {
     switch (step.kind) {
-      case 'command': {
+      case 'command':
+      case 'stream': {
         const a = cmdAccess(step.command);
         reads.push(...a.reads);
         writes.push(...a.writes);

@@ -1,6 +1,7 @@
 import { UsageError } from '../core/errors.js';
 import { closest } from '../core/config/validate.js';
 import { jdbcSnapshotIngest } from './bronze/jdbc-snapshot-ingest.js';
+import { kafkaBronzeIngest } from './bronze/kafka-bronze-ingest.js';
 import { cdcSilverMerge } from './silver/cdc-silver-merge.js';
 import { goldPublish } from './gold/gold-publish.js';
 import { scd2DimLoad } from './gold/scd2-dim-load.js';
@@ -14,6 +15,7 @@ import type { JobTemplate } from './template.js';
 /** The job catalog, in medallion order: bronze, silver (with the raw vault), gold, then operations. */
 export const templates: readonly JobTemplate[] = [
   jdbcSnapshotIngest,
+  kafkaBronzeIngest,
   cdcSilverMerge,
   dvHub,
   dvLink,

@@ -45,6 +45,11 @@ export interface JobContext {
   catalog(name: string | undefined, path: string): CatalogRef;
   /** A named JDBC connection of the platform config. Throws a ConfigError naming `path` when unknown. */
   jdbcConnection(name: string, path: string): JdbcConnectionRef;
+  /**
+   * A Kafka cluster of the platform config (`kafka.clusters.<name>`, or its default cluster) with
+   * this tenant's topic grant. Throws a ConfigError naming `path` when unknown.
+   */
+  kafkaCluster(name: string | undefined, path: string): KafkaClusterRef;
   /** Whether the platform lets a job config give its own JDBC url (`jdbc.inline-urls`). */
   readonly inlineJdbcUrls: boolean;
   /** The platform's retention floor for table maintenance, in hours (`maintenance.retention-floor-hours`; default 168). */
@@ -66,6 +71,17 @@ export interface TenantAccess {
   /** `catalog.namespace` pairs. */
   readonly readNamespaces: readonly string[];
   readonly readRoots: readonly string[];
+}
+
+export interface KafkaClusterRef {
+  readonly name: string;
+  readonly bootstrapServers: readonly string[];
+  readonly securityProtocol: 'PLAINTEXT' | 'SSL' | 'SASL_PLAINTEXT' | 'SASL_SSL';
+  /** Resolved when the plan runs, like every secret. */
+  readonly sasl?: { readonly mechanism: 'PLAIN' | 'SCRAM-SHA-256' | 'SCRAM-SHA-512'; readonly username: string; readonly password: Secret };
+  readonly tls?: { readonly truststoreLocation?: string; readonly truststoreType?: string; readonly truststorePassword?: Secret };
+  /** What this tenant may read: exact topic names and topic name prefixes (both empty: nothing). */
+  readonly grant: { readonly topics: readonly string[]; readonly prefixes: readonly string[] };
 }
 
 export interface JdbcConnectionRef {
@@ -113,6 +129,16 @@ export function sameColumnType(tableType: string, sourceType: string): boolean {
       .replace(/\binteger\b/g, 'int')
       .replace(/\s+/g, '');
   return norm(tableType) === norm(sourceType);
+}
+
+/**
+ * One micro-batch of a streaming query, from Spark's StreamingQueryProgress (the fields the
+ * templates use). Offsets are the sources' own JSON (Kafka: `{ "<topic>": { "<partition>": <offset> } }`).
+ */
+export interface StreamProgress {
+  readonly batchId: number;
+  readonly numInputRows: number;
+  readonly sources: readonly { readonly description: string; readonly startOffset?: unknown; readonly endOffset?: unknown; readonly numInputRows: number }[];
 }
 
 /** The rows of the query steps that ran before, by step id: what a later step's `when` decides on. */
@@ -165,6 +191,15 @@ export type Step =
    * the missing ones mean (e.g. skip: the selected input is not there yet).
    */
   | (StepBase & { readonly kind: 'probePaths'; readonly paths: readonly string[]; readonly interpret: (missing: string[]) => StepEffect })
+  /**
+   * Run a streaming query (`writeStream`, trigger availableNow) until it ends by itself, then
+   * interpret the progress of its micro-batches. A cancelled run stops the query on the server.
+   */
+  | (StepBase & {
+      readonly kind: 'stream';
+      readonly command: Extract<Cmd, { kind: 'writeStream' }>;
+      readonly interpret: (progress: readonly StreamProgress[]) => StepEffect;
+    })
   /** Run a query and interpret its rows with a pure function; the rows become a fact for later steps. */
   | (StepBase & { readonly kind: 'query'; readonly query: Query; readonly interpret: (rows: Row[]) => StepEffect });
 

@@ -5,13 +5,14 @@ import { CancelledError, ConfigError, DataError, InternalError } from '../core/e
 import { errorClassOf, SparkError } from '../spark/errors.js';
 import { displayTable, quoteName, sameLocation, tableParts } from '../core/naming.js';
 import { col, eq, lit } from '../spark/plan/expressions.js';
-import { type CompiledPlan as Plan, compileCommandPlan, compileRelationPlan } from '../spark/plan/compile.js';
+import { type CompiledPlan as Plan, compileCommandPlan, compileRelationPlan, compileStreamingQueryCommand } from '../spark/plan/compile.js';
 import { Query } from '../spark/plan/query.js';
 import { rows as arrowRows } from '../spark/arrow.js';
 import { type SparkType, structFields } from '../spark/types.js';
+import type { StreamingQueryResult } from '../spark/execution.js';
 import { type PolicySession, PolicyVerdicts, type TenantReadPolicy, checkStepPolicy, commandInputs } from '../spark/policy/index.js';
 import type { Rel } from '../spark/plan/relations.js';
-import { type JobPlan, type OutputReport, type Row, type Step, sameColumnType } from '../jobs/template.js';
+import { type JobPlan, type OutputReport, type Row, type Step, type StepEffect, type StreamProgress, sameColumnType } from '../jobs/template.js';
 
 /**
  * Runs a template's steps, in order, on a Spark Connect session. The only code that sends plans:
@@ -20,7 +21,10 @@ import { type JobPlan, type OutputReport, type Row, type Step, sameColumnType } 
 
 /** What the executor needs from a Spark Connect client. */
 export interface SparkSession extends PolicySession {
-  execute(plan: Plan, opts?: { tags?: string[]; signal?: AbortSignal; operationId?: string }): Promise<{ operationId: string; table?: Table }>;
+  execute(
+    plan: Plan,
+    opts?: { tags?: string[]; signal?: AbortSignal; operationId?: string },
+  ): Promise<{ operationId: string; table?: Table; streamingQuery?: { id: string; runId: string }; streamingQueryResult?: StreamingQueryResult }>;
   readonly analyze: PolicySession['analyze'] & { schema(plan: Plan): Promise<unknown> };
   /** Session settings: the policy's, and a re-read of a bad source file for a better error message. */
   readonly config: PolicySession['config'] & { unset?(keys: readonly string[]): Promise<void> };
@@ -186,15 +190,83 @@ async function runStep(
       const result = await run(compileRelationPlan(step.query.rel, { reveal: true }));
       const rows = result.table ? arrowRows(result.table) : [];
       facts[step.id] = rows;
-      const effect = step.interpret(rows);
-      // A failing check may still report what it measured (gold-publish's expectations): the status shows it.
-      if (effect.output) mergeOutput(report.outputs, effect.output);
-      if (effect.fail) throw effect.fail;
-      if (effect.metrics?.rowsRead) report.metrics.rowsRead += effect.metrics.rowsRead;
-      if (effect.metrics?.rowsWritten) report.metrics.rowsWritten += effect.metrics.rowsWritten;
-      return effect.skip;
+      return applyEffect(step.interpret(rows), report);
+    }
+    case 'stream': {
+      await policyCheck();
+      const started = await run(compileCommandPlan(step.command, { reveal: true }));
+      const query = started.streamingQuery;
+      if (!query) throw new InternalError(`step ${step.id}: the server answered the stream's start without a query id`);
+      opts.logger.info({ step: step.id, streamingQuery: query }, 'streaming query started');
+      const progress = await awaitStreamingQuery(query, opts, run);
+      return applyEffect(step.interpret(progress), report);
     }
   }
+}
+
+function applyEffect(effect: StepEffect, report: ExecutionReport): string | undefined {
+  // A failing check may still report what it measured (gold-publish's expectations): the status shows it.
+  if (effect.output) mergeOutput(report.outputs, effect.output);
+  if (effect.fail) throw effect.fail;
+  if (effect.metrics?.rowsRead) report.metrics.rowsRead += effect.metrics.rowsRead;
+  if (effect.metrics?.rowsWritten) report.metrics.rowsWritten += effect.metrics.rowsWritten;
+  return effect.skip;
+}
+
+/** How long one wait for a streaming query's end may take: well inside a call's answer deadline. */
+const STREAM_WAIT_MS = 30_000;
+
+/**
+ * Wait until a streaming query ends (availableNow ends it once it caught up), then read its
+ * micro-batches' progress. A failed query makes the wait throw the query's error. When the run is
+ * cancelled or the wait fails otherwise, the query is stopped: it must not go on writing after
+ * the run that owns it ended (its checkpoint lets the next run resume where it stopped).
+ */
+async function awaitStreamingQuery(
+  query: { id: string; runId: string },
+  opts: ExecuteOptions,
+  run: (plan: Plan) => ReturnType<SparkSession['execute']>,
+): Promise<StreamProgress[]> {
+  try {
+    for (;;) {
+      const answer = await run(compileStreamingQueryCommand(query, { await: { timeoutMs: STREAM_WAIT_MS } }));
+      const r = answer.streamingQueryResult?.resultType;
+      if (r?.case === 'awaitTermination' && r.value.terminated) break;
+      opts.logger.debug({ streamingQuery: query.id }, 'streaming query still running');
+    }
+  } catch (e) {
+    try {
+      // Bounded: a cancelled run must still end within its grace period, answered or not.
+      const stop = opts.session.execute(compileStreamingQueryCommand(query, 'stop'), { tags: opts.tags });
+      await Promise.race([stop, new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 5 s')), 5_000).unref())]);
+      opts.logger.info({ streamingQuery: query }, 'streaming query stopped');
+    } catch (stopError) {
+      opts.logger.warn({ streamingQuery: query, err: stopError }, 'could not stop the streaming query');
+    }
+    throw e;
+  }
+  const answer = await run(compileStreamingQueryCommand(query, 'recentProgress'));
+  const r = answer.streamingQueryResult?.resultType;
+  const docs = r?.case === 'recentProgress' ? r.value.recentProgressJson : [];
+  opts.logger.info({ streamingQuery: query.id, batches: docs.length, answer: r?.case ?? 'none' }, 'streaming query ended');
+  return docs.map(parseProgress).filter((p) => p.numInputRows > 0 || p.sources.length > 0);
+}
+
+function parseProgress(doc: string): StreamProgress {
+  const p = JSON.parse(doc) as { batchId?: number; numInputRows?: number; sources?: { description?: string; startOffset?: unknown; endOffset?: unknown; numInputRows?: number }[] };
+  const offsets = (o: unknown) => (typeof o === 'string' ? (JSON.parse(o) as unknown) : o);
+  const sources = p.sources ?? [];
+  return {
+    batchId: Number(p.batchId ?? -1),
+    // Spark's JSON leaves the batch's own count out at times; its sources' counts add up to it.
+    numInputRows: Number(p.numInputRows ?? sources.reduce((n, s) => n + Number(s.numInputRows ?? 0), 0)),
+    sources: sources.map((s) => ({
+      description: String(s.description ?? ''),
+      ...(s.startOffset === undefined || s.startOffset === null ? {} : { startOffset: offsets(s.startOffset) }),
+      ...(s.endOffset === undefined || s.endOffset === null ? {} : { endOffset: offsets(s.endOffset) }),
+      numInputRows: Number(s.numInputRows ?? 0),
+    })),
+  };
 }
 
 /**
@@ -218,6 +290,7 @@ export function stepRelations(step: Step, subject: { step: string; configPaths: 
     case 'compareSchemas':
       return [step.source.rel];
     case 'command':
+    case 'stream':
       return commandInputs(step.command, subject);
     case 'ensureTable':
       return commandInputs(step.create, subject);
@@ -234,6 +307,7 @@ export function stepPlan(step: Step, opts: { reveal: boolean }): Plan {
     case 'compareSchemas':
       return compileRelationPlan(step.source.rel, opts);
     case 'command':
+    case 'stream':
       return compileCommandPlan(step.command, opts);
     case 'ensureTable':
       return compileCommandPlan(step.create, opts);

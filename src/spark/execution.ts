@@ -26,6 +26,7 @@ import type {
 } from './proto/gen/spark/connect/base_pb.js';
 import type { Expression_Literal } from './proto/gen/spark/connect/expressions_pb.js';
 import type { Relation } from './proto/gen/spark/connect/relations_pb.js';
+import type { StreamingQueryCommandResult } from './proto/gen/spark/connect/commands_pb.js';
 import type { DataType } from './proto/gen/spark/connect/types_pb.js';
 import type { ServerStream } from './transport.js';
 
@@ -197,6 +198,9 @@ export class Execution implements AsyncIterable<ExecutePlanResponse> {
 // ---------------------------------------------------------------------------------------------
 // Results
 
+/** A streaming query command's answer (status, recent progress, awaited termination), as the server sends it. */
+export type StreamingQueryResult = StreamingQueryCommandResult;
+
 export interface ExecuteSummary {
   operationId: string;
   /** Rows received in Arrow batches. */
@@ -205,6 +209,10 @@ export interface ExecuteSummary {
   schema?: DataType;
   /** The Arrow schema of the first batch. */
   arrowSchema?: Schema;
+  /** The streaming query a `WriteStreamOperationStart` started. */
+  streamingQuery?: { id: string; runId: string };
+  /** What a `StreamingQueryCommand` answered. */
+  streamingQueryResult?: StreamingQueryCommandResult;
   /** An eager SQL command's result relation (e.g. SHOW TABLES rows as a LocalRelation). */
   sqlCommandResult?: Relation;
   metrics?: ExecutePlanResponse_Metrics;
@@ -270,6 +278,12 @@ export class ResultStream implements AsyncIterable<RecordBatch> {
           }
           case 'sqlCommandResult':
             s.sqlCommandResult = r.value.relation;
+            break;
+          case 'writeStreamOperationStartResult':
+            if (r.value.queryId) s.streamingQuery = { id: r.value.queryId.id, runId: r.value.queryId.runId };
+            break;
+          case 'streamingQueryCommandResult':
+            s.streamingQueryResult = r.value;
             break;
           case 'executionProgress':
             this.onProgress?.(r.value);

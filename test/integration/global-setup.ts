@@ -21,6 +21,36 @@ function isRunning(path: string): boolean {
 }
 
 export default function setup(): () => void {
+  const stopKafka = startKafka();
+  const stopSpark = startSpark();
+  return () => {
+    stopSpark();
+    stopKafka();
+  };
+}
+
+/**
+ * The local Kafka broker (scripts/kafka, KAFKA_PORT or 19092) next to Spark, for the Kafka tests:
+ * started here unless running (then reused), stopped after the run unless LAKEHOUSE_KEEP_KAFKA=1.
+ * LAKEHOUSE_KAFKA_BOOTSTRAP, when set, points the tests at another broker.
+ */
+function startKafka(): () => void {
+  if (process.env.LAKEHOUSE_KAFKA_BOOTSTRAP) return () => undefined;
+  const kafka = fileURLToPath(new URL('../../scripts/kafka', import.meta.url));
+  let running = true;
+  try {
+    execFileSync('bash', [kafka, 'status'], { stdio: 'ignore' });
+  } catch {
+    running = false;
+  }
+  const out = execFileSync('bash', [kafka, 'start'], { stdio: ['ignore', 'pipe', 'inherit'], timeout: 600_000 }).toString();
+  process.env.LAKEHOUSE_KAFKA_BOOTSTRAP = out.trim().split('\n').pop();
+  return () => {
+    if (!running && process.env.LAKEHOUSE_KEEP_KAFKA !== '1') execFileSync('bash', [kafka, 'stop'], { stdio: 'inherit' });
+  };
+}
+
+function startSpark(): () => void {
   if (process.env.SPARK_REMOTE) return () => undefined;
   const restRunning = isRunning(restScript);
   execFileSync('bash', [restScript, 'start'], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 600_000 });

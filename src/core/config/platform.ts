@@ -143,6 +143,8 @@ function catalogUriProblem(type: CatalogType, uri: string): string | undefined {
 }
 /** The platform's default retention floor for table maintenance: 7 days (Delta's own default check). */
 export const RETENTION_FLOOR_HOURS = 168;
+/** A Kafka topic name: letters, digits, `.`, `_` and `-`, at most 249 characters (Kafka's own rule). */
+export const KAFKA_TOPIC = /^[A-Za-z0-9._-]{1,249}$/;
 
 export const platformSchema = z
   .object({
@@ -186,6 +188,63 @@ export const platformSchema = z
       })
       .strict()
       .default({ connections: {}, 'inline-urls': 'deny' }),
+    /**
+     * Kafka clusters job configs may read from (kafka-bronze-ingest), by name. Everything that
+     * connects (brokers, security, credentials) is here, never in a job config: a tenant naming its
+     * own brokers or options could read another tenant's topics. `tenants.<id>` grants the topics
+     * a tenant may read: exact names and name prefixes; nothing is granted by default.
+     */
+    kafka: z
+      .object({
+        clusters: z
+          .record(
+            name(),
+            z
+              .object({
+                // A list, or one comma-separated string (which a `${?VAR}` override can replace).
+                'bootstrap-servers': z
+                  .union([z.string().transform((s) => s.split(',').map((x) => x.trim())), z.array(z.string())])
+                  .pipe(z.array(z.string().regex(/^[A-Za-z0-9.-]+:\d{1,5}$/, 'a host:port')).min(1)),
+                default: z.boolean().default(false),
+                'security-protocol': z.enum(['PLAINTEXT', 'SSL', 'SASL_PLAINTEXT', 'SASL_SSL']).default('PLAINTEXT'),
+                sasl: z
+                  .object({ mechanism: z.enum(['PLAIN', 'SCRAM-SHA-256', 'SCRAM-SHA-512']), username: z.string().min(1), password: secretRef })
+                  .strict()
+                  .optional(),
+                tls: z
+                  .object({
+                    // Paths on the Spark server (where the Kafka consumers run).
+                    'truststore-location': z.string().startsWith('/', 'an absolute path on the Spark server').optional(),
+                    'truststore-type': z.enum(['PEM', 'JKS', 'PKCS12']).optional(),
+                    'truststore-password': secretRef.optional(),
+                  })
+                  .strict()
+                  .optional(),
+                tenants: z
+                  .record(
+                    name(),
+                    z
+                      .object({
+                        topics: z.array(z.string().regex(KAFKA_TOPIC, 'a Kafka topic name')).default([]),
+                        'topic-prefixes': z.array(z.string().regex(KAFKA_TOPIC, 'a Kafka topic name prefix')).default([]),
+                      })
+                      .strict(),
+                  )
+                  .default({}),
+              })
+              .strict()
+              .superRefine((c, ctx) => {
+                const sasl = c['security-protocol'].startsWith('SASL_');
+                if (sasl && !c.sasl) ctx.addIssue({ code: 'custom', path: ['sasl'], message: `is required with security-protocol ${c['security-protocol']}` });
+                if (!sasl && c.sasl) ctx.addIssue({ code: 'custom', path: ['sasl'], message: `needs security-protocol SASL_PLAINTEXT or SASL_SSL` });
+                if (c.tls && !c['security-protocol'].endsWith('SSL'))
+                  ctx.addIssue({ code: 'custom', path: ['tls'], message: 'needs security-protocol SSL or SASL_SSL' });
+              }),
+          )
+          .default({}),
+      })
+      .strict()
+      .default({ clusters: {} }),
     /** The environment variables job configs may read with `${VAR}` / `${?VAR}`: none unless listed. */
     'config-env': z.object({ allow: z.array(configEnvName).default([]) }).strict().default({ allow: [] }),
     lineage: lineageSchema.optional(),

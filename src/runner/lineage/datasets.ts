@@ -138,9 +138,9 @@ function relDatasets(rel: Rel, naming: NamingContext, out: Found[]): void {
       for (const p of paths) out.push(pathDataset(p, rel.format, fields));
       return;
     }
+    // A server plugin's relation (`extension`) is opaque here: what it reads is the template's to declare.
     case 'sql':
     case 'range':
-    // A server plugin's relation is opaque here: what it reads is the template's to declare.
     case 'extension':
       return;
     case 'join':

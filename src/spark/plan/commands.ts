@@ -39,7 +39,22 @@ export type Cmd =
     }
   | { readonly kind: 'createView'; readonly input: Rel; readonly name: string; readonly replace: boolean }
   /** A server plugin's command (spark-plugins/). */
-  | ({ readonly kind: 'extension' } & Extension);
+  | ({ readonly kind: 'extension' } & Extension)
+  | {
+      /**
+       * DataStreamWriter.toTable: a Structured Streaming query from a streaming `input` into a
+       * catalog table. Only `availableNow` is offered: the query takes what the source holds when it
+       * starts and then ends by itself, so a job run is bounded. `checkpointLocation` (in options)
+       * is where the query keeps its progress across runs and failures.
+       */
+      readonly kind: 'writeStream';
+      readonly input: Rel;
+      readonly table: readonly string[];
+      readonly trigger: 'availableNow';
+      readonly outputMode: 'append';
+      readonly queryName?: string;
+      readonly options: Readonly<Record<string, string>>;
+    };
 
 export type MergeAction =
   | { readonly action: 'delete'; readonly condition?: Expr }

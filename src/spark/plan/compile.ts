@@ -46,6 +46,26 @@ export function compileCommandPlan(cmd: Cmd, opts: CompileOptions): Plan {
   return create(PlanSchema, { opType: { case: 'command', value: command(cmd, opts) } });
 }
 
+/** What the runner asks of a running streaming query (by its id) of this session. */
+export type StreamingQueryAction = { await: { timeoutMs: number } } | 'recentProgress' | 'stop';
+
+export function compileStreamingQueryCommand(query: { id: string; runId: string }, action: StreamingQueryAction): Plan {
+  const commandCase =
+    action === 'recentProgress'
+      ? ({ case: 'recentProgress', value: true } as const)
+      : action === 'stop'
+        ? ({ case: 'stop', value: true } as const)
+        : ({ case: 'awaitTermination', value: { timeoutMs: BigInt(action.await.timeoutMs) } } as const);
+  return create(PlanSchema, {
+    opType: {
+      case: 'command',
+      value: create(CommandSchema, {
+        commandType: { case: 'streamingQueryCommand', value: { queryId: { id: query.id, runId: query.runId }, command: commandCase } },
+      }),
+    },
+  });
+}
+
 export function relation(rel: Rel, opts: CompileOptions): Relation {
   const r = (x: Rel) => relation(x, opts);
   const e = (x: Expr) => expression(x, opts);
@@ -70,6 +90,7 @@ export function relation(rel: Rel, opts: CompileOptions): Relation {
                 ...(rel.schema === undefined ? {} : { schema: rel.schema }),
               },
             },
+            isStreaming: rel.streaming === true,
           },
         },
       });
@@ -254,6 +275,20 @@ export function command(cmd: Cmd, opts: CompileOptions): Command {
       });
     case 'extension':
       return create(CommandSchema, { commandType: { case: 'extension', value: extension(cmd) } });
+    case 'writeStream':
+      return create(CommandSchema, {
+        commandType: {
+          case: 'writeStreamOperationStart',
+          value: {
+            input: r(cmd.input),
+            options: { ...cmd.options },
+            trigger: { case: 'availableNow', value: true },
+            outputMode: cmd.outputMode,
+            ...(cmd.queryName === undefined ? {} : { queryName: cmd.queryName }),
+            sinkDestination: { case: 'tableName', value: quoteName(cmd.table) },
+          },
+        },
+      });
   }
 }
 

@@ -50,7 +50,7 @@ function relTree(rel: Rel): Tree {
       return { line: `Table ${name(rel.parts)}${options(rel.options)}` };
     case 'source':
       return {
-        line: `Read ${rel.format}${rel.paths.length ? ` ${rel.paths.join(', ')}` : ''}${rel.schema ? ` schema ${rel.schema}` : ''}${options(rel.options)}`,
+        line: `${rel.streaming ? 'ReadStream' : 'Read'} ${rel.format}${rel.paths.length ? ` ${rel.paths.join(', ')}` : ''}${rel.schema ? ` schema ${rel.schema}` : ''}${options(rel.options)}`,
       };
     case 'range':
       return { line: `Range (${rel.start}, ${rel.end}, step=${rel.step}${rel.partitions === undefined ? '' : `, partitions=${rel.partitions}`})` };
@@ -113,6 +113,11 @@ function cmdTree(cmd: Cmd): Tree {
       return { line: `Create${cmd.replace ? 'OrReplace' : ''}TempView ${ident(cmd.name)}`, children: [relTree(cmd.input)] };
     case 'extension':
       return extensionTree(cmd);
+    case 'writeStream':
+      return {
+        line: `WriteStream ${name(cmd.table)} ${cmd.outputMode} trigger=${cmd.trigger}${cmd.queryName ? ` name=${cmd.queryName}` : ''}${options(cmd.options)}`,
+        children: [relTree(cmd.input)],
+      };
   }
 }
 
@@ -289,5 +294,7 @@ export function cmdAccess(cmd: Cmd): { reads: Access[]; writes: Access[] } {
       return { reads: relReads(cmd.input), writes: [] };
     case 'extension':
       return { reads: cmd.reads.map((t) => ({ kind: 'table', table: name(t) })), writes: cmd.writes.map((t) => ({ kind: 'table', table: name(t) })) };
+    case 'writeStream':
+      return { reads: relReads(cmd.input), writes: [{ kind: 'table', table: name(cmd.table) }] };
   }
 }

@@ -39,6 +39,18 @@ export class Query {
     return Query.of({ kind: 'extension', ...freezeExtension(x) });
   }
 
+  /** A streaming source (Structured Streaming), e.g. Kafka topics; written with `writeStreamTo`. */
+  static readStream(format: string, opts: { options?: Record<string, OptionValue>; schema?: string } = {}): Query {
+    return Query.of({
+      kind: 'source',
+      format,
+      paths: Object.freeze([]),
+      options: Object.freeze({ ...(opts.options ?? {}) }),
+      ...(opts.schema === undefined ? {} : { schema: opts.schema }),
+      streaming: true,
+    });
+  }
+
   static range(start: bigint, end: bigint, step = 1n, partitions?: number): Query {
     return Query.of({ kind: 'range', start, end, step, ...(partitions === undefined ? {} : { partitions }) });
   }
@@ -135,6 +147,22 @@ export class Query {
       whenNotMatched: Object.freeze([...(actions.whenNotMatched ?? [])]),
       whenNotMatchedBySource: Object.freeze([...(actions.whenNotMatchedBySource ?? [])]),
       schemaEvolution: actions.schemaEvolution ?? false,
+    });
+  }
+
+  /** Start this streaming query into a catalog table, `availableNow`: it ends when it caught up. */
+  writeStreamTo(
+    table: readonly string[],
+    opts: { checkpointLocation: string; queryName?: string; options?: Record<string, string> },
+  ): Extract<Cmd, { kind: 'writeStream' }> {
+    return Object.freeze({
+      kind: 'writeStream',
+      input: this.rel,
+      table: Object.freeze([...table]),
+      trigger: 'availableNow',
+      outputMode: 'append',
+      ...(opts.queryName === undefined ? {} : { queryName: opts.queryName }),
+      options: Object.freeze({ ...(opts.options ?? {}), checkpointLocation: opts.checkpointLocation }),
     });
   }
 

@@ -10,6 +10,8 @@ export type Rel =
       readonly paths: readonly string[];
       readonly options: Readonly<Record<string, OptionValue>>;
       readonly schema?: string;
+      /** A streaming source (Structured Streaming): only a `writeStream` command can run it. */
+      readonly streaming?: boolean;
     }
   | { readonly kind: 'range'; readonly start: bigint; readonly end: bigint; readonly step: bigint; readonly partitions?: number }
   | { readonly kind: 'filter'; readonly input: Rel; readonly condition: Expr }

@@ -216,6 +216,7 @@ export function commandInputs(cmd: Cmd, subject: PolicySubject): Rel[] {
     case 'write':
     case 'writeV2':
     case 'createView':
+    case 'writeStream':
       return [cmd.input];
     case 'merge':
       // Conditions and assignments are plan nodes built by the template (expressions carry no SQL

@@ -161,6 +161,9 @@ describe('iceberg-zero-copy-append: judging the check', () => {
     secret: () => {
       throw new Error('unused');
     },
+    kafkaCluster: () => {
+      throw new Error('unused');
+    },
     runId: 'r',
   };
   const r = resolve(ctx, {

@@ -63,6 +63,9 @@ const ctx: JobContext = {
   jdbcConnection: () => {
     throw new Error('unused');
   },
+  kafkaCluster: () => {
+    throw new Error('unused');
+  },
   inlineJdbcUrls: false,
   secret: () => {
     throw new Error('unused');

@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file spark/connect/commands.proto.
  */
 export const file_spark_connect_commands: GenFile = /*@__PURE__*/
-  fileDesc("ChxzcGFyay9jb25uZWN0L2NvbW1hbmRzLnByb3RvEg1zcGFyay5jb25uZWN0IoYDCgdDb21tYW5kEjgKD3dyaXRlX29wZXJhdGlvbhgCIAEoCzIdLnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb25IABJKChVjcmVhdGVfZGF0YWZyYW1lX3ZpZXcYAyABKAsyKS5zcGFyay5jb25uZWN0LkNyZWF0ZURhdGFGcmFtZVZpZXdDb21tYW5kSAASPQoSd3JpdGVfb3BlcmF0aW9uX3YyGAQgASgLMh8uc3BhcmsuY29ubmVjdC5Xcml0ZU9wZXJhdGlvblYySAASMAoLc3FsX2NvbW1hbmQYBSABKAsyGS5zcGFyay5jb25uZWN0LlNxbENvbW1hbmRIABJIChhtZXJnZV9pbnRvX3RhYmxlX2NvbW1hbmQYECABKAsyJC5zcGFyay5jb25uZWN0Lk1lcmdlSW50b1RhYmxlQ29tbWFuZEgAEioKCWV4dGVuc2lvbhjnByABKAsyFC5nb29nbGUucHJvdG9idWYuQW55SABCDgoMY29tbWFuZF90eXBlItkDCgpTcWxDb21tYW5kEg8KA3NxbBgBIAEoCUICGAESNQoEYXJncxgCIAMoCzIjLnNwYXJrLmNvbm5lY3QuU3FsQ29tbWFuZC5BcmdzRW50cnlCAhgBEjcKCHBvc19hcmdzGAMgAygLMiEuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uLkxpdGVyYWxCAhgBEkoKD25hbWVkX2FyZ3VtZW50cxgEIAMoCzItLnNwYXJrLmNvbm5lY3QuU3FsQ29tbWFuZC5OYW1lZEFyZ3VtZW50c0VudHJ5QgIYARI0Cg1wb3NfYXJndW1lbnRzGAUgAygLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uQgIYARImCgVpbnB1dBgGIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24aTgoJQXJnc0VudHJ5EgsKA2tleRgBIAEoCRIwCgV2YWx1ZRgCIAEoCzIhLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbi5MaXRlcmFsOgI4ARpQChNOYW1lZEFyZ3VtZW50c0VudHJ5EgsKA2tleRgBIAEoCRIoCgV2YWx1ZRgCIAEoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbjoCOAEidgoaQ3JlYXRlRGF0YUZyYW1lVmlld0NvbW1hbmQSJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEgwKBG5hbWUYAiABKAkSEQoJaXNfZ2xvYmFsGAMgASgIEg8KB3JlcGxhY2UYBCABKAgimgcKDldyaXRlT3BlcmF0aW9uEiYKBWlucHV0GAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhITCgZzb3VyY2UYAiABKAlIAYgBARIOCgRwYXRoGAMgASgJSAASOAoFdGFibGUYBCABKAsyJy5zcGFyay5jb25uZWN0LldyaXRlT3BlcmF0aW9uLlNhdmVUYWJsZUgAEjQKBG1vZGUYBSABKA4yJi5zcGFyay5jb25uZWN0LldyaXRlT3BlcmF0aW9uLlNhdmVNb2RlEhkKEXNvcnRfY29sdW1uX25hbWVzGAYgAygJEhwKFHBhcnRpdGlvbmluZ19jb2x1bW5zGAcgAygJEjkKCWJ1Y2tldF9ieRgIIAEoCzImLnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb24uQnVja2V0QnkSOwoHb3B0aW9ucxgJIAMoCzIqLnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb24uT3B0aW9uc0VudHJ5EhoKEmNsdXN0ZXJpbmdfY29sdW1ucxgKIAMoCRouCgxPcHRpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARrrAQoJU2F2ZVRhYmxlEhIKCnRhYmxlX25hbWUYASABKAkSTAoLc2F2ZV9tZXRob2QYAiABKA4yNy5zcGFyay5jb25uZWN0LldyaXRlT3BlcmF0aW9uLlNhdmVUYWJsZS5UYWJsZVNhdmVNZXRob2QifAoPVGFibGVTYXZlTWV0aG9kEiEKHVRBQkxFX1NBVkVfTUVUSE9EX1VOU1BFQ0lGSUVEEAASIwofVEFCTEVfU0FWRV9NRVRIT0RfU0FWRV9BU19UQUJMRRABEiEKHVRBQkxFX1NBVkVfTUVUSE9EX0lOU0VSVF9JTlRPEAIaPAoIQnVja2V0QnkSGwoTYnVja2V0X2NvbHVtbl9uYW1lcxgBIAMoCRITCgtudW1fYnVja2V0cxgCIAEoBSKJAQoIU2F2ZU1vZGUSGQoVU0FWRV9NT0RFX1VOU1BFQ0lGSUVEEAASFAoQU0FWRV9NT0RFX0FQUEVORBABEhcKE1NBVkVfTU9ERV9PVkVSV1JJVEUQAhIdChlTQVZFX01PREVfRVJST1JfSUZfRVhJU1RTEAMSFAoQU0FWRV9NT0RFX0lHTk9SRRAEQgsKCXNhdmVfdHlwZUIJCgdfc291cmNlIswFChBXcml0ZU9wZXJhdGlvblYyEiYKBWlucHV0GAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhISCgp0YWJsZV9uYW1lGAIgASgJEhUKCHByb3ZpZGVyGAMgASgJSACIAQESNwoUcGFydGl0aW9uaW5nX2NvbHVtbnMYBCADKAsyGS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24SPQoHb3B0aW9ucxgFIAMoCzIsLnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb25WMi5PcHRpb25zRW50cnkSTgoQdGFibGVfcHJvcGVydGllcxgGIAMoCzI0LnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb25WMi5UYWJsZVByb3BlcnRpZXNFbnRyeRIyCgRtb2RlGAcgASgOMiQuc3BhcmsuY29ubmVjdC5Xcml0ZU9wZXJhdGlvblYyLk1vZGUSNgoTb3ZlcndyaXRlX2NvbmRpdGlvbhgIIAEoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbhIaChJjbHVzdGVyaW5nX2NvbHVtbnMYCSADKAkaLgoMT3B0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaNgoUVGFibGVQcm9wZXJ0aWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKfAQoETW9kZRIUChBNT0RFX1VOU1BFQ0lGSUVEEAASDwoLTU9ERV9DUkVBVEUQARISCg5NT0RFX09WRVJXUklURRACEh0KGU1PREVfT1ZFUldSSVRFX1BBUlRJVElPTlMQAxIPCgtNT0RFX0FQUEVORBAEEhAKDE1PREVfUkVQTEFDRRAFEhoKFk1PREVfQ1JFQVRFX09SX1JFUExBQ0UQBkILCglfcHJvdmlkZXIi5QIKFU1lcmdlSW50b1RhYmxlQ29tbWFuZBIZChF0YXJnZXRfdGFibGVfbmFtZRgBIAEoCRIyChFzb3VyY2VfdGFibGVfcGxhbhgCIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24SMgoPbWVyZ2VfY29uZGl0aW9uGAMgASgLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uEjAKDW1hdGNoX2FjdGlvbnMYBCADKAsyGS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24SNgoTbm90X21hdGNoZWRfYWN0aW9ucxgFIAMoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbhJACh1ub3RfbWF0Y2hlZF9ieV9zb3VyY2VfYWN0aW9ucxgGIAMoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbhIdChV3aXRoX3NjaGVtYV9ldm9sdXRpb24YByABKAhiBnByb3RvMw", [file_google_protobuf_any, file_spark_connect_expressions, file_spark_connect_relations]);
+  fileDesc("ChxzcGFyay9jb25uZWN0L2NvbW1hbmRzLnByb3RvEg1zcGFyay5jb25uZWN0IqEECgdDb21tYW5kEjgKD3dyaXRlX29wZXJhdGlvbhgCIAEoCzIdLnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb25IABJKChVjcmVhdGVfZGF0YWZyYW1lX3ZpZXcYAyABKAsyKS5zcGFyay5jb25uZWN0LkNyZWF0ZURhdGFGcmFtZVZpZXdDb21tYW5kSAASPQoSd3JpdGVfb3BlcmF0aW9uX3YyGAQgASgLMh8uc3BhcmsuY29ubmVjdC5Xcml0ZU9wZXJhdGlvblYySAASMAoLc3FsX2NvbW1hbmQYBSABKAsyGS5zcGFyay5jb25uZWN0LlNxbENvbW1hbmRIABJQChx3cml0ZV9zdHJlYW1fb3BlcmF0aW9uX3N0YXJ0GAYgASgLMiguc3BhcmsuY29ubmVjdC5Xcml0ZVN0cmVhbU9wZXJhdGlvblN0YXJ0SAASRwoXc3RyZWFtaW5nX3F1ZXJ5X2NvbW1hbmQYByABKAsyJC5zcGFyay5jb25uZWN0LlN0cmVhbWluZ1F1ZXJ5Q29tbWFuZEgAEkgKGG1lcmdlX2ludG9fdGFibGVfY29tbWFuZBgQIAEoCzIkLnNwYXJrLmNvbm5lY3QuTWVyZ2VJbnRvVGFibGVDb21tYW5kSAASKgoJZXh0ZW5zaW9uGOcHIAEoCzIULmdvb2dsZS5wcm90b2J1Zi5BbnlIAEIOCgxjb21tYW5kX3R5cGUi2QMKClNxbENvbW1hbmQSDwoDc3FsGAEgASgJQgIYARI1CgRhcmdzGAIgAygLMiMuc3BhcmsuY29ubmVjdC5TcWxDb21tYW5kLkFyZ3NFbnRyeUICGAESNwoIcG9zX2FyZ3MYAyADKAsyIS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24uTGl0ZXJhbEICGAESSgoPbmFtZWRfYXJndW1lbnRzGAQgAygLMi0uc3BhcmsuY29ubmVjdC5TcWxDb21tYW5kLk5hbWVkQXJndW1lbnRzRW50cnlCAhgBEjQKDXBvc19hcmd1bWVudHMYBSADKAsyGS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb25CAhgBEiYKBWlucHV0GAYgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhpOCglBcmdzRW50cnkSCwoDa2V5GAEgASgJEjAKBXZhbHVlGAIgASgLMiEuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uLkxpdGVyYWw6AjgBGlAKE05hbWVkQXJndW1lbnRzRW50cnkSCwoDa2V5GAEgASgJEigKBXZhbHVlGAIgASgLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uOgI4ASJ2ChpDcmVhdGVEYXRhRnJhbWVWaWV3Q29tbWFuZBImCgVpbnB1dBgBIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24SDAoEbmFtZRgCIAEoCRIRCglpc19nbG9iYWwYAyABKAgSDwoHcmVwbGFjZRgEIAEoCCKaBwoOV3JpdGVPcGVyYXRpb24SJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEhMKBnNvdXJjZRgCIAEoCUgBiAEBEg4KBHBhdGgYAyABKAlIABI4CgV0YWJsZRgEIAEoCzInLnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb24uU2F2ZVRhYmxlSAASNAoEbW9kZRgFIAEoDjImLnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb24uU2F2ZU1vZGUSGQoRc29ydF9jb2x1bW5fbmFtZXMYBiADKAkSHAoUcGFydGl0aW9uaW5nX2NvbHVtbnMYByADKAkSOQoJYnVja2V0X2J5GAggASgLMiYuc3BhcmsuY29ubmVjdC5Xcml0ZU9wZXJhdGlvbi5CdWNrZXRCeRI7CgdvcHRpb25zGAkgAygLMiouc3BhcmsuY29ubmVjdC5Xcml0ZU9wZXJhdGlvbi5PcHRpb25zRW50cnkSGgoSY2x1c3RlcmluZ19jb2x1bW5zGAogAygJGi4KDE9wdGlvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGusBCglTYXZlVGFibGUSEgoKdGFibGVfbmFtZRgBIAEoCRJMCgtzYXZlX21ldGhvZBgCIAEoDjI3LnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb24uU2F2ZVRhYmxlLlRhYmxlU2F2ZU1ldGhvZCJ8Cg9UYWJsZVNhdmVNZXRob2QSIQodVEFCTEVfU0FWRV9NRVRIT0RfVU5TUEVDSUZJRUQQABIjCh9UQUJMRV9TQVZFX01FVEhPRF9TQVZFX0FTX1RBQkxFEAESIQodVEFCTEVfU0FWRV9NRVRIT0RfSU5TRVJUX0lOVE8QAho8CghCdWNrZXRCeRIbChNidWNrZXRfY29sdW1uX25hbWVzGAEgAygJEhMKC251bV9idWNrZXRzGAIgASgFIokBCghTYXZlTW9kZRIZChVTQVZFX01PREVfVU5TUEVDSUZJRUQQABIUChBTQVZFX01PREVfQVBQRU5EEAESFwoTU0FWRV9NT0RFX09WRVJXUklURRACEh0KGVNBVkVfTU9ERV9FUlJPUl9JRl9FWElTVFMQAxIUChBTQVZFX01PREVfSUdOT1JFEARCCwoJc2F2ZV90eXBlQgkKB19zb3VyY2UizAUKEFdyaXRlT3BlcmF0aW9uVjISJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEhIKCnRhYmxlX25hbWUYAiABKAkSFQoIcHJvdmlkZXIYAyABKAlIAIgBARI3ChRwYXJ0aXRpb25pbmdfY29sdW1ucxgEIAMoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbhI9CgdvcHRpb25zGAUgAygLMiwuc3BhcmsuY29ubmVjdC5Xcml0ZU9wZXJhdGlvblYyLk9wdGlvbnNFbnRyeRJOChB0YWJsZV9wcm9wZXJ0aWVzGAYgAygLMjQuc3BhcmsuY29ubmVjdC5Xcml0ZU9wZXJhdGlvblYyLlRhYmxlUHJvcGVydGllc0VudHJ5EjIKBG1vZGUYByABKA4yJC5zcGFyay5jb25uZWN0LldyaXRlT3BlcmF0aW9uVjIuTW9kZRI2ChNvdmVyd3JpdGVfY29uZGl0aW9uGAggASgLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uEhoKEmNsdXN0ZXJpbmdfY29sdW1ucxgJIAMoCRouCgxPcHRpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARo2ChRUYWJsZVByb3BlcnRpZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIp8BCgRNb2RlEhQKEE1PREVfVU5TUEVDSUZJRUQQABIPCgtNT0RFX0NSRUFURRABEhIKDk1PREVfT1ZFUldSSVRFEAISHQoZTU9ERV9PVkVSV1JJVEVfUEFSVElUSU9OUxADEg8KC01PREVfQVBQRU5EEAQSEAoMTU9ERV9SRVBMQUNFEAUSGgoWTU9ERV9DUkVBVEVfT1JfUkVQTEFDRRAGQgsKCV9wcm92aWRlciLlAgoVTWVyZ2VJbnRvVGFibGVDb21tYW5kEhkKEXRhcmdldF90YWJsZV9uYW1lGAEgASgJEjIKEXNvdXJjZV90YWJsZV9wbGFuGAIgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhIyCg9tZXJnZV9jb25kaXRpb24YAyABKAsyGS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24SMAoNbWF0Y2hfYWN0aW9ucxgEIAMoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbhI2ChNub3RfbWF0Y2hlZF9hY3Rpb25zGAUgAygLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uEkAKHW5vdF9tYXRjaGVkX2J5X3NvdXJjZV9hY3Rpb25zGAYgAygLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uEh0KFXdpdGhfc2NoZW1hX2V2b2x1dGlvbhgHIAEoCCL0AwoZV3JpdGVTdHJlYW1PcGVyYXRpb25TdGFydBImCgVpbnB1dBgBIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24SDgoGZm9ybWF0GAIgASgJEkYKB29wdGlvbnMYAyADKAsyNS5zcGFyay5jb25uZWN0LldyaXRlU3RyZWFtT3BlcmF0aW9uU3RhcnQuT3B0aW9uc0VudHJ5EiEKGXBhcnRpdGlvbmluZ19jb2x1bW5fbmFtZXMYBCADKAkSIgoYcHJvY2Vzc2luZ190aW1lX2ludGVydmFsGAUgASgJSAASFwoNYXZhaWxhYmxlX25vdxgGIAEoCEgAEg4KBG9uY2UYByABKAhIABIoCh5jb250aW51b3VzX2NoZWNrcG9pbnRfaW50ZXJ2YWwYCCABKAlIABITCgtvdXRwdXRfbW9kZRgJIAEoCRISCgpxdWVyeV9uYW1lGAogASgJEg4KBHBhdGgYCyABKAlIARIUCgp0YWJsZV9uYW1lGAwgASgJSAESHwoXY2x1c3RlcmluZ19jb2x1bW5fbmFtZXMYDyADKAkaLgoMT3B0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCQoHdHJpZ2dlckISChBzaW5rX2Rlc3RpbmF0aW9uIq4BCh9Xcml0ZVN0cmVhbU9wZXJhdGlvblN0YXJ0UmVzdWx0EjkKCHF1ZXJ5X2lkGAEgASgLMicuc3BhcmsuY29ubmVjdC5TdHJlYW1pbmdRdWVyeUluc3RhbmNlSWQSDAoEbmFtZRgCIAEoCRIlChhxdWVyeV9zdGFydGVkX2V2ZW50X2pzb24YAyABKAlIAIgBAUIbChlfcXVlcnlfc3RhcnRlZF9ldmVudF9qc29uIjYKGFN0cmVhbWluZ1F1ZXJ5SW5zdGFuY2VJZBIKCgJpZBgBIAEoCRIOCgZydW5faWQYAiABKAki8wMKFVN0cmVhbWluZ1F1ZXJ5Q29tbWFuZBI5CghxdWVyeV9pZBgBIAEoCzInLnNwYXJrLmNvbm5lY3QuU3RyZWFtaW5nUXVlcnlJbnN0YW5jZUlkEhAKBnN0YXR1cxgCIAEoCEgAEhcKDWxhc3RfcHJvZ3Jlc3MYAyABKAhIABIZCg9yZWNlbnRfcHJvZ3Jlc3MYBCABKAhIABIOCgRzdG9wGAUgASgISAASHwoVcHJvY2Vzc19hbGxfYXZhaWxhYmxlGAYgASgISAASRgoHZXhwbGFpbhgHIAEoCzIzLnNwYXJrLmNvbm5lY3QuU3RyZWFtaW5nUXVlcnlDb21tYW5kLkV4cGxhaW5Db21tYW5kSAASEwoJZXhjZXB0aW9uGAggASgISAASWQoRYXdhaXRfdGVybWluYXRpb24YCSABKAsyPC5zcGFyay5jb25uZWN0LlN0cmVhbWluZ1F1ZXJ5Q29tbWFuZC5Bd2FpdFRlcm1pbmF0aW9uQ29tbWFuZEgAGiIKDkV4cGxhaW5Db21tYW5kEhAKCGV4dGVuZGVkGAEgASgIGkEKF0F3YWl0VGVybWluYXRpb25Db21tYW5kEhcKCnRpbWVvdXRfbXMYAiABKANIAIgBAUINCgtfdGltZW91dF9tc0IJCgdjb21tYW5kIqAHChtTdHJlYW1pbmdRdWVyeUNvbW1hbmRSZXN1bHQSOQoIcXVlcnlfaWQYASABKAsyJy5zcGFyay5jb25uZWN0LlN0cmVhbWluZ1F1ZXJ5SW5zdGFuY2VJZBJJCgZzdGF0dXMYAiABKAsyNy5zcGFyay5jb25uZWN0LlN0cmVhbWluZ1F1ZXJ5Q29tbWFuZFJlc3VsdC5TdGF0dXNSZXN1bHRIABJaCg9yZWNlbnRfcHJvZ3Jlc3MYAyABKAsyPy5zcGFyay5jb25uZWN0LlN0cmVhbWluZ1F1ZXJ5Q29tbWFuZFJlc3VsdC5SZWNlbnRQcm9ncmVzc1Jlc3VsdEgAEksKB2V4cGxhaW4YBCABKAsyOC5zcGFyay5jb25uZWN0LlN0cmVhbWluZ1F1ZXJ5Q29tbWFuZFJlc3VsdC5FeHBsYWluUmVzdWx0SAASTwoJZXhjZXB0aW9uGAUgASgLMjouc3BhcmsuY29ubmVjdC5TdHJlYW1pbmdRdWVyeUNvbW1hbmRSZXN1bHQuRXhjZXB0aW9uUmVzdWx0SAASXgoRYXdhaXRfdGVybWluYXRpb24YBiABKAsyQS5zcGFyay5jb25uZWN0LlN0cmVhbWluZ1F1ZXJ5Q29tbWFuZFJlc3VsdC5Bd2FpdFRlcm1pbmF0aW9uUmVzdWx0SAAabwoMU3RhdHVzUmVzdWx0EhYKDnN0YXR1c19tZXNzYWdlGAEgASgJEhkKEWlzX2RhdGFfYXZhaWxhYmxlGAIgASgIEhkKEWlzX3RyaWdnZXJfYWN0aXZlGAMgASgIEhEKCWlzX2FjdGl2ZRgEIAEoCBo0ChRSZWNlbnRQcm9ncmVzc1Jlc3VsdBIcChRyZWNlbnRfcHJvZ3Jlc3NfanNvbhgFIAMoCRofCg1FeHBsYWluUmVzdWx0Eg4KBnJlc3VsdBgBIAEoCRqbAQoPRXhjZXB0aW9uUmVzdWx0Eh4KEWV4Y2VwdGlvbl9tZXNzYWdlGAEgASgJSACIAQESGAoLZXJyb3JfY2xhc3MYAiABKAlIAYgBARIYCgtzdGFja190cmFjZRgDIAEoCUgCiAEBQhQKEl9leGNlcHRpb25fbWVzc2FnZUIOCgxfZXJyb3JfY2xhc3NCDgoMX3N0YWNrX3RyYWNlGiwKFkF3YWl0VGVybWluYXRpb25SZXN1bHQSEgoKdGVybWluYXRlZBgBIAEoCEINCgtyZXN1bHRfdHlwZWIGcHJvdG8z", [file_google_protobuf_any, file_spark_connect_expressions, file_spark_connect_relations]);
 
 /**
  * @generated from message spark.connect.Command
@@ -52,6 +52,18 @@ export type Command = Message<"spark.connect.Command"> & {
      */
     value: SqlCommand;
     case: "sqlCommand";
+  } | {
+    /**
+     * @generated from field: spark.connect.WriteStreamOperationStart write_stream_operation_start = 6;
+     */
+    value: WriteStreamOperationStart;
+    case: "writeStreamOperationStart";
+  } | {
+    /**
+     * @generated from field: spark.connect.StreamingQueryCommand streaming_query_command = 7;
+     */
+    value: StreamingQueryCommand;
+    case: "streamingQueryCommand";
   } | {
     /**
      * @generated from field: spark.connect.MergeIntoTableCommand merge_into_table_command = 16;
@@ -497,4 +509,435 @@ export type MergeIntoTableCommand = Message<"spark.connect.MergeIntoTableCommand
  */
 export const MergeIntoTableCommandSchema: GenMessage<MergeIntoTableCommand> = /*@__PURE__*/
   messageDesc(file_spark_connect_commands, 5);
+
+/**
+ * DataStreamWriter.start / toTable: starts a Structured Streaming query on the server and answers
+ * at once with its id (WriteStreamOperationStartResult); the query runs until it ends or is stopped.
+ *
+ * @generated from message spark.connect.WriteStreamOperationStart
+ */
+export type WriteStreamOperationStart = Message<"spark.connect.WriteStreamOperationStart"> & {
+  /**
+   * A streaming relation (a Read with is_streaming) and what is done to it.
+   *
+   * @generated from field: spark.connect.Relation input = 1;
+   */
+  input?: Relation | undefined;
+
+  /**
+   * @generated from field: string format = 2;
+   */
+  format: string;
+
+  /**
+   * Sink options, among them `checkpointLocation`: where progress is kept across restarts.
+   *
+   * @generated from field: map<string, string> options = 3;
+   */
+  options: { [key: string]: string };
+
+  /**
+   * @generated from field: repeated string partitioning_column_names = 4;
+   */
+  partitioningColumnNames: string[];
+
+  /**
+   * @generated from oneof spark.connect.WriteStreamOperationStart.trigger
+   */
+  trigger: {
+    /**
+     * @generated from field: string processing_time_interval = 5;
+     */
+    value: string;
+    case: "processingTimeInterval";
+  } | {
+    /**
+     * Process what is available when the query starts (in batches), then stop: a bounded run.
+     *
+     * @generated from field: bool available_now = 6;
+     */
+    value: boolean;
+    case: "availableNow";
+  } | {
+    /**
+     * @generated from field: bool once = 7;
+     */
+    value: boolean;
+    case: "once";
+  } | {
+    /**
+     * @generated from field: string continuous_checkpoint_interval = 8;
+     */
+    value: string;
+    case: "continuousCheckpointInterval";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * append | complete | update
+   *
+   * @generated from field: string output_mode = 9;
+   */
+  outputMode: string;
+
+  /**
+   * @generated from field: string query_name = 10;
+   */
+  queryName: string;
+
+  /**
+   * @generated from oneof spark.connect.WriteStreamOperationStart.sink_destination
+   */
+  sinkDestination: {
+    /**
+     * @generated from field: string path = 11;
+     */
+    value: string;
+    case: "path";
+  } | {
+    /**
+     * @generated from field: string table_name = 12;
+     */
+    value: string;
+    case: "tableName";
+  } | { case: undefined; value?: undefined };
+
+  /**
+   * foreach_writer = 13, foreach_batch = 14: user functions, never sent by us.
+   *
+   * @generated from field: repeated string clustering_column_names = 15;
+   */
+  clusteringColumnNames: string[];
+};
+
+/**
+ * Describes the message spark.connect.WriteStreamOperationStart.
+ * Use `create(WriteStreamOperationStartSchema)` to create a new message.
+ */
+export const WriteStreamOperationStartSchema: GenMessage<WriteStreamOperationStart> = /*@__PURE__*/
+  messageDesc(file_spark_connect_commands, 6);
+
+/**
+ * @generated from message spark.connect.WriteStreamOperationStartResult
+ */
+export type WriteStreamOperationStartResult = Message<"spark.connect.WriteStreamOperationStartResult"> & {
+  /**
+   * @generated from field: spark.connect.StreamingQueryInstanceId query_id = 1;
+   */
+  queryId?: StreamingQueryInstanceId | undefined;
+
+  /**
+   * @generated from field: string name = 2;
+   */
+  name: string;
+
+  /**
+   * @generated from field: optional string query_started_event_json = 3;
+   */
+  queryStartedEventJson?: string | undefined;
+};
+
+/**
+ * Describes the message spark.connect.WriteStreamOperationStartResult.
+ * Use `create(WriteStreamOperationStartResultSchema)` to create a new message.
+ */
+export const WriteStreamOperationStartResultSchema: GenMessage<WriteStreamOperationStartResult> = /*@__PURE__*/
+  messageDesc(file_spark_connect_commands, 7);
+
+/**
+ * A streaming query: `id` is kept across restarts from the same checkpoint, `run_id` is this start.
+ *
+ * @generated from message spark.connect.StreamingQueryInstanceId
+ */
+export type StreamingQueryInstanceId = Message<"spark.connect.StreamingQueryInstanceId"> & {
+  /**
+   * @generated from field: string id = 1;
+   */
+  id: string;
+
+  /**
+   * @generated from field: string run_id = 2;
+   */
+  runId: string;
+};
+
+/**
+ * Describes the message spark.connect.StreamingQueryInstanceId.
+ * Use `create(StreamingQueryInstanceIdSchema)` to create a new message.
+ */
+export const StreamingQueryInstanceIdSchema: GenMessage<StreamingQueryInstanceId> = /*@__PURE__*/
+  messageDesc(file_spark_connect_commands, 8);
+
+/**
+ * A question or an order to a running (or ended) streaming query of this session.
+ *
+ * @generated from message spark.connect.StreamingQueryCommand
+ */
+export type StreamingQueryCommand = Message<"spark.connect.StreamingQueryCommand"> & {
+  /**
+   * @generated from field: spark.connect.StreamingQueryInstanceId query_id = 1;
+   */
+  queryId?: StreamingQueryInstanceId | undefined;
+
+  /**
+   * @generated from oneof spark.connect.StreamingQueryCommand.command
+   */
+  command: {
+    /**
+     * @generated from field: bool status = 2;
+     */
+    value: boolean;
+    case: "status";
+  } | {
+    /**
+     * @generated from field: bool last_progress = 3;
+     */
+    value: boolean;
+    case: "lastProgress";
+  } | {
+    /**
+     * @generated from field: bool recent_progress = 4;
+     */
+    value: boolean;
+    case: "recentProgress";
+  } | {
+    /**
+     * @generated from field: bool stop = 5;
+     */
+    value: boolean;
+    case: "stop";
+  } | {
+    /**
+     * @generated from field: bool process_all_available = 6;
+     */
+    value: boolean;
+    case: "processAllAvailable";
+  } | {
+    /**
+     * @generated from field: spark.connect.StreamingQueryCommand.ExplainCommand explain = 7;
+     */
+    value: StreamingQueryCommand_ExplainCommand;
+    case: "explain";
+  } | {
+    /**
+     * The query's failure, if it failed.
+     *
+     * @generated from field: bool exception = 8;
+     */
+    value: boolean;
+    case: "exception";
+  } | {
+    /**
+     * @generated from field: spark.connect.StreamingQueryCommand.AwaitTerminationCommand await_termination = 9;
+     */
+    value: StreamingQueryCommand_AwaitTerminationCommand;
+    case: "awaitTermination";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message spark.connect.StreamingQueryCommand.
+ * Use `create(StreamingQueryCommandSchema)` to create a new message.
+ */
+export const StreamingQueryCommandSchema: GenMessage<StreamingQueryCommand> = /*@__PURE__*/
+  messageDesc(file_spark_connect_commands, 9);
+
+/**
+ * @generated from message spark.connect.StreamingQueryCommand.ExplainCommand
+ */
+export type StreamingQueryCommand_ExplainCommand = Message<"spark.connect.StreamingQueryCommand.ExplainCommand"> & {
+  /**
+   * @generated from field: bool extended = 1;
+   */
+  extended: boolean;
+};
+
+/**
+ * Describes the message spark.connect.StreamingQueryCommand.ExplainCommand.
+ * Use `create(StreamingQueryCommand_ExplainCommandSchema)` to create a new message.
+ */
+export const StreamingQueryCommand_ExplainCommandSchema: GenMessage<StreamingQueryCommand_ExplainCommand> = /*@__PURE__*/
+  messageDesc(file_spark_connect_commands, 9, 0);
+
+/**
+ * @generated from message spark.connect.StreamingQueryCommand.AwaitTerminationCommand
+ */
+export type StreamingQueryCommand_AwaitTerminationCommand = Message<"spark.connect.StreamingQueryCommand.AwaitTerminationCommand"> & {
+  /**
+   * Without it the answer comes only when the query ends.
+   *
+   * @generated from field: optional int64 timeout_ms = 2;
+   */
+  timeoutMs?: bigint | undefined;
+};
+
+/**
+ * Describes the message spark.connect.StreamingQueryCommand.AwaitTerminationCommand.
+ * Use `create(StreamingQueryCommand_AwaitTerminationCommandSchema)` to create a new message.
+ */
+export const StreamingQueryCommand_AwaitTerminationCommandSchema: GenMessage<StreamingQueryCommand_AwaitTerminationCommand> = /*@__PURE__*/
+  messageDesc(file_spark_connect_commands, 9, 1);
+
+/**
+ * @generated from message spark.connect.StreamingQueryCommandResult
+ */
+export type StreamingQueryCommandResult = Message<"spark.connect.StreamingQueryCommandResult"> & {
+  /**
+   * @generated from field: spark.connect.StreamingQueryInstanceId query_id = 1;
+   */
+  queryId?: StreamingQueryInstanceId | undefined;
+
+  /**
+   * @generated from oneof spark.connect.StreamingQueryCommandResult.result_type
+   */
+  resultType: {
+    /**
+     * @generated from field: spark.connect.StreamingQueryCommandResult.StatusResult status = 2;
+     */
+    value: StreamingQueryCommandResult_StatusResult;
+    case: "status";
+  } | {
+    /**
+     * @generated from field: spark.connect.StreamingQueryCommandResult.RecentProgressResult recent_progress = 3;
+     */
+    value: StreamingQueryCommandResult_RecentProgressResult;
+    case: "recentProgress";
+  } | {
+    /**
+     * @generated from field: spark.connect.StreamingQueryCommandResult.ExplainResult explain = 4;
+     */
+    value: StreamingQueryCommandResult_ExplainResult;
+    case: "explain";
+  } | {
+    /**
+     * @generated from field: spark.connect.StreamingQueryCommandResult.ExceptionResult exception = 5;
+     */
+    value: StreamingQueryCommandResult_ExceptionResult;
+    case: "exception";
+  } | {
+    /**
+     * @generated from field: spark.connect.StreamingQueryCommandResult.AwaitTerminationResult await_termination = 6;
+     */
+    value: StreamingQueryCommandResult_AwaitTerminationResult;
+    case: "awaitTermination";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message spark.connect.StreamingQueryCommandResult.
+ * Use `create(StreamingQueryCommandResultSchema)` to create a new message.
+ */
+export const StreamingQueryCommandResultSchema: GenMessage<StreamingQueryCommandResult> = /*@__PURE__*/
+  messageDesc(file_spark_connect_commands, 10);
+
+/**
+ * @generated from message spark.connect.StreamingQueryCommandResult.StatusResult
+ */
+export type StreamingQueryCommandResult_StatusResult = Message<"spark.connect.StreamingQueryCommandResult.StatusResult"> & {
+  /**
+   * @generated from field: string status_message = 1;
+   */
+  statusMessage: string;
+
+  /**
+   * @generated from field: bool is_data_available = 2;
+   */
+  isDataAvailable: boolean;
+
+  /**
+   * @generated from field: bool is_trigger_active = 3;
+   */
+  isTriggerActive: boolean;
+
+  /**
+   * @generated from field: bool is_active = 4;
+   */
+  isActive: boolean;
+};
+
+/**
+ * Describes the message spark.connect.StreamingQueryCommandResult.StatusResult.
+ * Use `create(StreamingQueryCommandResult_StatusResultSchema)` to create a new message.
+ */
+export const StreamingQueryCommandResult_StatusResultSchema: GenMessage<StreamingQueryCommandResult_StatusResult> = /*@__PURE__*/
+  messageDesc(file_spark_connect_commands, 10, 0);
+
+/**
+ * One StreamingQueryProgress JSON document per micro-batch the server still remembers.
+ *
+ * @generated from message spark.connect.StreamingQueryCommandResult.RecentProgressResult
+ */
+export type StreamingQueryCommandResult_RecentProgressResult = Message<"spark.connect.StreamingQueryCommandResult.RecentProgressResult"> & {
+  /**
+   * @generated from field: repeated string recent_progress_json = 5;
+   */
+  recentProgressJson: string[];
+};
+
+/**
+ * Describes the message spark.connect.StreamingQueryCommandResult.RecentProgressResult.
+ * Use `create(StreamingQueryCommandResult_RecentProgressResultSchema)` to create a new message.
+ */
+export const StreamingQueryCommandResult_RecentProgressResultSchema: GenMessage<StreamingQueryCommandResult_RecentProgressResult> = /*@__PURE__*/
+  messageDesc(file_spark_connect_commands, 10, 1);
+
+/**
+ * @generated from message spark.connect.StreamingQueryCommandResult.ExplainResult
+ */
+export type StreamingQueryCommandResult_ExplainResult = Message<"spark.connect.StreamingQueryCommandResult.ExplainResult"> & {
+  /**
+   * @generated from field: string result = 1;
+   */
+  result: string;
+};
+
+/**
+ * Describes the message spark.connect.StreamingQueryCommandResult.ExplainResult.
+ * Use `create(StreamingQueryCommandResult_ExplainResultSchema)` to create a new message.
+ */
+export const StreamingQueryCommandResult_ExplainResultSchema: GenMessage<StreamingQueryCommandResult_ExplainResult> = /*@__PURE__*/
+  messageDesc(file_spark_connect_commands, 10, 2);
+
+/**
+ * @generated from message spark.connect.StreamingQueryCommandResult.ExceptionResult
+ */
+export type StreamingQueryCommandResult_ExceptionResult = Message<"spark.connect.StreamingQueryCommandResult.ExceptionResult"> & {
+  /**
+   * @generated from field: optional string exception_message = 1;
+   */
+  exceptionMessage?: string | undefined;
+
+  /**
+   * @generated from field: optional string error_class = 2;
+   */
+  errorClass?: string | undefined;
+
+  /**
+   * @generated from field: optional string stack_trace = 3;
+   */
+  stackTrace?: string | undefined;
+};
+
+/**
+ * Describes the message spark.connect.StreamingQueryCommandResult.ExceptionResult.
+ * Use `create(StreamingQueryCommandResult_ExceptionResultSchema)` to create a new message.
+ */
+export const StreamingQueryCommandResult_ExceptionResultSchema: GenMessage<StreamingQueryCommandResult_ExceptionResult> = /*@__PURE__*/
+  messageDesc(file_spark_connect_commands, 10, 3);
+
+/**
+ * @generated from message spark.connect.StreamingQueryCommandResult.AwaitTerminationResult
+ */
+export type StreamingQueryCommandResult_AwaitTerminationResult = Message<"spark.connect.StreamingQueryCommandResult.AwaitTerminationResult"> & {
+  /**
+   * @generated from field: bool terminated = 1;
+   */
+  terminated: boolean;
+};
+
+/**
+ * Describes the message spark.connect.StreamingQueryCommandResult.AwaitTerminationResult.
+ * Use `create(StreamingQueryCommandResult_AwaitTerminationResultSchema)` to create a new message.
+ */
+export const StreamingQueryCommandResult_AwaitTerminationResultSchema: GenMessage<StreamingQueryCommandResult_AwaitTerminationResult> = /*@__PURE__*/
+  messageDesc(file_spark_connect_commands, 10, 4);
 

@@ -1,0 +1,87 @@
+// The local stack's Kafka client for tests and demos, run by `scripts/kafka tool` as a single-file
+// Java program on the broker's own jars (kafka-clients, jackson): no other client to install.
+//
+//   KafkaTool <bootstrap> create-topic <name> [partitions]
+//   KafkaTool <bootstrap> produce <topic>    stdin: JSON lines {"key", "value", "partition", "headers": {name: value}}
+//                                            (key/value strings or null); stdout: one JSON line per record,
+//                                            {"topic", "partition", "offset"}, in input order
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.Future;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+public class KafkaTool {
+  public static void main(String[] args) throws Exception {
+    if (args.length < 3) usage();
+    String bootstrap = args[0];
+    switch (args[1]) {
+      case "create-topic" -> createTopic(bootstrap, args[2], args.length > 3 ? Integer.parseInt(args[3]) : 1);
+      case "produce" -> produce(bootstrap, args[2]);
+      default -> usage();
+    }
+  }
+
+  static void usage() {
+    System.err.println("usage: KafkaTool <bootstrap> create-topic <name> [partitions] | produce <topic>");
+    System.exit(2);
+  }
+
+  static void createTopic(String bootstrap, String name, int partitions) throws Exception {
+    Properties p = new Properties();
+    p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    try (Admin admin = Admin.create(p)) {
+      admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1))).all().get();
+    } catch (java.util.concurrent.ExecutionException e) {
+      if (!(e.getCause() instanceof TopicExistsException)) throw e;
+    }
+  }
+
+  static byte[] bytes(JsonNode n) {
+    return n == null || n.isNull() ? null : (n.isTextual() ? n.asText() : n.toString()).getBytes(StandardCharsets.UTF_8);
+  }
+
+  static void produce(String bootstrap, String topic) throws Exception {
+    Properties p = new Properties();
+    p.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    p.put(ProducerConfig.ACKS_CONFIG, "all");
+    p.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, "true");
+    p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+    p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
+    ObjectMapper json = new ObjectMapper();
+    List<Future<RecordMetadata>> sent = new ArrayList<>();
+    try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p);
+        BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
+      String line;
+      while ((line = in.readLine()) != null) {
+        if (line.isBlank()) continue;
+        JsonNode r = json.readTree(line);
+        Integer partition = r.hasNonNull("partition") ? r.get("partition").asInt() : null;
+        ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(topic, partition, bytes(r.get("key")), bytes(r.get("value")));
+        if (r.has("headers")) {
+          for (Map.Entry<String, JsonNode> h : r.get("headers").properties()) record.headers().add(h.getKey(), bytes(h.getValue()));
+        }
+        sent.add(producer.send(record));
+      }
+      producer.flush();
+      for (Future<RecordMetadata> f : sent) {
+        RecordMetadata m = f.get();
+        System.out.println(json.writeValueAsString(Map.of("topic", m.topic(), "partition", m.partition(), "offset", m.offset())));
+      }
+    }
+  }
+}

@@ -1,0 +1,309 @@
+import { z } from 'zod';
+import { ConfigError } from '../../core/errors.js';
+import { COLUMN_PATTERN, type Layer, quoteIdentifier, tableParts } from '../../core/naming.js';
+import { catalogName, columnName, name } from '../../core/config/validate.js';
+import { KAFKA_TOPIC } from '../../core/config/platform.js';
+import { isUnderRoot } from '../../core/tenant.js';
+import { type Expr, alias, cast, coalesce, col, eq, fn, lit } from '../../spark/plan/expressions.js';
+import { Query } from '../../spark/plan/query.js';
+import type { JobContext, JobPlan, StreamProgress } from '../template.js';
+import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
+import { createNamespaceStep, tableProperties } from '../tables.js';
+import { BRONZE_SESSION_CONF, BRONZE_STAMPS, SNAPSHOT_DATE, bronzeOutput, bronzeRef } from '../layers/bronze.js';
+import { TOPIC_GLOB, type TopicSelection, checkGrant, connectionOptions, subscription } from './kafka-source.js';
+
+/**
+ * kafka-bronze-ingest: copy Kafka records into the tenant's bronze Iceberg or Delta table
+ * `<catalog>.<tenant>_bronze.<table>` with Structured Streaming, trigger availableNow: a run takes
+ * what the topics hold when it starts and ends (an Airflow task, not a service).
+ *
+ * Every record keeps its raw key, value, headers, topic, partition, offset and timestamp (the
+ * `_kafka_*` columns), and the bronze stamps. `_snapshot_date` is the UTC date of the record's
+ * Kafka timestamp: a replayed record gets the same row. Values may also be parsed: JSON with a
+ * declared schema, or Debezium's change-event envelope into the row's columns plus `op` and
+ * `_cdc_ts_ms`, the columns cdc-silver-merge v2 resolves.
+ *
+ * Exactly once: the query's checkpoint (`<storage-root>/_checkpoints/<table>`) records the offsets
+ * of each micro-batch before it is written, and Iceberg's and Delta's streaming sinks commit a
+ * batch id at most once; a run killed at any point (runner or Spark server) is resumed by the next
+ * run from the checkpoint, and every offset lands once.
+ */
+
+const TEMPLATE = 'kafka-bronze-ingest';
+
+/** The raw record's columns, as Spark's Kafka source names them, and as bronze names them. */
+export const KAFKA_COLUMNS = [
+  ['key', '_kafka_key'],
+  ['value', '_kafka_value'],
+  ['topic', '_kafka_topic'],
+  ['partition', '_kafka_partition'],
+  ['offset', '_kafka_offset'],
+  ['timestamp', '_kafka_timestamp'],
+  ['timestampType', '_kafka_timestamp_type'],
+  ['headers', '_kafka_headers'],
+] as const;
+
+/** Columns a Debezium envelope adds next to the row's own columns. */
+export const CDC_OP = 'op';
+export const CDC_TS = '_cdc_ts_ms';
+
+/** Names a parsed value column cannot take: they are the template's own. */
+const RESERVED = new Set<string>([...KAFKA_COLUMNS.map(([, b]) => b), ...BRONZE_STAMPS, CDC_OP, CDC_TS]);
+
+const SCALAR_TYPES = ['string', 'boolean', 'int', 'bigint', 'float', 'double', 'date', 'timestamp', 'binary'];
+/** A value column's type: a scalar or decimal(p,s), normalised (it travels inside a schema Spark parses). */
+const columnType = () =>
+  z
+    .string()
+    .transform((t) => t.trim().toLowerCase().replace(/\s+/g, ''))
+    .refine(
+      (t) => {
+        if (SCALAR_TYPES.includes(t)) return true;
+        const m = /^decimal\((\d{1,2}),(\d{1,2})\)$/.exec(t);
+        return m !== null && Number(m[1]) >= 1 && Number(m[1]) <= 38 && Number(m[2]) <= Number(m[1]);
+      },
+      `must be one of ${SCALAR_TYPES.join(', ')} or decimal(p,s) with 1 <= p <= 38 and s <= p`,
+    );
+
+const source = z
+  .object({
+    cluster: name().optional().describe("A Kafka cluster of the platform config (kafka.clusters.<name>); default: the platform's default cluster."),
+    topics: z
+      .array(z.string().regex(KAFKA_TOPIC, 'must be a Kafka topic name (letters, digits, . _ -)'))
+      .min(1)
+      .optional()
+      .describe('The topics to read; each must be granted to the tenant by the platform. Exactly one of topics and topic-pattern.'),
+    'topic-pattern': z
+      .string()
+      .regex(TOPIC_GLOB, 'must be a topic name glob: topic name characters and * (e.g. acme.orders.*)')
+      .optional()
+      .describe(
+        'A glob over topic names (* matches any run of topic name characters), also matching topics created later; it must start with a granted prefix.',
+      ),
+    'starting-offsets': z
+      .enum(['earliest', 'latest'])
+      .default('earliest')
+      .describe('Where the first run starts; later runs resume from the checkpoint whatever this says.'),
+    'max-offsets-per-trigger': z
+      .number()
+      .int()
+      .min(1)
+      .max(100_000_000)
+      .optional()
+      .describe('At most this many records per micro-batch (each batch is one table commit); default: all available in one batch.'),
+    'fail-on-data-loss': z
+      .boolean()
+      .default(true)
+      .describe('Fail (65) when offsets the checkpoint expects are gone (retention, a recreated topic); false skips them.'),
+    'value-format': z
+      .enum(['raw', 'json', 'debezium-json'])
+      .default('raw')
+      .describe('raw: bytes only; json: parse with value-schema; debezium-json: a Debezium change event.'),
+    'value-schema': z
+      .record(columnName(), columnType())
+      .optional()
+      .describe("The columns to parse out of the value (json), or of the envelope's row (debezium-json): column name -> type."),
+  })
+  .strict()
+  .superRefine((s, ctx) => {
+    const issue = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
+    if (s.topics === undefined && s['topic-pattern'] === undefined) issue(['topics'], 'is required (or source.topic-pattern)');
+    if (s.topics !== undefined && s['topic-pattern'] !== undefined) issue(['topic-pattern'], 'cannot be combined with source.topics: give one of them');
+    s.topics?.forEach((t, i) => {
+      if (s.topics!.indexOf(t) !== i) issue(['topics', i], `"${t}" appears twice`);
+    });
+    const schema = s['value-schema'];
+    if (s['value-format'] === 'raw' && schema !== undefined) issue(['value-schema'], 'needs value-format json or debezium-json');
+    if (s['value-format'] !== 'raw' && (schema === undefined || Object.keys(schema).length === 0))
+      issue(['value-schema'], `is required with value-format ${s['value-format']} (the columns to parse)`);
+    const seen = new Set<string>();
+    for (const c of Object.keys(schema ?? {})) {
+      if (RESERVED.has(c.toLowerCase()) || c.toLowerCase().startsWith('_kafka_') || c.toLowerCase().startsWith('_lake_'))
+        issue(['value-schema', c], 'is a column of the template (raw record, bronze stamps, op, _cdc_ts_ms): choose another name');
+      if (seen.has(c.toLowerCase())) issue(['value-schema', c], 'appears twice (column names are case-insensitive)');
+      seen.add(c.toLowerCase());
+    }
+  });
+
+const target = z
+  .object({
+    table: name(),
+    format: z.enum(['iceberg', 'delta']).describe('The bronze table format (a streaming sink needs a table: parquet files are not offered).'),
+    catalog: catalogName().optional().describe("The platform's catalog (default: its default catalog); it must hold tables of this format."),
+  })
+  .strict();
+
+const v1 = defineVersion(1, { sections: { source, target } });
+export type KafkaBronzeIngestSpec = SpecOf<typeof v1.sections>;
+
+/** `<storage-root>/_checkpoints/<table>`: beside the layers, literal and under the tenant's root. */
+export function checkpointLocation(ctx: JobContext, table: string): string {
+  const root = ctx.tenant.storageRoot.replace(/\/+$/, '');
+  const path = `${root}/_checkpoints/${table}`;
+  if (!COLUMN_PATTERN.test(table) || !isUnderRoot(path, [root]) || path === root)
+    throw new ConfigError([{ path: 'target.table', message: `the checkpoint path ${JSON.stringify(path)} is not a literal path under ${root}` }]);
+  return path;
+}
+
+/** Spark's DDL for a struct of the declared columns (names quoted, types validated above). */
+function structDdl(schema: Record<string, string>): string {
+  return Object.entries(schema)
+    .map(([c, t]) => `${quoteIdentifier(c)}: ${t}`)
+    .join(', ');
+}
+
+/**
+ * The parsed columns, taken out of `__value` (the value parsed by `valueStruct`). JSON: the
+ * declared fields. Debezium: the envelope with or without the JSON converter's `schema`/`payload`
+ * wrapper; the row is `after`, or `before` for a delete. A value that does not parse (or a
+ * tombstone, a NULL value) gives NULL columns: bronze still keeps the record raw.
+ */
+function parsedColumns(format: 'json' | 'debezium-json', schema: Record<string, string>): (readonly [string, Expr])[] {
+  const fields = Object.keys(schema);
+  if (format === 'json') return fields.map((f) => [f, col('__value', f)] as const);
+  const either = (...path: string[]) => coalesce(col('__value', 'payload', ...path), col('__value', ...path));
+  const op = either('op');
+  return [
+    ...fields.map((f) => [f, fn('if', eq(op, lit('d')), either('before', f), either('after', f))] as const),
+    [CDC_OP, op] as const,
+    [CDC_TS, coalesce(either('source', 'ts_ms'), either('ts_ms'))] as const,
+  ];
+}
+
+/** The value's struct as Spark parses it: what `__value` holds before the columns are taken out. */
+function valueStruct(format: 'json' | 'debezium-json', schema: Record<string, string>): string {
+  const row = `struct<${structDdl(schema)}>`;
+  if (format === 'json') return row;
+  const envelope = `before: ${row}, after: ${row}, op: string, ts_ms: bigint, source: struct<ts_ms: bigint>`;
+  return `struct<payload: struct<${envelope}>, ${envelope}>`;
+}
+
+/**
+ * Kafka records as bronze rows: the raw columns renamed, the parsed ones, the stamps. The same
+ * function shapes the streaming query and the (empty, batch) query that creates the table, so the
+ * two cannot disagree on a column.
+ */
+export function bronzeRows(records: Query, spec: KafkaBronzeIngestSpec, s: { tenant: string; origin: string }): Query {
+  const format = spec.source['value-format'];
+  const schema = spec.source['value-schema'] ?? {};
+  let rows = records.select(...KAFKA_COLUMNS.map(([from, to]) => alias(col(from), to)));
+  if (format !== 'raw') {
+    rows = rows.withColumns([['__value', fn('from_json', cast(col('_kafka_value'), 'string'), lit(valueStruct(format, schema)))]]);
+    rows = rows.withColumns(parsedColumns(format, schema)).drop('__value');
+  }
+  return rows.withColumns([
+    ['_lake_tenant', lit(s.tenant)],
+    ['_lake_source', lit(s.origin)],
+    ['_lake_ingested_at', fn('current_timestamp')],
+    // The record's own date (UTC), not the run's: a record replayed after a failure gets the same row.
+    [SNAPSHOT_DATE, fn('to_date', fn('to_utc_timestamp', col('_kafka_timestamp'), fn('current_timezone')))],
+  ]);
+}
+
+function selection(spec: KafkaBronzeIngestSpec): TopicSelection {
+  return spec.source.topics !== undefined ? { topics: spec.source.topics } : { pattern: spec.source['topic-pattern']! };
+}
+
+/** Per topic-partition, the highest offset the batches reached (Kafka's end offsets are exclusive). */
+export function endOffsets(progress: readonly StreamProgress[]): Record<string, Record<string, number>> {
+  const out: Record<string, Record<string, number>> = {};
+  for (const p of progress)
+    for (const s of p.sources) {
+      const end = s.endOffset;
+      if (!end || typeof end !== 'object') continue;
+      for (const [topic, parts] of Object.entries(end as Record<string, Record<string, number>>))
+        for (const [partition, offset] of Object.entries(parts ?? {})) {
+          const t = (out[topic] ??= {});
+          t[partition] = Math.max(t[partition] ?? 0, Number(offset));
+        }
+    }
+  return out;
+}
+
+function plan(ctx: JobContext, spec: KafkaBronzeIngestSpec): JobPlan {
+  const { source, target } = spec;
+  const cluster = ctx.kafkaCluster(source.cluster, 'source.cluster');
+  const topics = selection(spec);
+  checkGrant(topics, cluster);
+
+  const bronze = bronzeRef(ctx, target, 'target');
+  if (bronze.kind !== 'table') throw new ConfigError([{ path: 'target.format', message: 'must be iceberg or delta' }]);
+  const parts = tableParts(bronze.table);
+  const checkpoint = checkpointLocation(ctx, target.table);
+  const origin = `kafka:${cluster.name}/${'topics' in topics ? topics.topics.join(',') : topics.pattern}`;
+  const connection = connectionOptions(cluster);
+  const stamps = { tenant: ctx.tenant.id, origin };
+
+  const stream = Query.readStream('kafka', {
+    options: {
+      ...connection,
+      ...subscription(topics),
+      startingOffsets: source['starting-offsets'],
+      failOnDataLoss: String(source['fail-on-data-loss']),
+      includeHeaders: 'true',
+      ...(source['max-offsets-per-trigger'] !== undefined ? { maxOffsetsPerTrigger: String(source['max-offsets-per-trigger']) } : {}),
+    },
+  });
+  // The table is created from the same shape over a batch read that selects no record.
+  const empty = Query.read('kafka', {
+    options: { ...connection, ...subscription(topics), startingOffsets: 'earliest', endingOffsets: 'latest', includeHeaders: 'true' },
+  });
+  const output = bronzeOutput(bronze);
+  const layer: Layer = 'bronze';
+
+  return {
+    sessionConf: {
+      ...BRONZE_SESSION_CONF,
+      // Every micro-batch's progress is kept for the run's metrics (Spark keeps 100 by default).
+      'spark.sql.streaming.numRecentProgressUpdates': '100000',
+    },
+    steps: [
+      createNamespaceStep(bronze.table),
+      {
+        kind: 'ensureTable',
+        id: 'create-table',
+        title: `Create ${bronze.name} at ${bronze.location} if missing`,
+        table: bronze.table,
+        location: bronze.location,
+        configPath: 'target.table',
+        create: bronzeRows(empty, spec, stamps)
+          .limit(0)
+          .writeTo(parts, 'create', {
+            provider: target.format,
+            partitionBy: [col(SNAPSHOT_DATE)],
+            properties: tableProperties(target.format, bronze.location),
+          }),
+      },
+      {
+        kind: 'stream',
+        id: 'ingest',
+        title: `Stream ${origin} into ${bronze.name} until caught up (checkpoint ${checkpoint})`,
+        command: bronzeRows(stream, spec, stamps).writeStreamTo(parts, {
+          checkpointLocation: checkpoint,
+          queryName: `${TEMPLATE}.${ctx.tenant.id}.${layer}.${target.table}`.replace(/[^A-Za-z0-9_.-]/g, '_'),
+          // Iceberg's writers expect rows clustered by partition unless fanout is on; streaming
+          // micro-batches are not sorted for them.
+          ...(target.format === 'iceberg' ? { options: { 'fanout-enabled': 'true' } } : {}),
+        }),
+        interpret: (progress) => {
+          const rows = progress.reduce((n, p) => n + p.numInputRows, 0);
+          if (rows === 0) return { skip: `no new records in ${origin}: nothing written to ${bronze.name}` };
+          return {
+            output: { ...output, metrics: { rowsWritten: rows, batches: progress.filter((p) => p.numInputRows > 0).length } },
+            metrics: { rowsRead: rows, rowsWritten: rows },
+          };
+        },
+      },
+    ],
+  };
+}
+
+export const kafkaBronzeIngest = defineTemplate({
+  name: TEMPLATE,
+  layer: 'bronze',
+  summary:
+    "Copy Kafka topics (the tenant's granted topics) into a bronze Iceberg or Delta table with Structured Streaming (availableNow): raw key, value, headers and offsets, optionally parsed JSON or Debezium events; every offset lands exactly once.",
+  stability: 'experimental',
+  newest: v1,
+  plan,
+});

@@ -1,0 +1,107 @@
+import { ConfigError, type ConfigIssue } from '../../core/errors.js';
+import { Secret, registerSecretValue } from '../../core/secrets.js';
+import type { OptionValue } from '../../spark/plan/relations.js';
+import type { KafkaClusterRef } from '../template.js';
+
+/**
+ * What a Kafka source may read and how Spark connects to it. The connection (brokers, security,
+ * credentials) is the platform's alone; a tenant's config only names topics, and those must lie
+ * inside the tenant's grant (`kafka.clusters.<name>.tenants.<id>`): a topic outside it is a
+ * config error (78) before anything reaches Spark.
+ */
+
+/** Topics a job reads: a list of names, or one glob (`acme.orders.*`) over topic names. */
+export type TopicSelection = { readonly topics: readonly string[] } | { readonly pattern: string };
+
+/** A topic glob: topic name characters and `*` (any run of topic name characters). */
+export const TOPIC_GLOB = /^[A-Za-z0-9._*-]{1,249}$/;
+
+/**
+ * The Java regex Spark's `subscribePattern` gets for a glob. Built here, never taken from config:
+ * `*` can only match topic name characters, and Kafka matches the whole name, so every topic it
+ * matches starts with the glob's literal prefix (what the grant is checked against).
+ */
+export function globToJavaRegex(glob: string): string {
+  return glob
+    .split('*')
+    .map((literal) => literal.replace(/[.-]/g, (c) => `\\${c}`))
+    .join('[A-Za-z0-9._-]*');
+}
+
+/** The problems of a selection under a grant, with the config paths they belong to (none: granted). */
+export function grantIssues(selection: TopicSelection, grant: KafkaClusterRef['grant'], cluster: string): ConfigIssue[] {
+  const granted = (topic: string) => grant.topics.includes(topic) || grant.prefixes.some((p) => topic.startsWith(p));
+  const what = `the topics granted to this tenant on Kafka cluster "${cluster}"`;
+  if ('topics' in selection)
+    return selection.topics.flatMap((t, i) =>
+      granted(t) ? [] : [{ path: `source.topics[${i}]`, message: `"${t}" is not among ${what} (ask the platform team for a grant)` }],
+    );
+  // A glob is granted when everything it can match is: its literal prefix lies under a granted prefix.
+  const literal = selection.pattern.split('*')[0]!;
+  const ok = selection.pattern.includes('*') ? grant.prefixes.some((p) => literal.startsWith(p)) : granted(selection.pattern);
+  return ok
+    ? []
+    : [
+        {
+          path: 'source.topic-pattern',
+          message: `"${selection.pattern}" can match topics outside ${what}: it must start with a granted prefix (${grant.prefixes.join(', ') || 'none granted'})`,
+        },
+      ];
+}
+
+/** Refuse a selection outside the grant (78, every offending path named). */
+export function checkGrant(selection: TopicSelection, cluster: KafkaClusterRef): void {
+  const issues = grantIssues(selection, cluster.grant, cluster.name);
+  if (issues.length) throw new ConfigError(issues);
+}
+
+/** A JAAS string literal: backslashes and quotes escaped. */
+const jaasQuoted = (s: string) => `"${s.replace(/\\/g, '\\\\').replace(/"/g, '\\"')}"`;
+
+const LOGIN_MODULES = {
+  PLAIN: 'org.apache.kafka.common.security.plain.PlainLoginModule',
+  'SCRAM-SHA-256': 'org.apache.kafka.common.security.scram.ScramLoginModule',
+  'SCRAM-SHA-512': 'org.apache.kafka.common.security.scram.ScramLoginModule',
+} as const;
+
+/**
+ * The JAAS line carrying the SASL password: a secret itself, composed only when revealed (when
+ * the plan is sent), and registered for scrubbing in its composed form too.
+ */
+class JaasConfig extends Secret {
+  readonly #build: () => string;
+  constructor(build: () => string) {
+    super('');
+    this.#build = build;
+  }
+  override reveal(): string {
+    const value = this.#build();
+    registerSecretValue(value);
+    return value;
+  }
+}
+
+/** Spark's Kafka source options for a cluster: `kafka.*` consumer settings from the platform only. */
+export function connectionOptions(cluster: KafkaClusterRef): Record<string, OptionValue> {
+  const options: Record<string, OptionValue> = {
+    'kafka.bootstrap.servers': cluster.bootstrapServers.join(','),
+    'kafka.security.protocol': cluster.securityProtocol,
+  };
+  const { sasl, tls } = cluster;
+  if (sasl) {
+    options['kafka.sasl.mechanism'] = sasl.mechanism;
+    const jaas = new JaasConfig(
+      () => `${LOGIN_MODULES[sasl.mechanism]} required username=${jaasQuoted(sasl.username)} password=${jaasQuoted(sasl.password.reveal())};`,
+    );
+    options['kafka.sasl.jaas.config'] = { secret: jaas };
+  }
+  if (tls?.truststoreLocation !== undefined) options['kafka.ssl.truststore.location'] = tls.truststoreLocation;
+  if (tls?.truststoreType !== undefined) options['kafka.ssl.truststore.type'] = tls.truststoreType;
+  if (tls?.truststorePassword !== undefined) options['kafka.ssl.truststore.password'] = { secret: tls.truststorePassword };
+  return options;
+}
+
+/** `subscribe` or `subscribePattern`, from a granted selection. */
+export function subscription(selection: TopicSelection): Record<string, string> {
+  return 'topics' in selection ? { subscribe: selection.topics.join(',') } : { subscribePattern: globToJavaRegex(selection.pattern) };
+}

@@ -1,0 +1,270 @@
+import { execFileSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { tempFiles } from '../../support/files.js';
+import { type RecordId, createTopic, kafkaBootstrap, produce, recordKey } from '../../support/kafka.js';
+import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, repoRoot, runCli, spawnCli } from '../../support/stack.js';
+
+/**
+ * kafka-bronze-ingest against the real local broker (scripts/kafka) and Spark Connect: records
+ * produced with kafka-clients, read back by PyIceberg and delta-rs (not by Spark), every offset
+ * checked by (topic, partition, offset). The kill tests end a run mid-stream (the runner by
+ * SIGKILL, the Spark server by SIGKILL of its process group) and check that the next run lands
+ * every offset exactly once.
+ */
+
+const tenant = freshTenant();
+const LONG = 1_500_000;
+let dir: string;
+
+const platform = () => `
+catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }
+tenants { ${tenant.id} { storage-roots = ["${tenant.root}"] } }
+kafka.clusters.local {
+  bootstrap-servers = "${kafkaBootstrap()}"
+  tenants { ${tenant.id} { topic-prefixes = ["${tenant.id}."] } }
+}
+`;
+
+const job = (source: string, target: string) => `
+job    { template = "kafka-bronze-ingest", schema-version = 1, name = "it-kafka" }
+tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
+source { ${source} }
+target { ${target} }
+`;
+
+let n = 0;
+function files(config: string): string {
+  const path = join(dir, `job-${++n}.conf`);
+  writeFileSync(path, config);
+  return path;
+}
+
+async function run(config: string, extra: string[] = []) {
+  const statusFile = join(dir, `status-${++n}.json`);
+  const r = await runCli(['--config', files(config), '--env', join(dir, 'platform.conf'), '--remote', remote(), '--status-file', statusFile, ...extra]);
+  return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
+}
+
+const keys = (ids: readonly RecordId[]) => ids.map(recordKey).sort();
+/** Every landed offset, duplicates kept: exactly once means equal to the produced list. */
+const landed = (rows: Record<string, unknown>[]) => rows.map(recordKey).sort();
+
+function debezium(id: number, op: 'c' | 'u' | 'd', status: string, ts: number, wrapped = false) {
+  const row = { id, customer: `c${id}`, status, amount: 10.5 + id };
+  const event = { before: op === 'c' ? null : row, after: op === 'd' ? null : row, op, ts_ms: ts, source: { ts_ms: ts } };
+  return { key: JSON.stringify({ id }), partition: id % 2, value: wrapped ? { schema: {}, payload: event } : event };
+}
+
+beforeAll(() => {
+  dir = tempFiles({ 'platform.conf': platform() });
+});
+
+describe('kafka-bronze-ingest into Iceberg, then cdc-silver-merge (the documented chain)', () => {
+  const topic = `${tenant.id}.orders`;
+  const source = `topics = ["${topic}"], value-format = debezium-json, value-schema { id = bigint, customer = string, status = string, amount = "decimal(12,2)" }`;
+  const target = 'table = "orders_events", format = iceberg, catalog = "lake"';
+
+  it(
+    'lands every record once with its raw columns and the parsed event; a rerun with nothing new skips (99); silver holds the latest state',
+    async () => {
+      createTopic(topic, 2);
+      const produced = produce(topic, [
+        { ...debezium(1, 'c', 'NEW', 1000), headers: { trace: 'abc' } },
+        debezium(2, 'c', 'NEW', 1100, true),
+        debezium(1, 'u', 'PAID', 1200),
+        debezium(2, 'd', 'NEW', 1300),
+        { key: JSON.stringify({ id: 2 }), partition: 0, value: null }, // Debezium's tombstone after a delete
+        debezium(3, 'c', 'NEW', 1400),
+      ]);
+      const first = await run(job(source, target));
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.status.outputs[0]).toMatchObject({ table: `lake.${tenant.id}_bronze.orders_events`, format: 'iceberg', metrics: { rowsWritten: 6 } });
+
+      const rows = readIcebergWithPyIceberg(`${tenant.id}_bronze`, 'orders_events');
+      expect(landed(rows)).toEqual(keys(produced));
+      const created = rows.find((r) => r._kafka_partition === 1 && r._kafka_offset === 0)!;
+      expect(created).toMatchObject({
+        id: 1,
+        customer: 'c1',
+        status: 'NEW',
+        op: 'c',
+        _cdc_ts_ms: 1000,
+        _lake_tenant: tenant.id,
+        _lake_source: `kafka:local/${topic}`,
+      });
+      expect(JSON.stringify(created._kafka_headers)).toContain('trace');
+      expect(rows.find((r) => r.op === 'd')).toMatchObject({ id: 2, status: 'NEW' }); // a delete's row is its before image
+      expect(rows.filter((r) => r._kafka_value === null)).toHaveLength(1); // the tombstone, kept raw
+
+      const again = await run(job(source, target));
+      expect(again.code, again.stderr).toBe(99);
+      expect(landed(readIcebergWithPyIceberg(`${tenant.id}_bronze`, 'orders_events'))).toEqual(keys(produced));
+
+      const silver = await run(`
+job    { template = "cdc-silver-merge", schema-version = 2, name = "it-kafka-silver" }
+tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
+source { table = "orders_events", format = iceberg, catalog = "lake", where = "op IS NOT NULL" }
+cdc { primary-key = ["id"], sequence-by = ["_cdc_ts_ms", "_kafka_offset"], delete-when = "op = 'd'" }
+columns { include = ["id", "customer", "status", "amount"] }
+target { table = "orders", format = iceberg, catalog = "lake" }
+`);
+      expect(silver.code, silver.stderr).toBe(0);
+      const state = readIcebergWithPyIceberg(`${tenant.id}_silver`, 'orders')
+        .map((r) => ({ id: Number(r.id), status: r.status }))
+        .sort((a, b) => a.id - b.id);
+      expect(state).toEqual([
+        { id: 1, status: 'PAID' },
+        { id: 3, status: 'NEW' },
+      ]);
+    },
+    LONG,
+  );
+});
+
+describe('kafka-bronze-ingest into Delta, by topic glob, raw values', () => {
+  it(
+    'lands the records of every matching topic, read back by delta-rs',
+    async () => {
+      const a = `${tenant.id}.events.a`;
+      const b = `${tenant.id}.events.b`;
+      createTopic(a, 1);
+      createTopic(b, 3);
+      const produced = [
+        ...produce(a, [{ key: 'k1', value: 'plain text' }, { value: { n: 1 } }]),
+        ...produce(
+          b,
+          [0, 1, 2, 0, 1].map((p, i) => ({ key: `k${i}`, value: `v${i}`, partition: p })),
+        ),
+      ];
+      const r = await run(
+        job(`topic-pattern = "${tenant.id}.events.*", max-offsets-per-trigger = 3`, 'table = "events", format = delta, catalog = "spark_catalog"'),
+      );
+      expect(r.code, r.stderr).toBe(0);
+      expect(r.status.outputs[0].metrics.batches).toBeGreaterThanOrEqual(3); // 7 records, at most 3 per micro-batch
+      const rows = readDeltaWithDeltaRs(`${tenant.root}/bronze/events`);
+      expect(landed(rows)).toEqual(keys(produced));
+    },
+    LONG,
+  );
+});
+
+describe('kafka-bronze-ingest refusals on a live stack', () => {
+  it('a topic of another tenant: 78 at its path, nothing sent to Spark, no table created', async () => {
+    const r = await run(job('topics = ["globex.orders"]', 'table = "refused", format = iceberg, catalog = "lake"'));
+    expect(r.code).toBe(78);
+    expect(r.status.error.issues.map((i: { path: string }) => i.path)).toEqual(['source.topics[0]']);
+    expect(r.status.spark?.operationIds ?? []).toEqual([]);
+    expect(() => readIcebergWithPyIceberg(`${tenant.id}_bronze`, 'refused')).toThrow();
+  });
+
+  it('brokers given by the tenant: 78, the config cannot name them', async () => {
+    const r = await run(job(`topics = ["${tenant.id}.orders"], "kafka.bootstrap.servers" = "127.0.0.1:1"`, 'table = "x", format = iceberg'));
+    expect(r.code).toBe(78);
+    expect(JSON.stringify(r.status.error)).toContain('kafka.bootstrap.servers');
+  });
+});
+
+/** Wait until `check` holds (polling), or fail after `ms`. */
+async function until(check: () => boolean, ms: number, what: string): Promise<void> {
+  const end = Date.now() + ms;
+  while (Date.now() < end) {
+    if (check()) return;
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+describe('exactly once across failures', () => {
+  const many = (n: number, partitions: number) => Array.from({ length: n }, (_, i) => ({ key: `k${i}`, value: { i }, partition: i % partitions }));
+
+  it(
+    'the runner killed (SIGKILL) mid-stream: the next run lands every offset exactly once',
+    async () => {
+      const topic = `${tenant.id}.kill.runner`;
+      createTopic(topic, 2);
+      const produced = produce(topic, many(60, 2));
+      const config = job(`topics = ["${topic}"], max-offsets-per-trigger = 6`, 'table = "kill_runner", format = iceberg, catalog = "lake"');
+      const path = files(config);
+      const { child, done } = spawnCli(['--config', path, '--env', join(dir, 'platform.conf'), '--remote', remote(), '--log-level', 'info']);
+      let log = '';
+      child.stderr!.on('data', (b: Buffer) => (log += b.toString()));
+      await until(() => log.includes('streaming query started'), 900_000, 'the stream to start');
+      // Let at least one micro-batch commit, then kill the runner without a chance to clean up.
+      const checkpoint = join(tenant.root.replace(/^file:\/\//, ''), '_checkpoints/kill_runner/commits');
+      await until(
+        () => {
+          try {
+            return execFileSync('ls', [checkpoint]).toString().trim() !== '';
+          } catch {
+            return false;
+          }
+        },
+        900_000,
+        'a committed micro-batch',
+      );
+      child.kill('SIGKILL');
+      await done;
+
+      const rerun = await run(config);
+      expect([0, 99], rerun.stderr).toContain(rerun.code);
+      expect(landed(readIcebergWithPyIceberg(`${tenant.id}_bronze`, 'kill_runner'))).toEqual(keys(produced));
+    },
+    LONG,
+  );
+
+  it(
+    'the Spark server killed mid-stream: the run fails retryable, the next lands every offset exactly once',
+    async () => {
+      const topic = `${tenant.id}.kill.spark`;
+      createTopic(topic, 2);
+      const produced = produce(topic, many(60, 2));
+      const config = job(`topics = ["${topic}"], max-offsets-per-trigger = 6`, 'table = "kill_spark", format = delta, catalog = "spark_catalog"');
+      const path = files(config);
+      const { child, done } = spawnCli([
+        '--config',
+        path,
+        '--env',
+        join(dir, 'platform.conf'),
+        '--remote',
+        remote(),
+        '--log-level',
+        'info',
+        '--retry-budget',
+        '5',
+      ]);
+      let log = '';
+      child.stderr!.on('data', (b: Buffer) => (log += b.toString()));
+      await until(() => log.includes('streaming query started'), 900_000, 'the stream to start');
+      const checkpoint = join(tenant.root.replace(/^file:\/\//, ''), '_checkpoints/kill_spark/offsets');
+      await until(
+        () => {
+          try {
+            return execFileSync('ls', [checkpoint]).toString().trim() !== '';
+          } catch {
+            return false;
+          }
+        },
+        900_000,
+        'a planned micro-batch',
+      );
+      // SIGKILL to the server's whole process group (scripts/spark-connect starts it as a session leader).
+      const port = new URL(remote().replace(/^sc:/, 'http:')).port;
+      const status = execFileSync('bash', [join(repoRoot, 'scripts/spark-connect'), 'status', '--port', port]).toString();
+      const pid = Number(/\(pid (\d+)\)/.exec(status)![1]);
+      process.kill(-pid, 'SIGKILL');
+      const failed = await done;
+      expect([69, 75]).toContain(failed.code);
+
+      execFileSync('bash', [join(repoRoot, 'scripts/spark-connect'), 'start', '--port', port, '--conf', 'spark.driver.memory=1500m'], {
+        stdio: 'inherit',
+        timeout: 900_000,
+      });
+      const rerun = await run(config);
+      expect([0, 99], rerun.stderr).toContain(rerun.code);
+      expect(landed(readDeltaWithDeltaRs(`${tenant.root}/bronze/kill_spark`))).toEqual(keys(produced));
+    },
+    LONG,
+  );
+});

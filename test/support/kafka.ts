@@ -1,0 +1,57 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { repoRoot } from './stack.js';
+
+/**
+ * The local Kafka broker of the integration tests (started by the global setup, or
+ * LAKEHOUSE_KAFKA_BOOTSTRAP), driven by `scripts/kafka tool`: kafka-clients on the broker's own
+ * jars, so producing needs nothing else installed.
+ */
+
+export function kafkaBootstrap(): string {
+  return process.env.LAKEHOUSE_KAFKA_BOOTSTRAP ?? '127.0.0.1:19092';
+}
+
+function tool(args: string[], input?: string): string {
+  const port = kafkaBootstrap().split(':').pop()!;
+  return execFileSync('bash', [join(repoRoot, 'scripts/kafka'), 'tool', '--port', port, ...args], {
+    input: input ?? '',
+    stdio: ['pipe', 'pipe', 'inherit'],
+    timeout: 300_000,
+  }).toString();
+}
+
+export function createTopic(name: string, partitions: number): void {
+  tool(['create-topic', name, String(partitions)]);
+}
+
+export interface KafkaRecord {
+  key?: string | null;
+  value: unknown;
+  partition?: number;
+  headers?: Record<string, string>;
+}
+
+export interface RecordId {
+  topic: string;
+  partition: number;
+  offset: number;
+}
+
+/** Produce records (idempotent producer, acks=all); their (topic, partition, offset), in order. */
+export function produce(topic: string, records: readonly KafkaRecord[]): RecordId[] {
+  const out = tool(['produce', topic], records.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  return out
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as RecordId);
+}
+
+export const recordKey = (r: {
+  topic?: unknown;
+  partition?: unknown;
+  offset?: unknown;
+  _kafka_topic?: unknown;
+  _kafka_partition?: unknown;
+  _kafka_offset?: unknown;
+}): string => `${String(r._kafka_topic ?? r.topic)}/${String(r._kafka_partition ?? r.partition)}/${String(r._kafka_offset ?? r.offset)}`;

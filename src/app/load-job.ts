@@ -135,10 +135,16 @@ function resolveKafkaCluster(
     const defaults = known.filter((k) => clusters[k]!.default);
     chosen = defaults.length === 1 ? defaults[0] : known.length === 1 ? known[0] : undefined;
     if (chosen === undefined)
-      throw new ConfigError([{ path, message: `is required: the platform config has ${known.length ? `no single default among kafka.clusters (${known.join(', ')})` : 'no kafka.clusters'}` }]);
+      throw new ConfigError([
+        {
+          path,
+          message: `is required: the platform config has ${known.length ? `no single default among kafka.clusters (${known.join(', ')})` : 'no kafka.clusters'}`,
+        },
+      ]);
   }
   const c = clusters[chosen];
-  if (!c) throw new ConfigError([{ path, message: `Kafka cluster "${chosen}" is not configured by the platform (kafka.clusters: ${known.join(', ') || 'none'})` }]);
+  if (!c)
+    throw new ConfigError([{ path, message: `Kafka cluster "${chosen}" is not configured by the platform (kafka.clusters: ${known.join(', ') || 'none'})` }]);
   const where = `(platform) kafka.clusters.${chosen}`;
   const grant = c.tenants[tenant];
   const tls = c.tls;

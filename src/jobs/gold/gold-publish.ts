@@ -70,7 +70,10 @@ const transform = z
       .optional()
       .describe('Named steps, each a query that may read the earlier steps by name; the last one is the result.'),
     catalogs: z
-      .object({ silver: catalogName().optional(), gold: catalogName().optional() })
+      .object({
+        silver: catalogName().optional().describe("The catalog of silver.<table> (default: the target's)."),
+        gold: catalogName().optional().describe("The catalog of gold.<table> (default: the target's)."),
+      })
       .strict()
       .optional()
       .describe("The platform catalog each layer's tables are read from (default: the target's catalog)."),

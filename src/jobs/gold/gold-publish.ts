@@ -69,6 +69,14 @@ const transform = z
       .max(50)
       .optional()
       .describe('Named steps, each a query that may read the earlier steps by name; the last one is the result.'),
+    catalogs: z
+      .object({
+        silver: catalogName().optional().describe("The catalog of silver.<table> (default: the target's)."),
+        gold: catalogName().optional().describe("The catalog of gold.<table> (default: the target's)."),
+      })
+      .strict()
+      .optional()
+      .describe("The platform catalog each layer's tables are read from (default: the target's catalog)."),
   })
   .strict()
   .superRefine((t, ctx) => {
@@ -181,7 +189,7 @@ function transformQuery(
   spec: GoldPublishSpec,
   catalog: string,
 ): { parameters: TransformParameter[]; path: string; tables: TableRef[]; text: (publish: Publish) => string } {
-  const resolve = (ref: TableRef) => tableParts(ctx.tenant.table(catalog, ref.layer, ref.table));
+  const resolve = (ref: TableRef) => tableParts(layerTable(ctx, spec, catalog, ref));
   const screen = (sql: string, known: readonly string[], path: string): Extract<Screened, { ok: true }> => {
     const s = screenTransform(sql, known);
     if (!s.ok) throw new ConfigError(s.problems.map((message) => ({ path, message })));
@@ -210,6 +218,17 @@ function transformQuery(
     path: 'transform.steps',
     tables: screened.flatMap((s) => s.tables),
   };
+}
+
+/**
+ * A layer's table in the catalog where that layer lives: silver is often kept in another catalog
+ * (and format) than gold, so `transform.catalogs` names it; by default the target's catalog. The
+ * name is the tenant's namespace of that catalog either way, and the catalog must be the platform's.
+ */
+function layerTable(ctx: JobContext, spec: GoldPublishSpec, targetCatalog: string, ref: TableRef): TableName {
+  const named = spec.transform.catalogs?.[ref.layer];
+  const catalog = named === undefined ? targetCatalog : ctx.catalog(named, `transform.catalogs.${ref.layer}`).name;
+  return ctx.tenant.table(catalog, ref.layer, ref.table);
 }
 
 /** A parameter's value: a date checked by publishOf (the logical date) or computed from it. */
@@ -255,7 +274,7 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
   let rows = result.withColumns([[HASH, rowHash()], ...custom.map(({ e, i }) => [flagColumn(i), rowFailure(e, i, grain)] as const)]);
   expectations.forEach((e, i) => {
     if (e.type === 'relationship') {
-      const keys = Query.table(tableParts(ctx.tenant.table(catalog.name, e.to.layer, e.to.table)))
+      const keys = Query.table(tableParts(layerTable(ctx, spec, catalog.name, e.to)))
         .select(alias(col(e['to-column']), refColumn(i)))
         .deduplicate();
       rows = rows.join(keys, eq(col(e.column), col(refColumn(i))), 'left');

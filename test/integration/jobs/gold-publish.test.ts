@@ -1,17 +1,26 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { loadJob } from '../../../src/app/load-job.js';
+import { platformSchema } from '../../../src/core/config/platform.js';
+import { ConfigError } from '../../../src/core/errors.js';
+import { tenantContext } from '../../../src/core/tenant.js';
+import { emptyReport, executePlan } from '../../../src/runner/executor.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileRelationPlan } from '../../../src/spark/plan/compile.js';
 import { Query } from '../../../src/spark/plan/query.js';
+import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
+import type { JobPlan, Step } from '../../../src/jobs/template.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, icebergSnapshotSummary, readIcebergWithPyIceberg, remote, runCli } from '../../support/stack.js';
+import { connect, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, runCli } from '../../support/stack.js';
 
 /**
  * gold-publish through the CLI on the real server: the tenant's SQL over its silver tables into
  * gold, Iceberg (replace-range with quarantine, warn and relationship checks; a rerun commits
- * nothing; a failing expectation leaves the table untouched) read back with PyIceberg; a hostile
- * transform is refused with 78 by the screen before Spark is asked.
+ * nothing; a failing expectation leaves the table untouched) read back with PyIceberg, and Delta
+ * (full-refresh with drop, then merge) read back with delta-rs. Hostile transforms are refused with
+ * 78 by the screen, and, with the screen bypassed, by the tenant read policy on the server.
  */
 // Every CLI run creates, checks and writes on a shared 2-core server: minutes under load.
 vi.setConfig({ testTimeout: 1_800_000 });
@@ -86,6 +95,10 @@ beforeAll(async () => {
     `CREATE TABLE lake.${victim.id}_silver.orders (id INT, customer STRING, order_date DATE, amount DECIMAL(12,2)) USING iceberg LOCATION '${victim.root}/silver/orders'`,
   );
   await sql(`INSERT INTO lake.${victim.id}_silver.orders VALUES (9, 'secret', DATE'2026-07-05', 1.00)`);
+  // And a Delta table of theirs, for the path-table refusal: the policy must judge a table that exists.
+  await sql(`CREATE NAMESPACE IF NOT EXISTS spark_catalog.${victim.id}_silver`);
+  await sql(`CREATE TABLE spark_catalog.${victim.id}_silver.accounts (id INT, customer STRING) USING delta LOCATION '${victim.root}/silver/accounts'`);
+  await sql(`INSERT INTO spark_catalog.${victim.id}_silver.accounts VALUES (9, 'secret')`);
   const quarantineAndWarn = `[
   { name = "revenue_positive", type = expression, expr = "revenue > 0", action = quarantine }
   { name = "known_customer", type = relationship, column = "customer", to = "silver.customers", to-column = "id", action = warn }
@@ -103,13 +116,13 @@ tenants { ${tenant.id} { storage-roots = ["${tenant.root}"] }, ${victim.id} { st
     ),
     'refresh.conf': job(
       'it-refresh',
-      `transform { sql = "SELECT id AS customer, name, CASE WHEN id = 'bob' THEN NULL ELSE upper(name) END AS label FROM silver.customers" }
+      `transform { catalogs { silver = "lake" }, sql = "SELECT id AS customer, name, CASE WHEN id = 'bob' THEN NULL ELSE upper(name) END AS label FROM silver.customers" }
 target { table = "customers", catalog = "spark_catalog", format = delta, grain = ["customer"], mode = full-refresh }
 expectations = [{ name = "label_present", type = not-null, columns = ["label"], action = drop }]`,
     ),
     'merge.conf': job(
       'it-merge',
-      `transform { sql = "SELECT id AS customer, name, lower(name) AS label FROM silver.customers" }
+      `transform { catalogs { silver = "lake" }, sql = "SELECT id AS customer, name, lower(name) AS label FROM silver.customers" }
 target { table = "customers", catalog = "spark_catalog", format = delta, grain = ["customer"], mode = merge }`,
     ),
   });
@@ -182,5 +195,108 @@ describe('gold-publish: hostile transforms (78, the table unchanged)', () => {
     expect(r.code).toBe(78);
     expect(r.status.error.issues[0]).toMatchObject({ path: 'transform.sql', message: expect.stringContaining('three-part names are not allowed') });
     expect(r.stdout + r.stderr).not.toContain('secret');
+  });
+
+  /** The daily plan with its transform text replaced: what a hole in the screen would let through. */
+  function withTransform(plan: JobPlan, text: string): JobPlan {
+    const swap = (node: unknown): unknown => {
+      if (Array.isArray(node)) return node.map(swap);
+      if (typeof node !== 'object' || node === null) return node;
+      const n = node as { kind?: string };
+      if (n.kind === 'sql' && 'args' in n && !String((n as unknown as { query: string }).query).startsWith('DESCRIBE')) return { ...n, query: text };
+      return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, typeof v === 'function' ? v : swap(v)]));
+    };
+    return { ...plan, steps: plan.steps.map((s) => swap(s) as Step) };
+  }
+
+  const hostile: [string, (v: string) => string, RegExp][] = [
+    [
+      'another tenant’s table',
+      (v) => `SELECT order_date AS sale_date, customer, 1L AS orders, amount AS revenue FROM lake.${v}_silver.orders`,
+      /outside the tenant's namespaces/,
+    ],
+    [
+      'reflect',
+      () => `SELECT DATE'2026-07-05' AS sale_date, reflect('java.lang.System', 'getProperty', 'user.home') AS customer, 1L AS orders, 1.0 AS revenue`,
+      /function reflect is not allowed/,
+    ],
+    [
+      'java_method',
+      () => `SELECT DATE'2026-07-05' AS sale_date, java_method('java.lang.System', 'getenv', 'HOME') AS customer, 1L AS orders, 1.0 AS revenue`,
+      /function java_method is not allowed/,
+    ],
+    ['a Delta path table', (v) => `SELECT * FROM delta.\`${victim.root}/silver/accounts\` WHERE '${v}' <> ''`, /refused by the tenant read policy/],
+    ['a parquet path table', () => `SELECT * FROM parquet.\`${victim.root}/silver/orders/data\``, /refused by the tenant read policy/],
+    ['EXECUTE IMMEDIATE', () => `EXECUTE IMMEDIATE 'DROP TABLE lake.${tenant.id}_gold.daily'`, /SQL text must be a query/],
+  ];
+  for (const [what, text, reason] of hostile)
+    it(`with the screen bypassed, the tenant read policy refuses ${what} (78, transform.steps)`, async () => {
+      const loaded = await loadJob({
+        configFile: join(dir, 'daily.conf'),
+        envFile: join(dir, 'platform.conf'),
+        overrides: [],
+        env: {},
+        runId: 'it-hostile',
+        logicalDate: '2026-07-05',
+      });
+      const platform = platformSchema.parse({
+        catalogs: { lake: { format: 'iceberg', default: true } },
+        tenants: { [tenant.id]: { 'storage-roots': [tenant.root] } },
+      });
+      const before = snapshotOf();
+      const report = emptyReport();
+      const err = await executePlan(withTransform(loaded.plan, text(victim.id)), {
+        session: client,
+        logger: pino({ level: 'silent' }),
+        tags: ['it-gold-hostile'],
+        signal: new AbortController().signal,
+        policy: tenantReadPolicy(platform, tenantContext(tenant.id, tenant.root)),
+        report,
+      }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      expect(err).toBeInstanceOf(ConfigError);
+      expect((err as ConfigError).exitCode).toBe(78);
+      expect((err as ConfigError).issues[0]!.path).toContain('transform.steps');
+      expect((err as ConfigError).message).toMatch(reason);
+      expect((err as ConfigError).message).not.toContain('secret');
+      expect(report.completedSteps).not.toContain('publish');
+      expect(snapshotOf()).toEqual(before);
+    });
+});
+
+describe('gold-publish on Delta: full-refresh with drop, then merge', () => {
+  const table = () =>
+    readDeltaWithDeltaRs(`${tenant.root}/gold/customers`)
+      .map((r) => ({ ...r }))
+      .sort((a, b) => String(a.customer).localeCompare(String(b.customer)));
+
+  it('full-refresh replaces the table, dropping the rows a drop expectation fails', async () => {
+    const r = await run('refresh.conf', '2026-07-05');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.status.outputs[0]).toMatchObject({
+      table: `spark_catalog.${tenant.id}_gold.customers`,
+      format: 'delta',
+      metrics: { rows: 3, written: 2, dropped: 1, quarantined: 0 },
+    });
+    expect(table()).toEqual([
+      { customer: 'alice', name: 'Alice', label: 'ALICE' },
+      { customer: 'carol', name: 'Carol', label: 'CAROL' },
+    ]);
+  });
+
+  it('merge upserts on the grain; a rerun commits nothing', async () => {
+    const r = await run('merge.conf', '2026-07-05');
+    expect(r.code, r.stderr).toBe(0);
+    expect(table()).toEqual([
+      { customer: 'alice', name: 'Alice', label: 'alice' },
+      { customer: 'bob', name: 'Bob', label: 'bob' },
+      { customer: 'carol', name: 'Carol', label: 'carol' },
+    ]);
+    const version = r.status.outputs[0].snapshotId;
+    const again = await run('merge.conf', '2026-07-05');
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.status.outputs[0]).toMatchObject({ committed: false, snapshotId: version });
   });
 });

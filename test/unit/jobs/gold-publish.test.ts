@@ -236,6 +236,26 @@ expectations = [
     expect(missing[0]!.path).toBe('target.mode');
   });
 
+  it('reads a layer from the catalog transform.catalogs names (relationship checks too), else from the target’s', async () => {
+    const job = await load(
+      config(
+        'catalogs { silver = "spark_catalog" }, sql = "SELECT s.*, g.x FROM silver.orders s JOIN gold.fx g ON s.d = g.d"',
+        'expectations = [{ name = "known", type = relationship, column = "customer", to = "silver.customers", to-column = "id", action = warn }]',
+      ),
+    );
+    const check = job.plan.steps.find((s) => s.id === 'check')!;
+    const json = JSON.stringify(stepPlan(check, { reveal: false }));
+    expect(json).toContain('FROM `spark_catalog`.`acme_silver`.`orders` s JOIN `lake`.`acme_gold`.`fx` g');
+    expect(json).toContain('"unparsedIdentifier":"`spark_catalog`.`acme_silver`.`customers`"');
+    expect(json).not.toContain('`lake`.`acme_silver`');
+    // Only the platform's catalogs: an unknown one is refused at its path before any plan runs.
+    const found = await issues(config('catalogs { silver = "elsewhere" }, sql = "SELECT * FROM silver.orders"'));
+    expect(found).toEqual([expect.objectContaining({ path: 'transform.catalogs.silver', message: expect.stringContaining('elsewhere') })]);
+    expect((await issues(config('catalogs { bronze = "lake" }, sql = "SELECT * FROM silver.orders"'))).map((i) => i.path)).toEqual([
+      'transform.catalogs.bronze',
+    ]);
+  });
+
   it('a merge cannot only warn about a duplicate grain', async () => {
     const text = simple
       .replace('mode = replace-range, range-column = "sale_date"', 'mode = merge')

@@ -96,6 +96,8 @@ async function load(example: string, lineage = 'transports = [{ type = console }
       overrides: [],
       env: { ...env, ...extraEnv },
       runId: 'scheduled__2026-07-05T00:00:00+00:00',
+      // The run's day, as the orchestrator passes it: gold-publish's replace-range needs it.
+      logicalDate: '2026-07-05',
     });
   };
   try {

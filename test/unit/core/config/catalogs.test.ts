@@ -65,7 +65,8 @@ describe('platform catalogs: types and their settings', () => {
     ['u { format = iceberg, type = unity, uri = "http://c/" }', 'catalogs.u.type', ''],
   ])('refuses %s at its path', async (conf, path, message) => {
     const { issues } = await load(conf);
-    expect(issues).toContainEqual({ path: `(platform) ${path}`, message: expect.stringContaining(message) });
+    // Each issue also says where the value was written (`at`: platform.conf:line:col).
+    expect(issues).toContainEqual({ path: `(platform) ${path}`, message: expect.stringContaining(message), at: expect.stringMatching(/platform\.conf:\d+:\d+$/) });
   });
 
   it('never echoes a secret written inline where a reference belongs', async () => {

@@ -228,5 +228,10 @@ export interface ColumnSource {
  * here. `fields` are the output's columns as written (known only after the run, from the table).
  */
 export interface PlanLineage {
+  /**
+   * Datasets the steps do not show (a procedure called by SQL text, say): added to those found in
+   * the plan. `outputs` are also what the template changes in place (table-maintenance's tables).
+   */
+  readonly datasets?: { readonly inputs?: readonly DatasetRef[]; readonly outputs?: readonly DatasetRef[] };
   columns?(output: DatasetRef, fields: readonly string[]): Readonly<Record<string, readonly ColumnSource[]>> | undefined;
 }

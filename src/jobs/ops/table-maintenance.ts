@@ -229,7 +229,9 @@ function plan(ctx: JobContext, spec: TableMaintenanceSpec): JobPlan {
   ];
   const vacuumBelowCheck = targets.some((t) => t.spec.vacuum && t.spec.vacuum['retain-hours'] < DELTA_RETENTION_CHECK_HOURS);
   // The platform's floor is the check that holds; Delta's fixed 7-day check would refuse a shorter retention the platform allows.
-  return { steps, ...(vacuumBelowCheck ? { sessionConf: { [DELTA_RETENTION_CHECK]: 'false' } } : {}) };
+  // The procedures run as SQL text, which lineage cannot read: the maintained tables are declared.
+  const lineage = dryRun ? {} : { lineage: { datasets: { outputs: targets.map((t) => ({ kind: 'table' as const, table: displayTable(t.table) })) } } };
+  return { steps, ...lineage, ...(vacuumBelowCheck ? { sessionConf: { [DELTA_RETENTION_CHECK]: 'false' } } : {}) };
 }
 
 /**

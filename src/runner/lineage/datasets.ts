@@ -44,6 +44,11 @@ export function planDatasets(plan: JobPlan, naming: NamingContext): PlanDatasets
   const reads: Found[] = [];
   const writes: Found[] = [];
   for (const step of plan.steps) stepDatasets(step, naming, reads, writes);
+  // What the template declares beyond its steps (SQL-text procedures, for one).
+  const declared = plan.lineage?.datasets;
+  const found = (ref: DatasetRef): Found => (ref.kind === 'table' ? tableDataset(ref.table.split('.'), naming) : pathDataset(ref.path));
+  for (const ref of declared?.inputs ?? []) reads.push(found(ref));
+  for (const ref of declared?.outputs ?? []) writes.push(found(ref));
   const outputs = merged(writes);
   const written = new Set(outputs.map((o) => o.key));
   // A target a step also reads (a MERGE's own table, a schema comparison) is an output, not an input.
@@ -113,6 +118,15 @@ function cmdDatasets(cmd: Cmd, naming: NamingContext, reads: Found[], writes: Fo
     case 'createView':
       relDatasets(cmd.input, naming, reads);
       return;
+    case 'writeStream':
+      relDatasets(cmd.input, naming, reads);
+      writes.push(tableDataset(cmd.table, naming));
+      return;
+    // A server plugin's command names the tables it reads and writes.
+    case 'extension':
+      for (const t of cmd.reads) reads.push(tableDataset(t, naming));
+      for (const t of cmd.writes) writes.push(tableDataset(t, naming));
+      return;
   }
 }
 
@@ -138,10 +152,12 @@ function relDatasets(rel: Rel, naming: NamingContext, out: Found[]): void {
       for (const p of paths) out.push(pathDataset(p, rel.format, fields));
       return;
     }
-    // A server plugin's relation (`extension`) is opaque here: what it reads is the template's to declare.
     case 'sql':
     case 'range':
+      return;
+    // A server plugin's relation names the tables it reads.
     case 'extension':
+      for (const t of rel.reads) out.push(tableDataset(t, naming));
       return;
     case 'join':
       relDatasets(rel.left, naming, out);

@@ -65,27 +65,42 @@ const dimensionV1 = z
     'exclude-columns': columnList().optional().describe('Columns kept out of the dimension'),
     'effective-at': instant().optional(),
   })
-  .strict();
+  .strict()
+  .describe("The dimension's key and the roles of its columns");
 
 const v1Sections = {
-  source: z.object({ table: name(), catalog: catalogName().optional(), where: expression('source.where').optional() }).strict(),
+  source: z
+    .object({
+      table: name().describe('The silver table holding the current state (in <tenant>_silver)'),
+      catalog: catalogName().optional().describe("The platform's catalog of the source (default: its default catalog)"),
+      where: expression('source.where').optional().describe('Rows of the source to load (a filter expression)'),
+    })
+    .strict()
+    .describe('The silver table the dimension is loaded from'),
   dimension: dimensionV1,
-  target: z.object({ table: name(), catalog: catalogName().optional() }).strict(),
+  target: z
+    .object({
+      table: name().describe("The dimension's name (in <tenant>_gold)"),
+      catalog: catalogName().optional().describe("The platform's catalog of the dimension (default: its default catalog)"),
+    })
+    .strict()
+    .describe('The gold dimension'),
 };
 
 const sourceV2 = z
   .object({
-    table: name(),
+    table: name().describe('The source table (in <tenant>_silver or <tenant>_bronze)'),
     layer: z.enum(['silver', 'bronze']).default('silver').describe('silver (a table of the tenant) or bronze (what jdbc-snapshot-ingest wrote)'),
     format: z
       .enum(['parquet', 'iceberg', 'delta'])
       .optional()
       .describe("silver: iceberg or delta (default: the catalog's); bronze: parquet (default), iceberg or delta"),
-    catalog: catalogName().optional(),
+    catalog: catalogName().optional().describe("The platform's catalog of the source (iceberg and delta)"),
     'snapshot-date': isoDate().optional().describe('bronze only: the snapshot date to read, e.g. --set source.snapshot-date={{ ds }}'),
-    where: expression('source.where').optional(),
+    where: expression('source.where').optional().describe('Rows of the source to load (a filter expression)'),
   })
   .strict()
+  .describe('The silver table or bronze snapshot the dimension is loaded from')
   .superRefine((s, ctx) => {
     if (s.layer === 'silver' && s.format === 'parquet') ctx.addIssue({ code: 'custom', path: ['format'], message: 'silver tables are iceberg or delta' });
     if (s.layer === 'silver' && s['snapshot-date'] !== undefined)
@@ -97,15 +112,17 @@ const sourceV2 = z
 const v2 = defineVersion(2, {
   sections: {
     source: sourceV2,
-    dimension: dimensionV1.extend({
-      'type1-columns': columnList().optional().describe('Overwritten in place in every version of the key with the latest value; never open a version'),
-    }),
+    dimension: dimensionV1
+      .extend({
+        'type1-columns': columnList().optional().describe('Overwritten in place in every version of the key with the latest value; never open a version'),
+      })
+      .describe("The dimension's key and the roles of its columns"),
     history: z
       .object({
         'sequence-by': columnName().optional().describe('The column (a timestamp) that dates each event: the source is a change feed, every row an event'),
-        'op-column': columnName().optional(),
-        'delete-values': z.array(z.string().min(1)).min(1).optional(),
-        'delete-when': expression('history.delete-when').optional(),
+        'op-column': columnName().optional().describe('The column holding the operation of each row (a delete value deletes the key)'),
+        'delete-values': z.array(z.string().min(1)).min(1).optional().describe('Values of history.op-column that delete the key (default: ["d"])'),
+        'delete-when': expression('history.delete-when').optional().describe('A filter expression: rows it holds for delete the key'),
         tombstones: z.boolean().default(false).describe('A delete opens a tombstone version (_scd_deleted = true) instead of only closing the current one'),
         'close-missing': z.boolean().default(false).describe('Snapshot sources: keys absent from the snapshot are deleted at effective-at'),
         'late-events': z
@@ -114,8 +131,16 @@ const v2 = defineVersion(2, {
           .describe("place: an event older than the key's latest version splits the interval it falls into; refuse: 65"),
       })
       .strict()
+      .describe('How the history is built: change feeds, deletes, tombstones, late events')
       .default({ tombstones: false, 'close-missing': false, 'late-events': 'place' }),
-    target: z.object({ table: name(), catalog: catalogName().optional(), format: z.enum(['iceberg', 'delta']).optional() }).strict(),
+    target: z
+      .object({
+        table: name().describe("The dimension's name (in <tenant>_gold)"),
+        catalog: catalogName().optional().describe("The platform's catalog of the dimension (default: its default catalog)"),
+        format: z.enum(['iceberg', 'delta']).optional().describe('iceberg or delta, checked against the catalog'),
+      })
+      .strict()
+      .describe('The gold dimension'),
   },
   refine: (c, ctx) => checkColumns(c, ctx),
 });

@@ -146,6 +146,31 @@ describe('configs/examples, run as their comments say', () => {
     expect(history).toEqual(readIcebergWithPyIceberg('acme_silver', 'orders_2025').map((r) => Number(r.id)).sort());
   });
 
+  it('scd2-dim-load.v1.conf: the status history of lake.acme_silver.orders (the v1 chain above) in an Iceberg gold dimension; a reload writes nothing', async () => {
+    const first = await ok(['--job', 'scd2-dim-load', '--config', 'configs/examples/scd2-dim-load.v1.conf', '--env', platform]);
+    expect(first.outputs[0]).toMatchObject({ table: 'lake.acme_gold.dim_order_status', format: 'iceberg' });
+    const current = readIcebergWithPyIceberg('acme_gold', 'dim_order_status').filter((r) => r._scd_current === true);
+    expect(silver(current)).toEqual(EXPECTED);
+    const rerun = await ok(['--job', 'scd2-dim-load', '--config', 'configs/examples/scd2-dim-load.v1.conf', '--env', platform]);
+    expect(rerun.outputs[0]).toMatchObject({ committed: false });
+  });
+
+  it('scd2-dim-load.v2.conf: the bronze change feed of the v2 chain above, day by day, into a Delta gold dimension with tombstones; a rerun writes nothing', async () => {
+    for (const day of ['2026-07-05', '2026-07-06'])
+      expect((await ok(['--config', 'configs/examples/scd2-dim-load.v2.conf', '--env', platform, '--set', `source.snapshot-date=${day}`])).outputs[0]).toMatchObject({
+        table: 'spark_catalog.acme_gold.dim_orders',
+        format: 'delta',
+      });
+    const rows = readDeltaWithDeltaRs(`${home}/acme/gold/dim_orders`);
+    const current = rows.filter((r) => r._scd_current === true);
+    expect(current.filter((r) => r._scd_deleted === false).map((r) => ({ id: Number(r.id), status: r.status })).sort((a, b) => a.id - b.id)).toEqual(EXPECTED);
+    expect(current.filter((r) => r._scd_deleted === true).map((r) => Number(r.id)).sort()).toEqual([3, 4]);
+    // 1: NEW, PAID; 2: NEW, SHIPPED; 3: NEW, deleted; 4: NEW, deleted; 5: NEW.
+    expect(rows).toHaveLength(9);
+    const rerun = await ok(['--config', 'configs/examples/scd2-dim-load.v2.conf', '--env', platform, '--set', 'source.snapshot-date=2026-07-06']);
+    expect(rerun.outputs[0]).toMatchObject({ committed: false });
+  });
+
   it('jdbc-snapshot-ingest.postgres.v1.conf validates with its platform config (running it needs scripts/postgres on its port)', async () => {
     const r = await ok(['validate', '--job', 'jdbc-snapshot-ingest', '--config', 'configs/examples/jdbc-snapshot-ingest.postgres.v1.conf', '--env', 'configs/examples/jdbc-snapshot-ingest.platform.conf']);
     expect(r.status).toBe('succeeded');

@@ -1,0 +1,77 @@
+import { join } from 'node:path';
+import { loadJob } from '../../../src/app/load-job.js';
+import { asLakehouseError } from '../../../src/core/errors.js';
+import { createLogger } from '../../../src/core/logger.js';
+import { executePlan } from '../../../src/runner/executor.js';
+import type { SparkConnectClient } from '../../../src/spark/client.js';
+import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
+import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
+import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
+import { tempFiles } from '../../support/files.js';
+import { readDeltaWithDeltaRs, readIcebergWithPyIceberg } from '../../support/stack.js';
+
+/** Helpers of the scd2-dim-load integration tests: a tenant's silver source, loads run in process, read-back by a second engine. */
+
+export type Format = 'iceberg' | 'delta';
+export const catalogOf = (format: Format) => (format === 'iceberg' ? 'lake' : 'spark_catalog');
+
+export const platformConf = (tenant: { id: string; root: string }) =>
+  `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }\ntenants { ${tenant.id} { storage-roots = ["${tenant.root}"] } }`;
+
+/** Replace the tenant's silver table `name` with the rows of `select` (a Spark SQL query). */
+export async function silverTable(
+  client: SparkConnectClient,
+  tenant: { id: string; root: string },
+  format: Format,
+  name: string,
+  select: string,
+): Promise<void> {
+  const parts = [catalogOf(format), `${tenant.id}_silver`, name];
+  await client.execute(compileCommandPlan(sqlCommand(`CREATE NAMESPACE IF NOT EXISTS ${parts[0]}.${parts[1]}`), { reveal: true }));
+  const props: Record<string, string> =
+    format === 'iceberg' ? { location: `${tenant.root}/silver/${name}`, 'format-version': '2' } : { location: `${tenant.root}/silver/${name}` };
+  await client.execute(compileCommandPlan(Query.sql(select).writeTo(parts, 'create_or_replace', { provider: format, properties: props }), { reveal: true }));
+}
+
+export interface LoadResult {
+  code: number;
+  message?: string;
+  outputs: Record<string, unknown>[];
+}
+
+/** Run one load in process (plan, tenant read policy, executor), as the runner does. */
+export async function load(
+  client: SparkConnectClient,
+  tenant: { id: string; root: string },
+  config: string,
+  opts: { set?: string[]; runId?: string; logicalDate?: string } = {},
+): Promise<LoadResult> {
+  const dir = tempFiles({ 'job.conf': config, 'platform.conf': platformConf(tenant) });
+  try {
+    const job = await loadJob({
+      configFile: join(dir, 'job.conf'),
+      envFile: join(dir, 'platform.conf'),
+      overrides: opts.set ?? [],
+      env: {},
+      runId: opts.runId ?? 'it-scd2',
+      ...(opts.logicalDate ? { logicalDate: opts.logicalDate } : {}),
+    });
+    const r = await executePlan(job.plan, {
+      session: client,
+      logger: createLogger((process.env.SCD2_LOG as 'info' | undefined) ?? 'warn'),
+      tags: ['it-scd2'],
+      signal: new AbortController().signal,
+      policy: tenantReadPolicy(job.platform, job.tenant),
+    });
+    return { code: r.skipped ? 99 : 0, outputs: r.outputs as unknown as Record<string, unknown>[] };
+  } catch (e) {
+    const err = asLakehouseError(e);
+    return { code: err.exitCode, message: err.message, outputs: [] };
+  }
+}
+
+/** The dimension's rows as a second engine reads them (PyIceberg or delta-rs), sorted by key and start. */
+export function readDimension(tenant: { id: string; root: string }, format: Format, table: string): Record<string, unknown>[] {
+  const rows = format === 'iceberg' ? readIcebergWithPyIceberg(`${tenant.id}_gold`, table) : readDeltaWithDeltaRs(`${tenant.root}/gold/${table}`);
+  return rows.sort((a, b) => String(a.id).localeCompare(String(b.id)) || String(a._scd_effective_from).localeCompare(String(b._scd_effective_from)));
+}

@@ -113,6 +113,11 @@ function cmdDatasets(cmd: Cmd, naming: NamingContext, reads: Found[], writes: Fo
     case 'createView':
       relDatasets(cmd.input, naming, reads);
       return;
+    case 'extension':
+      // A server plugin's command: the tables it declares.
+      for (const t of cmd.reads) reads.push(tableDataset(t, naming));
+      for (const t of cmd.writes) writes.push(tableDataset(t, naming));
+      return;
   }
 }
 
@@ -138,10 +143,12 @@ function relDatasets(rel: Rel, naming: NamingContext, out: Found[]): void {
       for (const p of paths) out.push(pathDataset(p, rel.format, fields));
       return;
     }
-    // A server plugin's relation (`extension`) is opaque here: what it reads is the template's to declare.
+    // A server plugin's relation (`extension`) is opaque: the tables it declares it reads are its inputs.
+    case 'extension':
+      for (const t of rel.reads) out.push(tableDataset(t, naming));
+      return;
     case 'sql':
     case 'range':
-    case 'extension':
       return;
     case 'join':
       relDatasets(rel.left, naming, out);

@@ -185,6 +185,17 @@ describe('events from every template of the catalog (the plan path, no Spark)', 
     expect(JSON.stringify(events)).not.toContain('_snapshot_date =');
   });
 
+  it("iceberg-zero-copy-append: the tables its server plugin's relation and command declare, the source in and the target out", async () => {
+    const loaded = await load('configs/examples/iceberg-zero-copy-append.v1.conf');
+    const events: Record<string, any>[] = []; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const run = new LineageRun(loaded.platform.lineage!, [memory(events)], { loaded, orchestratorRunId: 'r', env, logger: capture().logger });
+    await run.start();
+    const names = (ds: any[]) => ds.map((d) => `${d.namespace}/${d.name}`); // eslint-disable-line @typescript-eslint/no-explicit-any
+    expect(names(events[0]!.inputs)).toEqual(['file//srv/lake/acme/silver/orders_2025']);
+    expect(names(events[0]!.outputs)).toEqual(['file//srv/lake/acme/silver/orders_history']);
+    expect(events[0]!.outputs[0].facets.symlinks.identifiers[0]).toMatchObject({ namespace: 'lake', name: 'acme_silver.orders_history' });
+  });
+
   it('jdbc-snapshot-ingest with a platform connection: the JDBC table in, bronze out; no password, user or url parameter in an event', async () => {
     const loaded = await load('configs/examples/jdbc-snapshot-ingest.postgres.v1.conf', 'transports = [{ type = console }]', {
       CRM_DB_PASSWORD: 'pg-secret-9876',

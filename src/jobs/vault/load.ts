@@ -165,7 +165,14 @@ export function vaultLoadSteps(load: VaultTableLoad): Step[] {
       title: `MERGE the new ${load.what}s${batch.from ? ` of ${batch.from}` : ''} into ${name} (insert only, on ${key.join(', ')})`,
       // A rerun finds every row present: no MERGE, so no new snapshot or version.
       when: (facts) => fact(facts, 'measure', `inserted_${i}`) > 0,
-      command: batch.rows.as(SOURCE).mergeInto(parts, onKey(target.table.table, SOURCE), { whenNotMatched: [{ action: 'insertAll' }] }),
+      command: batch.rows.as(SOURCE).mergeInto(parts, onKey(target.table.table, SOURCE), {
+        // Spark rewrites an Iceberg MERGE with only an insert clause into a plain append, which
+        // Iceberg commits without checking what was added meanwhile: two concurrent loads would
+        // then both insert a key. A matched clause that never fires keeps it a row-level MERGE,
+        // validated at commit (serializable), so the later of two concurrent loads fails (75).
+        ...(format === 'iceberg' ? { whenMatched: [{ action: 'delete' as const, condition: lit(false) }] } : {}),
+        whenNotMatched: [{ action: 'insertAll' }],
+      }),
     }),
   );
   steps.push(format === 'iceberg' ? icebergSnapshotStep(target) : deltaVersionStep(target));

@@ -194,11 +194,24 @@ async function runStep(
     }
     case 'stream': {
       await policyCheck();
-      const started = await run(compileCommandPlan(step.command, { reveal: true }));
-      const query = started.streamingQuery;
-      if (!query) throw new InternalError(`step ${step.id}: the server answered the stream's start without a query id`);
-      opts.logger.info({ step: step.id, streamingQuery: query }, 'streaming query started');
-      const progress = await awaitStreamingQuery(query, opts, run);
+      const progress: StreamProgress[] = [];
+      for (let attempt = 1; ; attempt++) {
+        const started = await run(compileCommandPlan(step.command, { reveal: true }));
+        const query = started.streamingQuery;
+        if (!query) throw new InternalError(`step ${step.id}: the server answered the stream's start without a query id`);
+        opts.logger.info({ step: step.id, streamingQuery: query, attempt }, 'streaming query started');
+        try {
+          progress.push(...(await awaitStreamingQuery(query, opts, run)));
+          break;
+        } catch (e) {
+          if (attempt >= STREAM_ATTEMPTS || opts.signal.aborted || errorClassOf(e) !== 'STREAM_FAILED') throw e;
+          // The query itself failed on the server (not the connection, not a cancel). Restarting it
+          // from its checkpoint lands nothing twice; it clears a failure of the first batch after a
+          // restart, which Spark 4.1's Kafka source hits once that batch is committed (SPARK-55271:
+          // its progress metrics read offsets only a fresh batch sets). A real fault fails again.
+          opts.logger.warn({ step: step.id, streamingQuery: query, err: e }, 'streaming query failed; restarting it once from its checkpoint');
+        }
+      }
       return applyEffect(step.interpret(progress), report);
     }
   }
@@ -212,6 +225,9 @@ function applyEffect(effect: StepEffect, report: ExecutionReport): string | unde
   if (effect.metrics?.rowsWritten) report.metrics.rowsWritten += effect.metrics.rowsWritten;
   return effect.skip;
 }
+
+/** How often a failed streaming query is started: once more, from its checkpoint (see the 'stream' step). */
+const STREAM_ATTEMPTS = 2;
 
 /** How long one wait for a streaming query's end may take: well inside a call's answer deadline. */
 const STREAM_WAIT_MS = 30_000;

@@ -282,8 +282,9 @@ function plan(ctx: JobContext, spec: KafkaBronzeIngestSpec): JobPlan {
           checkpointLocation: checkpoint,
           queryName: `${TEMPLATE}.${ctx.tenant.id}.${layer}.${target.table}`.replace(/[^A-Za-z0-9_.-]/g, '_'),
           // Iceberg's writers expect rows clustered by partition unless fanout is on; streaming
-          // micro-batches are not sorted for them.
-          ...(target.format === 'iceberg' ? { options: { 'fanout-enabled': 'true' } } : {}),
+          // micro-batches are not sorted for them. A Delta table of the session catalog is a V1
+          // table: the sink must name its provider, or Spark refuses it as not its default, parquet.
+          ...(target.format === 'iceberg' ? { options: { 'fanout-enabled': 'true' } } : { format: 'delta' }),
         }),
         interpret: (progress) => {
           const rows = progress.reduce((n, p) => n + p.numInputRows, 0);

@@ -53,6 +53,8 @@ export type Cmd =
       readonly trigger: 'availableNow';
       readonly outputMode: 'append';
       readonly queryName?: string;
+      /** The sink's data source; Spark's default (parquet) unless named. */
+      readonly format?: string;
       readonly options: Readonly<Record<string, string>>;
     };
 

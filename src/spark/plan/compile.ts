@@ -285,6 +285,7 @@ export function command(cmd: Cmd, opts: CompileOptions): Command {
             trigger: { case: 'availableNow', value: true },
             outputMode: cmd.outputMode,
             ...(cmd.queryName === undefined ? {} : { queryName: cmd.queryName }),
+            ...(cmd.format === undefined ? {} : { format: cmd.format }),
             sinkDestination: { case: 'tableName', value: quoteName(cmd.table) },
           },
         },

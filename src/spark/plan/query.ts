@@ -153,7 +153,7 @@ export class Query {
   /** Start this streaming query into a catalog table, `availableNow`: it ends when it caught up. */
   writeStreamTo(
     table: readonly string[],
-    opts: { checkpointLocation: string; queryName?: string; options?: Record<string, string> },
+    opts: { checkpointLocation: string; queryName?: string; format?: string; options?: Record<string, string> },
   ): Extract<Cmd, { kind: 'writeStream' }> {
     return Object.freeze({
       kind: 'writeStream',
@@ -162,6 +162,7 @@ export class Query {
       trigger: 'availableNow',
       outputMode: 'append',
       ...(opts.queryName === undefined ? {} : { queryName: opts.queryName }),
+      ...(opts.format === undefined ? {} : { format: opts.format }),
       options: Object.freeze({ ...(opts.options ?? {}), checkpointLocation: opts.checkpointLocation }),
     });
   }

@@ -146,6 +146,7 @@ describe('kafka-bronze-ingest: plan', () => {
     const json = JSON.parse(toJsonString(PlanSchema, proto)) as { command: { writeStreamOperationStart: Record<string, any> } };
     const start = json.command.writeStreamOperationStart;
     expect(start).toMatchObject({ availableNow: true, outputMode: 'append', tableName: '`lake`.`acme_bronze`.`orders_events`' });
+    expect(start.format).toBeUndefined(); // an Iceberg catalog's table is its own sink
     // The streaming source: the platform's brokers and security, the granted topic, the tenant's offsets.
     const text = JSON.stringify(start.input);
     expect(text).toContain('"isStreaming":true');
@@ -193,6 +194,11 @@ describe('kafka-bronze-ingest: plan', () => {
         'target { table = "orders_events", format = delta, catalog = "spark_catalog" }',
       ),
     );
+    // A V1 table of the session catalog: the sink names its provider (Spark's default is parquet).
+    const proto = JSON.parse(toJsonString(PlanSchema, compileCommandPlan(stream(job.plan.steps).command, { reveal: false }))) as {
+      command: { writeStreamOperationStart: { format?: string } };
+    };
+    expect(proto.command.writeStreamOperationStart.format).toBe('delta');
     const text = formatStep(stream(job.plan.steps));
     for (const c of [
       '_kafka_key',

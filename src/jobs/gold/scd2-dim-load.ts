@@ -52,6 +52,16 @@ const SOURCE = '__scd_source';
 
 const columnList = () => z.array(columnName()).min(1);
 
+/** The keys v1 and v2 share, described once. */
+const sourceTable = () => name().describe("The source table's name in the tenant's silver (or bronze) layer.");
+const sourceCatalog = () => catalogName().optional().describe("The platform's catalog of the source (default: its default catalog).");
+const sourceWhere = () => expression('source.where').optional().describe('A filter on the source rows (a config expression, docs/expressions.md).');
+const targetTable = () => name().describe("The dimension's name: <catalog>.<tenant>_gold.<table> at <storage-root>/gold/<table>.");
+const targetCatalog = () => catalogName().optional().describe("The platform's catalog (default: its default catalog).");
+const SOURCE_SECTION = 'The table whose rows are the states (snapshot) or the events (change feed) of the dimension.';
+const DIMENSION_SECTION = "The dimension's key and which columns are tracked, overwritten or left out.";
+const TARGET_SECTION = 'The type-2 dimension table the history is written to, in one commit.';
+
 /** An instant with its zone, e.g. 2026-07-09T00:00:00Z: a version boundary means the same everywhere. */
 const instant = () =>
   z.iso
@@ -65,25 +75,26 @@ const dimensionV1 = z
     'exclude-columns': columnList().optional().describe('Columns kept out of the dimension'),
     'effective-at': instant().optional(),
   })
-  .strict();
+  .strict()
+  .describe(DIMENSION_SECTION);
 
 const v1Sections = {
-  source: z.object({ table: name(), catalog: catalogName().optional(), where: expression('source.where').optional() }).strict(),
+  source: z.object({ table: sourceTable(), catalog: sourceCatalog(), where: sourceWhere() }).strict().describe(SOURCE_SECTION),
   dimension: dimensionV1,
-  target: z.object({ table: name(), catalog: catalogName().optional() }).strict(),
+  target: z.object({ table: targetTable(), catalog: targetCatalog() }).strict().describe(TARGET_SECTION),
 };
 
 const sourceV2 = z
   .object({
-    table: name(),
+    table: sourceTable(),
     layer: z.enum(['silver', 'bronze']).default('silver').describe('silver (a table of the tenant) or bronze (what jdbc-snapshot-ingest wrote)'),
     format: z
       .enum(['parquet', 'iceberg', 'delta'])
       .optional()
       .describe("silver: iceberg or delta (default: the catalog's); bronze: parquet (default), iceberg or delta"),
-    catalog: catalogName().optional(),
+    catalog: sourceCatalog(),
     'snapshot-date': isoDate().optional().describe('bronze only: the snapshot date to read, e.g. --set source.snapshot-date={{ ds }}'),
-    where: expression('source.where').optional(),
+    where: sourceWhere(),
   })
   .strict()
   .superRefine((s, ctx) => {
@@ -92,20 +103,25 @@ const sourceV2 = z
       ctx.addIssue({ code: 'custom', path: ['snapshot-date'], message: 'applies to bronze sources (source.layer = bronze)' });
     if (s.layer === 'bronze' && (s.format ?? 'parquet') === 'parquet' && s.catalog !== undefined)
       ctx.addIssue({ code: 'custom', path: ['catalog'], message: 'applies to iceberg and delta tables; parquet files need no catalog' });
-  });
+  })
+  .describe(SOURCE_SECTION);
 
 const v2 = defineVersion(2, {
   sections: {
     source: sourceV2,
-    dimension: dimensionV1.extend({
-      'type1-columns': columnList().optional().describe('Overwritten in place in every version of the key with the latest value; never open a version'),
-    }),
+    dimension: dimensionV1
+      .extend({
+        'type1-columns': columnList().optional().describe('Overwritten in place in every version of the key with the latest value; never open a version'),
+      })
+      .describe(DIMENSION_SECTION),
     history: z
       .object({
         'sequence-by': columnName().optional().describe('The column (a timestamp) that dates each event: the source is a change feed, every row an event'),
-        'op-column': columnName().optional(),
-        'delete-values': z.array(z.string().min(1)).min(1).optional(),
-        'delete-when': expression('history.delete-when').optional(),
+        'op-column': columnName().optional().describe('The column holding the operation (with delete-values, which rows delete); a NULL op is an upsert'),
+        'delete-values': z.array(z.string().min(1)).min(1).optional().describe('The op-column values that delete (default ["d"]); needs op-column'),
+        'delete-when': expression('history.delete-when')
+          .optional()
+          .describe('A boolean config expression marking deletes (NULL means upsert); instead of op-column'),
         tombstones: z.boolean().default(false).describe('A delete opens a tombstone version (_scd_deleted = true) instead of only closing the current one'),
         'close-missing': z.boolean().default(false).describe('Snapshot sources: keys absent from the snapshot are deleted at effective-at'),
         'late-events': z
@@ -114,8 +130,16 @@ const v2 = defineVersion(2, {
           .describe("place: an event older than the key's latest version splits the interval it falls into; refuse: 65"),
       })
       .strict()
-      .default({ tombstones: false, 'close-missing': false, 'late-events': 'place' }),
-    target: z.object({ table: name(), catalog: catalogName().optional(), format: z.enum(['iceberg', 'delta']).optional() }).strict(),
+      .default({ tombstones: false, 'close-missing': false, 'late-events': 'place' })
+      .describe('How the source dates its rows (snapshot or change feed), which rows delete, and how deletes and late events are kept.'),
+    target: z
+      .object({
+        table: targetTable(),
+        catalog: targetCatalog(),
+        format: z.enum(['iceberg', 'delta']).optional().describe("iceberg or delta; must be the catalog's (checked against the platform config)."),
+      })
+      .strict()
+      .describe(TARGET_SECTION),
   },
   refine: (c, ctx) => checkColumns(c, ctx),
 });

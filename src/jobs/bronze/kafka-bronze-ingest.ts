@@ -123,15 +123,19 @@ const source = z
       if (seen.has(c.toLowerCase())) issue(['value-schema', c], 'appears twice (column names are case-insensitive)');
       seen.add(c.toLowerCase());
     }
-  });
+  })
+  .describe('The Kafka records to read: the cluster, the topics, where the first run starts, how the value is parsed.');
 
 const target = z
   .object({
-    table: name(),
+    table: name().describe(
+      'The bronze table: <catalog>.<tenant>_bronze.<table> at <storage-root>/bronze/<table>; also keys the checkpoint at <storage-root>/_checkpoints/<table>.',
+    ),
     format: z.enum(['iceberg', 'delta']).describe('The bronze table format (a streaming sink needs a table: parquet files are not offered).'),
     catalog: catalogName().optional().describe("The platform's catalog (default: its default catalog); it must hold tables of this format."),
   })
-  .strict();
+  .strict()
+  .describe('The bronze table the records are appended to.');
 
 const v1 = defineVersion(1, { sections: { source, target } });
 export type KafkaBronzeIngestSpec = SpecOf<typeof v1.sections>;

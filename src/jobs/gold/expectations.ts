@@ -19,8 +19,18 @@ export type Action = (typeof ACTIONS)[number];
 const TABLE_ACTIONS = ['warn', 'fail'] as const;
 
 const base = { name: name().describe('Names the check in the status and in the quarantine table (_lake_failed_checks).') };
-const rowAction = { action: z.enum(ACTIONS).default('fail') };
-const tableAction = { action: z.enum(TABLE_ACTIONS).default('fail') };
+const kind = <T extends string>(t: T, what: string) => z.literal(t).describe(`The kind of check: ${t}, ${what}.`);
+const rowAction = {
+  action: z
+    .enum(ACTIONS)
+    .default('fail')
+    .describe(
+      'What a failing row does: warn (counted, published), drop (not published), quarantine (to <table>__quarantine) or fail (the run, 65); default fail.',
+    ),
+};
+const tableAction = {
+  action: z.enum(TABLE_ACTIONS).default('fail').describe('What a failing table check does: warn (counted in the status) or fail (the run, 65); default fail.'),
+};
 
 /** A bound of a range check: a number or an ISO date. */
 const bound = z.union([z.number(), isoDate()]);
@@ -37,17 +47,85 @@ export const layerTable = () =>
     });
 
 export const expectationSchema = z.discriminatedUnion('type', [
-  z.object({ ...base, type: z.literal('not-null'), columns: z.array(columnName()).min(1), ...rowAction }).strict(),
-  z.object({ ...base, type: z.literal('unique'), columns: z.array(columnName()).min(1).optional(), ...rowAction }).strict(),
-  z.object({ ...base, type: z.literal('accepted-values'), column: columnName(), values: z.array(value).min(1), ...rowAction }).strict(),
   z
-    .object({ ...base, type: z.literal('range'), column: columnName(), min: bound.optional(), max: bound.optional(), ...rowAction })
+    .object({
+      ...base,
+      type: kind('not-null', 'fails a row where any of the columns is NULL'),
+      columns: z.array(columnName()).min(1).describe('The columns that must not be NULL.'),
+      ...rowAction,
+    })
+    .strict(),
+  z
+    .object({
+      ...base,
+      type: kind('unique', 'fails every row of a key another row shares'),
+      columns: z.array(columnName()).min(1).optional().describe('The key columns that must be unique (default: the target grain).'),
+      ...rowAction,
+    })
+    .strict(),
+  z
+    .object({
+      ...base,
+      type: kind('accepted-values', 'fails a row whose non-NULL value is not listed'),
+      column: columnName().describe('The column checked.'),
+      values: z.array(value).min(1).describe('The accepted values (strings, numbers or booleans).'),
+      ...rowAction,
+    })
+    .strict(),
+  z
+    .object({
+      ...base,
+      type: kind('range', 'fails a row whose non-NULL value is outside [min, max]'),
+      column: columnName().describe('The column checked.'),
+      min: bound.optional().describe('The lowest accepted value, inclusive: a number or an ISO date (min, max or both).'),
+      max: bound.optional().describe('The highest accepted value, inclusive: a number or an ISO date (min, max or both).'),
+      ...rowAction,
+    })
     .strict()
     .refine((r) => r.min !== undefined || r.max !== undefined, 'needs min, max or both'),
-  z.object({ ...base, type: z.literal('relationship'), column: columnName(), to: layerTable(), 'to-column': columnName(), ...rowAction }).strict(),
-  z.object({ ...base, type: z.literal('expression'), expr: expression('expr'), ...rowAction }).strict(),
-  z.object({ ...base, type: z.literal('row-count'), 'max-change-percent': z.number().min(0).max(1_000_000), ...tableAction }).strict(),
-  z.object({ ...base, type: z.literal('freshness'), column: columnName(), 'max-age-hours': z.number().positive().max(1_000_000), ...tableAction }).strict(),
+  z
+    .object({
+      ...base,
+      type: kind('relationship', "fails a row whose non-NULL value has no match in the tenant's table"),
+      column: columnName().describe('The column checked.'),
+      to: layerTable().describe("The tenant's table the value must exist in: silver.<table> or gold.<table>."),
+      'to-column': columnName().describe('The column of that table the value is looked up in.'),
+      ...rowAction,
+    })
+    .strict(),
+  z
+    .object({
+      ...base,
+      type: kind('expression', 'fails a row where the expression is not true (false or NULL)'),
+      expr: expression('expr').describe('A config expression (docs/expressions.md) every row must satisfy.'),
+      ...rowAction,
+    })
+    .strict(),
+  z
+    .object({
+      ...base,
+      type: kind('row-count', "fails when the rows published differ from the previous publish's by more than max-change-percent"),
+      'max-change-percent': z
+        .number()
+        .min(0)
+        .max(1_000_000)
+        .describe('The largest accepted change of the row count against the previous publish, in percent; no previous rows passes.'),
+      ...tableAction,
+    })
+    .strict(),
+  z
+    .object({
+      ...base,
+      type: kind('freshness', 'fails when the newest value is too old, or there are no rows'),
+      column: columnName().describe('The timestamp column whose newest value is checked.'),
+      'max-age-hours': z
+        .number()
+        .positive()
+        .max(1_000_000)
+        .describe("The newest value's largest accepted age, in hours, before the end of the logical date's range (without a logical date: now)."),
+      ...tableAction,
+    })
+    .strict(),
 ]);
 
 export type Expectation = z.infer<typeof expectationSchema>;

@@ -64,7 +64,14 @@ const transform = z
       .optional()
       .describe('One query (SELECT or WITH) over silver.<table> and gold.<table>; :logical_date, :range_start and :range_end are bound as DATE values.'),
     steps: z
-      .array(z.object({ name: name(), sql: sqlText() }).strict())
+      .array(
+        z
+          .object({
+            name: name().describe('Names the step, so later steps can read its result; not silver or gold.'),
+            sql: sqlText().describe('One query (SELECT or WITH) over silver.<table>, gold.<table> and the earlier steps; at most 100,000 characters.'),
+          })
+          .strict(),
+      )
       .min(1)
       .max(50)
       .optional()
@@ -90,7 +97,8 @@ const transform = z
       for (const p of screenProblems(s.sql, seen)) ctx.addIssue({ code: 'custom', path: ['steps', i, 'sql'], message: p });
       seen.push(s.name);
     }
-  });
+  })
+  .describe("The query that computes the gold table from the tenant's silver and gold tables: either sql or steps.");
 
 function screenProblems(sql: string, known: readonly string[]): readonly string[] {
   const s = screenTransform(sql, known);
@@ -99,9 +107,13 @@ function screenProblems(sql: string, known: readonly string[]): readonly string[
 
 const target = z
   .object({
-    table: name(),
-    catalog: catalogName().optional(),
-    format: z.enum(['iceberg', 'delta']).optional(),
+    table: name().describe('The gold table: <catalog>.<tenant>_gold.<table> at <storage-root>/gold/<table>.'),
+    catalog: catalogName()
+      .optional()
+      .describe(
+        "A catalog of the platform config (default: its default catalog); the transform's tables resolve in it too unless transform.catalogs names their layer's.",
+      ),
+    format: z.enum(['iceberg', 'delta']).optional().describe("iceberg or delta; must be the catalog's (checked against the platform config)."),
     grain: z.array(columnName()).min(1).describe('The unique key of the result: merged on, and checked to be unique.'),
     mode: z
       .enum(MODES)
@@ -109,7 +121,7 @@ const target = z
     'range-column': columnName()
       .optional()
       .describe('replace-range: the DATE column whose range [logical date, + range-days) is replaced (the table is partitioned by it).'),
-    'range-days': z.number().int().min(1).max(366).default(1),
+    'range-days': z.number().int().min(1).max(366).default(1).describe("replace-range: the range's length in days (default 1, at most 366)."),
   })
   .strict()
   .superRefine((t, ctx) => {
@@ -120,13 +132,18 @@ const target = z
     t.grain.forEach((g, i) => {
       if (t.grain.indexOf(g) !== i) ctx.addIssue({ code: 'custom', path: ['grain', i], message: `"${g}" appears twice` });
     });
-  });
+  })
+  .describe('The gold table the result is published to, its grain and how it is written.');
 
 const v1 = defineVersion(1, {
   sections: {
     transform,
     target,
-    expectations: z.array(expectationSchema).max(100).default([]),
+    expectations: z
+      .array(expectationSchema)
+      .max(100)
+      .default([])
+      .describe('Up to 100 checks of the result, each with what a failure does (warn, drop, quarantine or fail); default none.'),
   },
   refine: (c, ctx) => {
     const names = new Set<string>();

@@ -46,7 +46,7 @@ const v1 = defineVersion(1, {
   sections: {
     source: z
       .object({
-        table: name(),
+        table: name().describe("The source Iceberg table's name; the files of its current snapshot are appended."),
         layer: z.enum(LAYERS).default('silver').describe("The tenant's layer the source table is in: <catalog>.<tenant>_<layer>.<table>."),
         namespace: name()
           .optional()
@@ -54,14 +54,16 @@ const v1 = defineVersion(1, {
             "Instead of a layer: a namespace the platform grants this tenant for reading (tenants.<id>.read-namespaces has <catalog>.<namespace>), e.g. a shared reference table's.",
           ),
       })
-      .strict(),
+      .strict()
+      .describe('The Iceberg table whose live data files (and the position deletes that apply to them) are appended, by metadata only.'),
     target: z
       .object({
-        table: name(),
-        layer: z.enum(LAYERS).default('silver'),
+        table: name().describe("The target Iceberg table's name; it must exist at <storage-root>/<layer>/<table> and must not be the source."),
+        layer: z.enum(LAYERS).default('silver').describe("The tenant's layer the target table is in (default silver): <catalog>.<tenant>_<layer>.<table>."),
         catalog: catalogName().optional().describe("The Iceberg catalog of both tables; the platform's default catalog when omitted."),
       })
-      .strict(),
+      .strict()
+      .describe('The existing Iceberg table the source files are appended to, in one commit.'),
   },
   refine: (c, ctx) => {
     if (c.source.namespace === undefined && c.source.layer === c.target.layer && c.source.table === c.target.table)

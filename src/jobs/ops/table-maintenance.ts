@@ -39,7 +39,13 @@ const DELTA_RETENTION_CHECK = 'spark.databricks.delta.retentionDurationCheck.ena
 const sortField = z
   .union([
     columnName(),
-    z.object({ column: columnName(), direction: z.enum(['asc', 'desc']).default('asc'), nulls: z.enum(['first', 'last']).optional() }).strict(),
+    z
+      .object({
+        column: columnName().describe('the column sorted by'),
+        direction: z.enum(['asc', 'desc']).default('asc').describe('asc (default) or desc'),
+        nulls: z.enum(['first', 'last']).optional().describe("where NULLs sort: first or last (default: Iceberg's default for the direction)"),
+      })
+      .strict(),
   ])
   .transform((f) => (typeof f === 'string' ? { column: f, direction: 'asc' as const, nulls: undefined } : f));
 
@@ -82,26 +88,36 @@ const hours = (min: number, why: string) =>
 const tableSpec = z
   .object({
     layer: z.enum(LAYERS).describe("the table's layer: the table is <catalog>.<tenant>_<layer>.<table> at <storage-root>/<layer>/<table>"),
-    table: name(),
+    table: name().describe("the table's name in that layer"),
     catalog: catalogName().optional().describe("the platform's catalog (default: its default catalog)"),
     format: z.enum(['iceberg', 'delta']).optional().describe("checked against the catalog's format"),
     compact: compact.optional().describe('Iceberg rewrite_data_files, Delta OPTIMIZE'),
     'rewrite-manifests': z.boolean().default(false).describe('Iceberg rewrite_manifests'),
     'expire-snapshots': z
       .object({
-        'older-than-hours': hours(0, 'a duration'),
+        'older-than-hours': hours(0, 'a duration').describe(
+          "expire snapshots older than this many hours (at least the platform's retention floor, maintenance.retention-floor-hours)",
+        ),
         'retain-last': z.number().int().min(1).max(10_000).default(5).describe('the newest snapshots always kept, however old'),
       })
       .strict()
       .optional()
       .describe('Iceberg expire_snapshots: snapshots older than this (and not among the last retain-last) and the files only they reference'),
     'remove-orphan-files': z
-      .object({ 'older-than-hours': hours(ORPHAN_MIN_HOURS, "Iceberg's own limit: a younger file may belong to a commit in progress") })
+      .object({
+        'older-than-hours': hours(ORPHAN_MIN_HOURS, "Iceberg's own limit: a younger file may belong to a commit in progress").describe(
+          `remove unreferenced files older than this many hours (at least ${ORPHAN_MIN_HOURS} and the platform's retention floor)`,
+        ),
+      })
       .strict()
       .optional()
       .describe('Iceberg remove_orphan_files: files under the table location no snapshot references, older than this'),
     vacuum: z
-      .object({ 'retain-hours': hours(0, 'a duration') })
+      .object({
+        'retain-hours': hours(0, 'a duration').describe(
+          "VACUUM files removed longer ago than this many hours (at least the platform's retention floor, maintenance.retention-floor-hours)",
+        ),
+      })
       .strict()
       .optional()
       .describe('Delta VACUUM: files the table no longer references, removed longer ago than this'),
@@ -120,7 +136,7 @@ const v1 = defineVersion(1, {
       .boolean()
       .default(false)
       .describe('measure and list what would be done (orphan files, files VACUUM would delete, snapshots past the retention) and change nothing'),
-    tables: z.array(tableSpec).min(1).max(50),
+    tables: z.array(tableSpec).min(1).max(50).describe('the tables to maintain, 1 to 50, each with its own policy; a table at most once'),
   },
   refine: (c, ctx) => {
     const seen = new Map<string, number>();

@@ -1,13 +1,13 @@
 import { z } from 'zod';
-import { columnName, catalogName, name } from '../../core/config/validate.js';
+import { columnName } from '../../core/config/validate.js';
 import { alias, cast, col, fn, lit, not, over } from '../../spark/plan/expressions.js';
 import type { Query } from '../../spark/plan/query.js';
 import type { JobContext, JobPlan } from '../template.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
-import { SILVER_FORMATS, silverRef } from '../layers/silver.js';
+import { silverRef } from '../layers/silver.js';
 import { checkDistinctColumns, columnList } from './columns.js';
 import { hashAlgorithm, hashKey, noKey, zeroKey } from './hashing.js';
-import { GHOST_LOAD_DATE, GHOST_RECORD_SOURCE, LOAD_DATE, RECORD_SOURCE, loadDate, vaultLoadSteps } from './load.js';
+import { GHOST_LOAD_DATE, GHOST_RECORD_SOURCE, LOAD_DATE, RECORD_SOURCE, loadDate, vaultLoadSteps, vaultTarget } from './load.js';
 import { readSource, sourceSection } from './source.js';
 
 /**
@@ -34,16 +34,18 @@ const v1 = defineVersion(1, {
         }),
       )
       .min(1, 'needs at least one source')
-      .max(16, 'at most 16 sources per job'),
+      .max(16, 'at most 16 sources per job')
+      .describe('The 1 to 16 source tables whose business keys are loaded into the hub, each with its own record source.'),
     hub: z
       .object({
         'hash-key': columnName().describe('The hash key column, e.g. hk_customer'),
         'business-key': columnList('business key').describe("The hub's business key columns"),
         'hash-algorithm': hashAlgorithm(),
       })
-      .strict(),
+      .strict()
+      .describe("The hub's columns: its hash key and business key, and the hash that derives one from the other."),
     'ghost-record': z.boolean().default(false).describe('Insert the ghost record (the zero key) if the hub lacks it'),
-    target: z.object({ table: name(), catalog: catalogName().optional(), format: z.enum(SILVER_FORMATS).optional() }).strict(),
+    target: vaultTarget('hub'),
   },
   refine: (c, ctx) => {
     checkDistinctColumns(

@@ -1,12 +1,12 @@
 import { z } from 'zod';
-import { columnName, catalogName, name } from '../../core/config/validate.js';
+import { columnName } from '../../core/config/validate.js';
 import { alias, col, fn, lit, not, or, over } from '../../spark/plan/expressions.js';
 import type { JobContext, JobPlan } from '../template.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
-import { SILVER_FORMATS, silverRef } from '../layers/silver.js';
+import { silverRef } from '../layers/silver.js';
 import { checkDistinctColumns } from './columns.js';
 import { hashAlgorithm, hashKey, noKey, zeroKey } from './hashing.js';
-import { GHOST_LOAD_DATE, GHOST_RECORD_SOURCE, LOAD_DATE, RECORD_SOURCE, loadDate, vaultLoadSteps } from './load.js';
+import { GHOST_LOAD_DATE, GHOST_RECORD_SOURCE, LOAD_DATE, RECORD_SOURCE, loadDate, vaultLoadSteps, vaultTarget } from './load.js';
 import { readSource, sourceSection } from './source.js';
 
 /**
@@ -35,9 +35,10 @@ const v1 = defineVersion(1, {
         hubs: z.array(hubRef).min(2, 'a link relates at least two hub keys').max(16).describe('The parent hubs, in the order their keys are hashed'),
         'hash-algorithm': hashAlgorithm(),
       })
-      .strict(),
+      .strict()
+      .describe("The link's columns: its own hash key and the parent hubs' hash keys (use the hubs' hash algorithm)."),
     'ghost-record': z.boolean().default(false).describe('Insert the ghost record (all keys zero) if the link lacks it'),
-    target: z.object({ table: name(), catalog: catalogName().optional(), format: z.enum(SILVER_FORMATS).optional() }).strict(),
+    target: vaultTarget('link'),
   },
   refine: (c, ctx) =>
     checkDistinctColumns(

@@ -1,15 +1,15 @@
 import { z } from 'zod';
 import { DataError } from '../../core/errors.js';
 import { tableParts } from '../../core/naming.js';
-import { columnName, catalogName, name } from '../../core/config/validate.js';
+import { columnName } from '../../core/config/validate.js';
 import { type Expr, type SortOrder, alias, col, desc, eq, fn, isNull, lit, not, or, over } from '../../spark/plan/expressions.js';
 import { Query } from '../../spark/plan/query.js';
 import type { JobContext, JobPlan, Step } from '../template.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
-import { SILVER_FORMATS, silverRef } from '../layers/silver.js';
+import { silverRef } from '../layers/silver.js';
 import { RESERVED_COLUMNS, checkDistinctColumns, columnList } from './columns.js';
 import { hashAlgorithm, hashKey, hashOf, hashdiffColumns, noKey, zeroKey } from './hashing.js';
-import { GHOST_LOAD_DATE, GHOST_RECORD_SOURCE, LOAD_DATE, RECORD_SOURCE, loadDate, vaultLoadSteps } from './load.js';
+import { GHOST_LOAD_DATE, GHOST_RECORD_SOURCE, LOAD_DATE, RECORD_SOURCE, loadDate, vaultLoadSteps, vaultTarget } from './load.js';
 import { readSource, sourceSection } from './source.js';
 
 /**
@@ -44,9 +44,10 @@ const v1 = defineVersion(1, {
         'order-by': z.array(columnName()).min(1).optional().describe('The columns that order the changes of one key within a batch (ascending)'),
         'hash-algorithm': hashAlgorithm(),
       })
-      .strict(),
+      .strict()
+      .describe("The satellite's columns: the parent's hash key and business key, the payload hashed into the hashdiff, and the order of changes."),
     'ghost-record': z.boolean().default(false).describe('Insert the ghost record (zero key and hashdiff) if the satellite lacks it'),
-    target: z.object({ table: name(), catalog: catalogName().optional(), format: z.enum(SILVER_FORMATS).optional() }).strict(),
+    target: vaultTarget('satellite'),
   },
   refine: (c, ctx) =>
     checkDistinctColumns(

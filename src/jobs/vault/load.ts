@@ -1,10 +1,12 @@
+import { z } from 'zod';
+import { catalogName, name } from '../../core/config/validate.js';
 import { DataError, UsageError } from '../../core/errors.js';
 import { displayTable, quoteName, tableParts } from '../../core/naming.js';
 import { type Expr, alias, col, desc, fn, lit } from '../../spark/plan/expressions.js';
 import { Query } from '../../spark/plan/query.js';
 import type { Facts, JobContext, Row, SchemaDiff, Step } from '../template.js';
 import { createNamespaceStep, tableProperties } from '../tables.js';
-import type { SilverRef } from '../layers/silver.js';
+import { SILVER_FORMATS, type SilverRef } from '../layers/silver.js';
 
 /**
  * Loading a raw vault table, shared by dv-hub, dv-link and dv-satellite: every vault table is
@@ -24,6 +26,19 @@ export const GHOST_LOAD_DATE = '1900-01-01T00:00:00Z';
 export const GHOST_RECORD_SOURCE = 'SYSTEM';
 
 const SOURCE = '__source';
+
+/** The `target` section of a vault template: the silver table `kind` (hub, link, satellite) is loaded into. */
+export const vaultTarget = (kind: 'hub' | 'link' | 'satellite') =>
+  z
+    .object({
+      table: name().describe(
+        `The ${kind} table: <catalog>.<tenant>_silver.<table> at <storage-root>/silver/<table>; one found by name at another location is refused (78).`,
+      ),
+      catalog: catalogName().optional().describe('A catalog of the platform config (default: its default catalog).'),
+      format: z.enum(SILVER_FORMATS).optional().describe("iceberg or delta; must be the catalog's (checked against the platform config)."),
+    })
+    .strict()
+    .describe(`The ${kind} table the rows are inserted into (insert-only, by a MERGE on its key).`);
 
 /**
  * The load date of the run: `--logical-date` as a date (midnight UTC) or an ISO timestamp with an

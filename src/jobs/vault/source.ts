@@ -51,7 +51,8 @@ export const sourceSection = <E extends z.ZodRawShape>(what: string, extra: E) =
       'record-source': recordSource(),
     })
     .strict()
-    .superRefine((s, ctx) => checkSource(s as SourceSpec, ctx));
+    .superRefine((s, ctx) => checkSource(s as SourceSpec, ctx))
+    .describe("A table of the tenant's bronze or silver layer to read, optionally filtered, and the record source its rows are stamped with.");
 
 export interface SourceSpec {
   table: string;

@@ -1,7 +1,8 @@
 import { ConfigError } from '../core/errors.js';
-import { type TableName, quoteName } from '../core/naming.js';
-import { sqlCommand } from '../spark/plan/query.js';
-import type { CatalogRef, JobContext, Step } from './template.js';
+import { type TableName, displayTable, quoteName, tableParts } from '../core/naming.js';
+import { col, desc } from '../spark/plan/expressions.js';
+import { Query, sqlCommand } from '../spark/plan/query.js';
+import type { CatalogRef, JobContext, Row, Step } from './template.js';
 
 /**
  * What every template that writes a catalog table shares: which catalog, its namespace, the
@@ -31,4 +32,40 @@ export function createNamespaceStep(table: TableName): Step {
 /** A table lives at its layer's path under the tenant's storage root; Iceberg tables are format v2. */
 export function tableProperties(format: 'iceberg' | 'delta', location: string): Record<string, string> {
   return format === 'iceberg' ? { location, 'format-version': '2' } : { location };
+}
+
+/**
+ * The last step of a write: read the table's current commit (Iceberg snapshot id, Delta version)
+ * into the status's output, so the orchestrator can pin what this run left behind.
+ */
+export function readCommitStep(target: TableName, format: 'iceberg' | 'delta'): Step {
+  const table = displayTable(target);
+  if (format === 'iceberg') {
+    return {
+      kind: 'query',
+      id: 'read-snapshot',
+      title: `Read the current snapshot of ${table}`,
+      query: Query.table([...tableParts(target), 'snapshots'])
+        .select('snapshot_id', 'committed_at')
+        .sort(desc(col('committed_at')))
+        .limit(1),
+      interpret: (rows: Row[]) => {
+        const id = rows[0]?.snapshot_id;
+        return id === undefined || id === null ? {} : { output: { table, format, snapshotId: String(id) } };
+      },
+    };
+  }
+  return {
+    kind: 'query',
+    id: 'read-version',
+    title: `Read the current version of ${table}`,
+    query: Query.sql(`DESCRIBE HISTORY ${quoteName(tableParts(target))}`)
+      .select('version')
+      .sort(desc(col('version')))
+      .limit(1),
+    interpret: (rows: Row[]) => {
+      const v = rows[0]?.version;
+      return v === undefined || v === null ? {} : { output: { table, format, snapshotId: String(v) } };
+    },
+  };
 }

@@ -21,7 +21,10 @@ function isRunning(path: string): boolean {
 }
 
 export default function setup(): () => void {
-  const stopKafka = startKafka();
+  // SPARK_REMOTE names a stack someone else runs: start nothing next to it (its Kafka, if the run
+  // needs one, is LAKEHOUSE_KAFKA_BOOTSTRAP or KAFKA_PORT), never a broker on the default port.
+  const external = Boolean(process.env.SPARK_REMOTE);
+  const stopKafka = external ? () => undefined : startKafka();
   const stopSpark = startSpark();
   return () => {
     stopSpark();

@@ -9,7 +9,7 @@ import { repoRoot } from './stack.js';
  */
 
 export function kafkaBootstrap(): string {
-  return process.env.LAKEHOUSE_KAFKA_BOOTSTRAP ?? '127.0.0.1:19092';
+  return process.env.LAKEHOUSE_KAFKA_BOOTSTRAP ?? `127.0.0.1:${process.env.KAFKA_PORT ?? '19092'}`;
 }
 
 function tool(args: string[], input?: string): string {

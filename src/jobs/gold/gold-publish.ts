@@ -1,14 +1,14 @@
 import { z } from 'zod';
 import { ConfigError, DataError } from '../../core/errors.js';
 import { catalogName, columnName, name } from '../../core/config/validate.js';
-import { type TableName, displayTable, quoteName, tableParts } from '../../core/naming.js';
+import { type TableName, displayTable, tableParts } from '../../core/naming.js';
 import type { ExpectationReport } from '../../core/status.js';
-import { type Expr, alias, and, cast, col, desc, eq, eqNullSafe, fn, isNull, lit, not, or, over, star } from '../../spark/plan/expressions.js';
+import { type Expr, alias, and, cast, col, eq, eqNullSafe, fn, isNull, lit, not, or, over, star } from '../../spark/plan/expressions.js';
 import { Query } from '../../spark/plan/query.js';
 import type { Cmd } from '../../spark/plan/commands.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import type { Facts, JobContext, JobPlan, Row, SchemaDiff, Step } from '../template.js';
-import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js';
+import { createNamespaceStep, readCommitStep, tableCatalog, tableProperties } from '../tables.js';
 import {
   type Expectation,
   GRAIN_UNIQUE,
@@ -419,7 +419,7 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
       when: (facts) => !noOp(facts, publish.mode),
       command: publishCommand(written, target, publish, grain, rangeFilter),
     },
-    catalog.format === 'iceberg' ? icebergSnapshotStep(target) : deltaVersionStep(target),
+    readCommitStep(target, catalog.format),
   ];
   return { steps };
 }
@@ -609,38 +609,6 @@ export function schemaDecision(diff: SchemaDiff, table: string): { fail?: DataEr
         code: 'SCHEMA_CHANGED',
       },
     ),
-  };
-}
-
-function icebergSnapshotStep(target: TableName): Step {
-  return {
-    kind: 'query',
-    id: 'read-snapshot',
-    title: `Read the current snapshot of ${displayTable(target)}`,
-    query: Query.table([...tableParts(target), 'snapshots'])
-      .select('snapshot_id', 'committed_at')
-      .sort(desc(col('committed_at')))
-      .limit(1),
-    interpret: (rows: Row[]) => {
-      const id = rows[0]?.snapshot_id;
-      return id === undefined || id === null ? {} : { output: { table: displayTable(target), format: 'iceberg', snapshotId: String(id) } };
-    },
-  };
-}
-
-function deltaVersionStep(target: TableName): Step {
-  return {
-    kind: 'query',
-    id: 'read-version',
-    title: `Read the current version of ${displayTable(target)}`,
-    query: Query.sql(`DESCRIBE HISTORY ${quoteName(tableParts(target))}`)
-      .select('version')
-      .sort(desc(col('version')))
-      .limit(1),
-    interpret: (rows: Row[]) => {
-      const v = rows[0]?.version;
-      return v === undefined || v === null ? {} : { output: { table: displayTable(target), format: 'delta', snapshotId: String(v) } };
-    },
   };
 }
 

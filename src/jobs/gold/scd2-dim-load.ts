@@ -1,13 +1,13 @@
 import { z } from 'zod';
 import { DataError } from '../../core/errors.js';
-import { type TableName, displayTable, quoteName, tableParts } from '../../core/naming.js';
+import { displayTable, tableParts } from '../../core/naming.js';
 import { catalogName, columnName, expression, isoDate, name } from '../../core/config/validate.js';
 import type { ConfigExpression } from '../../core/expression/index.js';
-import { type Expr, alias, col, desc, eq, fn, isNull, lit, not, or, star } from '../../spark/plan/expressions.js';
+import { type Expr, alias, col, eq, fn, isNull, lit, not, or, star } from '../../spark/plan/expressions.js';
 import { configExpr } from '../../spark/plan/config-expression.js';
 import { Query } from '../../spark/plan/query.js';
 import type { Facts, JobContext, JobPlan, Row, Step } from '../template.js';
-import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js';
+import { createNamespaceStep, readCommitStep, tableCatalog, tableProperties } from '../tables.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { BRONZE_SESSION_CONF, BRONZE_STAMPS, bronzeRef, readBronze } from '../layers/bronze.js';
 import { silverRef } from '../layers/silver.js';
@@ -385,7 +385,7 @@ function plan(ctx: JobContext, spec: Scd2DimLoadSpec): JobPlan {
         whenNotMatched: [{ action: 'insertAll', condition: eq(col(SOURCE, MERGE.action), lit('insert')) }],
       }),
     },
-    catalog.format === 'iceberg' ? icebergSnapshotStep(target) : deltaVersionStep(target),
+    readCommitStep(target, catalog.format),
   ];
   return { steps, ...(s.layer === 'bronze' ? { sessionConf: BRONZE_SESSION_CONF } : {}) };
 }
@@ -464,38 +464,6 @@ function breachEffect(r: Row, message: string): { fail?: DataError } {
     fail: new DataError(`${message}: ${found.map((b) => `${b.replaceAll('_', ' ')} (${Number(r[b])})`).join(', ')}, e.g. key ${String(r.example)}`, {
       code: 'SCD2_INVARIANT',
     }),
-  };
-}
-
-function icebergSnapshotStep(target: TableName): Step {
-  return {
-    kind: 'query',
-    id: 'read-snapshot',
-    title: `Read the current snapshot of ${displayTable(target)}`,
-    query: Query.table([...tableParts(target), 'snapshots'])
-      .select('snapshot_id', 'committed_at')
-      .sort(desc(col('committed_at')))
-      .limit(1),
-    interpret: (rows: Row[]) => {
-      const id = rows[0]?.snapshot_id;
-      return id === undefined || id === null ? {} : { output: { table: displayTable(target), format: 'iceberg', snapshotId: String(id) } };
-    },
-  };
-}
-
-function deltaVersionStep(target: TableName): Step {
-  return {
-    kind: 'query',
-    id: 'read-version',
-    title: `Read the current version of ${displayTable(target)}`,
-    query: Query.sql(`DESCRIBE HISTORY ${quoteName(tableParts(target))}`)
-      .select('version')
-      .sort(desc(col('version')))
-      .limit(1),
-    interpret: (rows: Row[]) => {
-      const v = rows[0]?.version;
-      return v === undefined || v === null ? {} : { output: { table: displayTable(target), format: 'delta', snapshotId: String(v) } };
-    },
   };
 }
 

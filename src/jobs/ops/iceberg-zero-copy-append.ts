@@ -2,11 +2,11 @@ import { z } from 'zod';
 import { ConfigError, DataError, type ErrorReport, InputMissingError } from '../../core/errors.js';
 import { LAYERS, type TableName, displayTable, normaliseStorageUri, quoteName, sameLocation, tableParts } from '../../core/naming.js';
 import { catalogName, name } from '../../core/config/validate.js';
-import { col, desc } from '../../spark/plan/expressions.js';
 import type { Extension } from '../../spark/plan/relations.js';
 import { Query, extensionCommand } from '../../spark/plan/query.js';
 import type { Facts, JobContext, JobPlan, Row, Step, StepEffect } from '../template.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
+import { readCommitStep } from '../tables.js';
 
 /**
  * iceberg-zero-copy-append: append a source Iceberg table's live files to a target Iceberg table
@@ -255,19 +255,7 @@ function plan(ctx: JobContext, spec: ZeroCopyAppendSpec): JobPlan {
       when: shouldAppend,
       command: extensionCommand(request(ctx, r, COMMIT_TYPE)),
     },
-    {
-      kind: 'query',
-      id: 'read-snapshot',
-      title: `Read the current snapshot of ${target}`,
-      query: Query.table([...tableParts(r.target), 'snapshots'])
-        .select('snapshot_id', 'committed_at')
-        .sort(desc(col('committed_at')))
-        .limit(1),
-      interpret: (rows: Row[]) => {
-        const id = rows[0]?.snapshot_id;
-        return id === undefined || id === null ? {} : { output: { table: target, format: 'iceberg', snapshotId: String(id) } };
-      },
-    },
+    readCommitStep(r.target, 'iceberg'),
   ];
   return { steps };
 }

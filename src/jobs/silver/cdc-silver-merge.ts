@@ -26,8 +26,8 @@ import { configExpr } from '../../spark/plan/config-expression.js';
 import type { ConfigExpression } from '../../core/expression/index.js';
 import type { Cmd } from '../../spark/plan/commands.js';
 import { Query, sqlCommand } from '../../spark/plan/query.js';
-import type { ColumnSource, DatasetRef, Facts, JobContext, JobPlan, PlanLineage, Row, SchemaDiff, Step } from '../template.js';
-import { createNamespaceStep, tableProperties } from '../tables.js';
+import type { ColumnSource, DatasetRef, Facts, JobContext, JobPlan, PlanLineage, SchemaDiff, Step } from '../template.js';
+import { createNamespaceStep, readCommitStep, tableProperties } from '../tables.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { BRONZE_SESSION_CONF, BRONZE_STAMPS, type BronzeFormat, type BronzeRef, bronzeFormatKeys, bronzeRef, checkBronzeCatalog, readBronze } from '../layers/bronze.js';
 import { SILVER_FORMATS, type SilverFormat, silverCompanion, silverRef } from '../layers/silver.js';
@@ -490,7 +490,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
         `DELETE FROM ${quoteName(tableParts(tombstones))} WHERE ${quoteIdentifier(DELETED_AT)} < current_timestamp() - make_dt_interval(${Math.trunc(spec.tombstoneRetentionDays)})`,
       ),
     },
-    catalog.format === 'iceberg' ? icebergSnapshotStep(target) : deltaVersionStep(target),
+    readCommitStep(target, catalog.format),
   ];
   // Bronze columns that JDBC reported as varchar(n) (SQLite: varchar(0)) are text to silver: a
   // Delta table created from them would enforce the length on every write.
@@ -625,35 +625,6 @@ function measure(source: Query, target: TableName, keys: string[], sequence: str
       alias(countIf(and(del, afterTomb)), 'tombstones'),
     ],
   );
-}
-
-function icebergSnapshotStep(target: TableName): Step {
-  return {
-    kind: 'query',
-    id: 'read-snapshot',
-    title: `Read the current snapshot of ${displayTable(target)}`,
-    query: Query.table([...tableParts(target), 'snapshots'])
-      .select('snapshot_id', 'committed_at')
-      .sort(desc(col('committed_at')))
-      .limit(1),
-    interpret: (rows: Row[]) => {
-      const id = rows[0]?.snapshot_id;
-      return id === undefined || id === null ? {} : { output: { table: displayTable(target), format: 'iceberg', snapshotId: String(id) } };
-    },
-  };
-}
-
-function deltaVersionStep(target: TableName): Step {
-  return {
-    kind: 'query',
-    id: 'read-version',
-    title: `Read the current version of ${displayTable(target)}`,
-    query: Query.sql(`DESCRIBE HISTORY ${quoteName(tableParts(target))}`).select('version').sort(desc(col('version'))).limit(1),
-    interpret: (rows: Row[]) => {
-      const v = rows[0]?.version;
-      return v === undefined || v === null ? {} : { output: { table: displayTable(target), format: 'delta', snapshotId: String(v) } };
-    },
-  };
 }
 
 export const cdcSilverMerge = defineTemplate({

@@ -1,11 +1,11 @@
 import { z } from 'zod';
 import { catalogName, name } from '../../core/config/validate.js';
 import { DataError, UsageError } from '../../core/errors.js';
-import { displayTable, quoteName, tableParts } from '../../core/naming.js';
-import { type Expr, alias, col, desc, fn, lit } from '../../spark/plan/expressions.js';
+import { displayTable, tableParts } from '../../core/naming.js';
+import { type Expr, alias, col, fn, lit } from '../../spark/plan/expressions.js';
 import { Query } from '../../spark/plan/query.js';
-import type { Facts, JobContext, Row, SchemaDiff, Step } from '../template.js';
-import { createNamespaceStep, tableProperties } from '../tables.js';
+import type { Facts, JobContext, SchemaDiff, Step } from '../template.js';
+import { createNamespaceStep, readCommitStep, tableProperties } from '../tables.js';
 import { SILVER_FORMATS, type SilverRef } from '../layers/silver.js';
 
 /**
@@ -190,7 +190,7 @@ export function vaultLoadSteps(load: VaultTableLoad): Step[] {
       }),
     }),
   );
-  steps.push(format === 'iceberg' ? icebergSnapshotStep(target) : deltaVersionStep(target));
+  steps.push(readCommitStep(target.table, format));
   return steps;
 }
 
@@ -240,34 +240,3 @@ export function fact(facts: Facts, step: string, column: string): number {
   return Number(facts[step]?.[0]?.[column] ?? 0);
 }
 
-function icebergSnapshotStep(target: SilverRef): Step {
-  return {
-    kind: 'query',
-    id: 'read-snapshot',
-    title: `Read the current snapshot of ${displayTable(target.table)}`,
-    query: Query.table([...tableParts(target.table), 'snapshots'])
-      .select('snapshot_id', 'committed_at')
-      .sort(desc(col('committed_at')))
-      .limit(1),
-    interpret: (rows: Row[]) => {
-      const id = rows[0]?.snapshot_id;
-      return id === undefined || id === null ? {} : { output: { table: displayTable(target.table), format: 'iceberg', snapshotId: String(id) } };
-    },
-  };
-}
-
-function deltaVersionStep(target: SilverRef): Step {
-  return {
-    kind: 'query',
-    id: 'read-version',
-    title: `Read the current version of ${displayTable(target.table)}`,
-    query: Query.sql(`DESCRIBE HISTORY ${quoteName(tableParts(target.table))}`)
-      .select('version')
-      .sort(desc(col('version')))
-      .limit(1),
-    interpret: (rows: Row[]) => {
-      const v = rows[0]?.version;
-      return v === undefined || v === null ? {} : { output: { table: displayTable(target.table), format: 'delta', snapshotId: String(v) } };
-    },
-  };
-}

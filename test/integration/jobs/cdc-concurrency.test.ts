@@ -1,17 +1,12 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { asLakehouseError } from '../../../src/core/errors.js';
-import { loadJob } from '../../../src/app/load-job.js';
-import { createLogger } from '../../../src/core/logger.js';
 import type { Step } from '../../../src/jobs/template.js';
-import { executePlan } from '../../../src/runner/executor.js';
-import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
-import { sessionSettings, tagFor } from '../../../src/runner/run.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg } from '../../support/stack.js';
+import { type Outcome, pausePoint, runInProcess } from '../../support/in-process.js';
 
 /**
  * Two cdc-silver-merge runs on one target, interleaved step by step and deterministically: run X
@@ -27,7 +22,6 @@ import { connect, freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg } 
 const tenant = freshTenant();
 let dir: string;
 let setupClient: SparkConnectClient;
-const logger = createLogger('silent');
 
 const range = (from: number, to: number) => Array.from({ length: to - from + 1 }, (_, i) => from + i);
 const DAY0 = '2026-03-01'; // keys 1..30 inserted at sequence 1
@@ -89,44 +83,18 @@ cdc    { primary-key = ["id"], sequence-by = "ts", op-column = "op", delete-valu
 target { table = "${table}", format = ${format}, catalog = "${format === 'iceberg' ? 'lake' : 'spark_catalog'}" }
 `;
 
-interface Outcome {
-  code: number;
-  steps: string[];
-}
-
-/** One run, in this process, on its own Spark session, as `runJob` would execute it. */
-async function run(format: 'iceberg' | 'delta', table: string, date: string, beforeStep?: (s: Step) => Promise<void>): Promise<Outcome> {
-  const file = join(dir, `${table}.conf`);
-  const runId = `it-conc-${table}-${date}-${Math.random().toString(36).slice(2, 8)}`;
-  const loaded = await loadJob({
-    configFile: file,
-    envFile: join(dir, 'platform.conf'),
-    overrides: [`source.where="_snapshot_date = DATE'${date}'"`],
-    env: {},
-    runId,
-  });
-  const client = connect();
-  const steps: string[] = [];
-  try {
-    await client.config.set(sessionSettings(loaded, runId, undefined));
-    await executePlan(loaded.plan, {
-      session: client,
-      logger,
-      tags: [tagFor(runId)],
-      signal: new AbortController().signal,
-      policy: tenantReadPolicy(loaded.platform, loaded.tenant),
-      beforeStep: async (s) => {
-        steps.push(s.id);
-        await beforeStep?.(s);
-      },
-    });
-    return { code: 0, steps };
-  } catch (e) {
-    return { code: asLakehouseError(e).exitCode, steps };
-  } finally {
-    await client.releaseSession().catch(() => undefined);
-    client.close();
-  }
+/** One run of the batch of `date`, in this process, on its own Spark session. */
+function run(format: 'iceberg' | 'delta', table: string, date: string, beforeStep?: (s: Step) => Promise<void>): Promise<Outcome> {
+  return runInProcess(
+    {
+      configFile: join(dir, `${table}.conf`),
+      envFile: join(dir, 'platform.conf'),
+      overrides: [`source.where="_snapshot_date = DATE'${date}'"`],
+      env: {},
+      runId: `it-conc-${table}-${date}-${Math.random().toString(36).slice(2, 8)}`,
+    },
+    beforeStep,
+  );
 }
 
 /** X paused before `pauseAt` while Y runs to its end; a run that lost a commit race (75) is rerun. */
@@ -134,18 +102,11 @@ async function interleave(format: 'iceberg' | 'delta', table: string, x: string,
   await writeConfig(format, table);
   expect((await run(format, table, DAY0)).code).toBe(0);
 
-  let release!: () => void;
-  const gate = new Promise<void>((r) => (release = r));
-  let arrived!: () => void;
-  const reached = new Promise<void>((r) => (arrived = r));
-  const first = run(format, table, x, async (s) => {
-    if (s.id !== pauseAt) return;
-    arrived();
-    await gate;
-  });
-  await Promise.race([reached, first]);
+  const pause = pausePoint();
+  const first = run(format, table, x, pause.hold(pauseAt));
+  await Promise.race([pause.reached, first]);
   const second = await run(format, table, y);
-  release();
+  pause.release();
   const firstOutcome = await first;
 
   const codes = [firstOutcome.code, second.code];

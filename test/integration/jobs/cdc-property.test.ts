@@ -9,6 +9,7 @@ import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg } from '../../support/stack.js';
+import { mulberry32, shuffledIndices } from '../../support/random.js';
 
 /**
  * The merge's contract as a property: random CDC histories (inserts, updates, deletes, exact
@@ -19,17 +20,6 @@ import { connect, freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg } 
  */
 
 interface Event { id: number; region: string; s1: number; s2: number; op: 'u' | 'd'; v: number; note: string; batch: number }
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 const BATCHES = 4;
 
@@ -125,13 +115,8 @@ target { table = "state", format = ${format}, catalog = "${catalog}" }
 `,
     'platform.conf': `catalogs { lake { format = iceberg }, spark_catalog { format = delta } }`,
   });
-  // Fisher-Yates: the batches arrive in a random order.
-  const order = [...Array(BATCHES).keys()];
-  const rand = mulberry32(seed * 31);
-  for (let i = order.length - 1; i > 0; i--) {
-    const j = Math.floor(rand() * (i + 1));
-    [order[i], order[j]] = [order[j]!, order[i]!];
-  }
+  // The batches arrive in a random order.
+  const order = shuffledIndices(BATCHES, mulberry32(seed * 31));
   const logger = createLogger('warn');
   for (const b of order) {
     const job = await loadJob({

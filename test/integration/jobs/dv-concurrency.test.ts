@@ -1,17 +1,12 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { asLakehouseError } from '../../../src/core/errors.js';
-import { loadJob } from '../../../src/app/load-job.js';
-import { createLogger } from '../../../src/core/logger.js';
 import type { Step } from '../../../src/jobs/template.js';
-import { executePlan } from '../../../src/runner/executor.js';
-import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
-import { sessionSettings, tagFor } from '../../../src/runner/run.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg } from '../../support/stack.js';
+import { type Outcome, pausePoint, runInProcess } from '../../support/in-process.js';
 
 /**
  * Two dv-hub loads of the same batch into one hub, interleaved deterministically with the
@@ -22,48 +17,22 @@ import { connect, freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg } 
 const tenant = freshTenant();
 let dir: string;
 let setupClient: SparkConnectClient;
-const logger = createLogger('silent');
 const DAY = '2026-04-01';
 const KEYS = Array.from({ length: 20 }, (_, i) => `c${i}`);
 
-interface Outcome {
-  code: number;
-  steps: string[];
-}
-
-/** One load, in this process, on its own Spark session, as `runJob` would execute it. */
-async function run(table: string, beforeStep?: (s: Step) => Promise<void>): Promise<Outcome> {
-  const runId = `it-dvconc-${table}-${Math.random().toString(36).slice(2, 8)}`;
-  const loaded = await loadJob({
-    configFile: join(dir, `${table}.conf`),
-    envFile: join(dir, 'platform.conf'),
-    overrides: [],
-    env: {},
-    runId,
-    logicalDate: DAY,
-  });
-  const client = connect();
-  const steps: string[] = [];
-  try {
-    await client.config.set(sessionSettings(loaded, runId, DAY));
-    await executePlan(loaded.plan, {
-      session: client,
-      logger,
-      tags: [tagFor(runId)],
-      signal: new AbortController().signal,
-      policy: tenantReadPolicy(loaded.platform, loaded.tenant),
-      beforeStep: async (s) => {
-        steps.push(s.id);
-        await beforeStep?.(s);
-      },
-    });
-    return { code: 0, steps };
-  } catch (e) {
-    return { code: asLakehouseError(e).exitCode, steps };
-  } finally {
-    await client.releaseSession().catch(() => undefined);
-    client.close();
-  }
+/** One load, in this process, on its own Spark session. */
+function run(table: string, beforeStep?: (s: Step) => Promise<void>): Promise<Outcome> {
+  return runInProcess(
+    {
+      configFile: join(dir, `${table}.conf`),
+      envFile: join(dir, 'platform.conf'),
+      overrides: [],
+      env: {},
+      runId: `it-dvconc-${table}-${Math.random().toString(36).slice(2, 8)}`,
+      logicalDate: DAY,
+    },
+    beforeStep,
+  );
 }
 
 beforeAll(async () => {
@@ -100,17 +69,11 @@ target { table = "${table}", catalog = "${catalog}", format = ${format} }`,
     );
     const read = () => (format === 'iceberg' ? readIcebergWithPyIceberg(`${tenant.id}_silver`, table) : readDeltaWithDeltaRs(`${tenant.root}/silver/${table}`));
 
-    let release!: () => void;
-    const gate = new Promise<void>((r) => (release = r));
-    let arrived!: () => void;
-    const reached = new Promise<void>((r) => (arrived = r));
+    const pause = pausePoint();
+    const release = pause.release;
     // X creates the hub and measures it empty, then waits before its insert; Y then finds the hub and measures it empty too.
-    const x = run(table, async (s) => {
-      if (s.id !== 'insert') return;
-      arrived();
-      await gate;
-    });
-    await Promise.race([reached, x]);
+    const x = run(table, pause.hold('insert'));
+    await Promise.race([pause.reached, x]);
     // Y runs until its own insert, then X is released: the two MERGEs run at the same time.
     const y = run(table, async (s) => {
       if (s.id === 'insert') release();

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { connect, freshTenant } from '../../support/stack.js';
 import { type Format, catalogOf, load, readDimension, silverTable } from './scd2-support.js';
+import { mulberry32, shuffledIndices } from '../../support/random.js';
 
 /**
  * scd2-dim-load's history as a property: random change feeds (upserts with few distinct states, so
@@ -34,17 +35,6 @@ interface Point {
   tier: string;
   email: string;
   rank: number;
-}
-
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 const BATCHES = 3;
@@ -141,12 +131,7 @@ source    { table = "events", catalog = "${catalogOf(format)}" }
 dimension { natural-key = ["id"], tracked-columns = ["tier"], type1-columns = ["email"], exclude-columns = ["batch"] }
 history   { sequence-by = "at", op-column = "op", tombstones = ${tombstones} }
 target    { table = "dim", format = ${format}, catalog = "${catalogOf(format)}" }`;
-  const order = [...Array(BATCHES).keys()];
-  const rand = mulberry32(seed * 31);
-  for (let i = order.length - 1; i > 0; i--) {
-    const j = Math.floor(rand() * (i + 1));
-    [order[i], order[j]] = [order[j]!, order[i]!];
-  }
+  const order = shuffledIndices(BATCHES, mulberry32(seed * 31));
   for (const b of order) {
     const r = await load(client, tenant, config, { set: [`source.where="batch = ${b}"`], runId: `prop-${seed}-${b}` });
     expect([0, 99], `batch ${b}: ${r.message}`).toContain(r.code);

@@ -1,0 +1,66 @@
+import { asLakehouseError } from '../../src/core/errors.js';
+import { loadJob, type LoadRequest } from '../../src/app/load-job.js';
+import { createLogger } from '../../src/core/logger.js';
+import type { Step } from '../../src/jobs/template.js';
+import { executePlan } from '../../src/runner/executor.js';
+import { sessionSettings, tagFor } from '../../src/runner/run.js';
+import { tenantReadPolicy } from '../../src/spark/policy/index.js';
+import { connect } from './stack.js';
+
+/** What a run in this process ended with: its exit code (0 or the error's) and the steps it began. */
+export interface Outcome {
+  code: number;
+  steps: string[];
+}
+
+/**
+ * One run, in this process, on its own Spark session, as `runJob` executes it (session settings,
+ * operation tags, the tenant read policy), with the executor's `beforeStep` hook exposed so a test
+ * can pause it between steps. Errors become their exit code, as the CLI would exit.
+ */
+export async function runInProcess(req: Omit<LoadRequest, 'runId'> & { runId?: string }, beforeStep?: (s: Step) => Promise<void>): Promise<Outcome> {
+  const runId = req.runId ?? `it-${Math.random().toString(36).slice(2, 10)}`;
+  const loaded = await loadJob({ ...req, runId });
+  const client = connect();
+  const steps: string[] = [];
+  try {
+    await client.config.set(sessionSettings(loaded, runId, req.logicalDate));
+    await executePlan(loaded.plan, {
+      session: client,
+      logger: createLogger('silent'),
+      tags: [tagFor(runId)],
+      signal: new AbortController().signal,
+      policy: tenantReadPolicy(loaded.platform, loaded.tenant),
+      beforeStep: async (s) => {
+        steps.push(s.id);
+        await beforeStep?.(s);
+      },
+    });
+    return { code: 0, steps };
+  } catch (e) {
+    return { code: asLakehouseError(e).exitCode, steps };
+  } finally {
+    await client.releaseSession().catch(() => undefined);
+    client.close();
+  }
+}
+
+/**
+ * A pause point for deterministic interleavings: `hold(stepId)` is a beforeStep hook that stops the
+ * run before that step until `release()`; `reached` resolves when it got there.
+ */
+export function pausePoint(): { hold: (stepId: string) => (s: Step) => Promise<void>; reached: Promise<void>; release: () => void } {
+  let release!: () => void;
+  const gate = new Promise<void>((r) => (release = r));
+  let arrived!: () => void;
+  const reached = new Promise<void>((r) => (arrived = r));
+  return {
+    hold: (stepId) => async (s) => {
+      if (s.id !== stepId) return;
+      arrived();
+      await gate;
+    },
+    reached,
+    release,
+  };
+}

@@ -4,7 +4,8 @@
 
 1. It compiles, and (AST, nothing imported) every lakehouse_job(...) names a template and a config,
    the operator gets do_xcom_push=True, skip_on_exit_code=99, --run-id {{ run_id }},
-   --logical-date {{ ds }}, SPARK_REMOTE from a Secret and /conf from a ConfigMap.
+   --logical-date {{ ds }}, SPARK_REMOTE from a Secret and /conf from a ConfigMap, whose files
+   (conf/, what the ConfigMap is created from) are exactly the configs the tasks name.
 2. When Airflow and the cncf-kubernetes provider are importable (requirements-check.txt), it imports
    the DAG and checks the real objects: tasks, order, rendered arguments, and that LakehouseJob turns
    a non-retryable exit code into AirflowFailException and leaves retryable ones to Airflow's retries.
@@ -20,6 +21,7 @@ import sys
 sys.dont_write_bytecode = True  # leave no __pycache__ next to the example
 
 DAG_FILE = pathlib.Path(__file__).resolve().parent / "lakehouse_medallion.py"
+CONF_DIR = DAG_FILE.parent / "conf"  # the ConfigMap lakehouse-acme-jobs's files
 problems: list[str] = []
 EXPECTED_CHAIN = [("bronze_ingest", "jdbc-snapshot-ingest"), ("silver_merge", "cdc-silver-merge"), ("gold_publish", "gold-publish")]
 
@@ -36,6 +38,15 @@ def static_check() -> None:
     calls = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "lakehouse_job"]
     found = [(c.args[0].value, c.args[1].value) for c in calls if len(c.args) >= 3 and all(isinstance(a, ast.Constant) for a in c.args[:3])]
     check(found == EXPECTED_CHAIN, f"lakehouse_job calls: {found}, expected {EXPECTED_CHAIN}")
+    # The ConfigMap is created from conf/: it holds exactly the files the tasks name.
+    named = sorted(c.args[2].value for c in calls if len(c.args) >= 3 and isinstance(c.args[2], ast.Constant))
+    held = sorted(p.name for p in CONF_DIR.glob("*.conf"))
+    check(named == held, f"the tasks name the config files {named}, conf/ (the ConfigMap's source) holds {held}")
+    for call in calls:
+        if len(call.args) >= 3 and all(isinstance(a, ast.Constant) for a in call.args[:3]):
+            task_id, template, config = (a.value for a in call.args[:3])
+            path = CONF_DIR / config
+            check(path.exists() and f'template = "{template}"' in path.read_text(), f"conf/{config} ({task_id}) is a {template} config")
     operator = [n for n in ast.walk(tree) if isinstance(n, ast.Call) and getattr(n.func, "id", None) == "LakehouseJob"]
     check(len(operator) == 1, "one LakehouseJob(...) construction expected")
     if operator:

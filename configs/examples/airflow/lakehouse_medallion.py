@@ -19,7 +19,15 @@ server (see ../kubernetes/spark-connect.yaml). What the DAG relies on is the run
 Kubernetes objects this DAG expects in its namespace:
 - Secret `lakehouse-spark-connect` with key SPARK_REMOTE = "sc://<service>:15002/;token=<token>"
   (Airflow's ";use_ssl=True" form works too); the runner never prints the token.
-- ConfigMap `lakehouse-acme-jobs` with one HOCON file per job: ingest.conf, silver.conf, gold.conf.
+- ConfigMap `lakehouse-acme-jobs` with one HOCON file per job: ingest.conf, silver.conf, gold.conf,
+  created from the files next to this DAG:
+    kubectl -n lakehouse create configmap lakehouse-acme-jobs --from-file=configs/examples/airflow/conf/
+The platform config (--env) is the platform's, not the tenant's: the image or the namespace's pod
+defaults set LAKEHOUSE_ENV to it (catalogs, tenant storage roots, allowed config variables).
+
+test/integration/examples/airflow.test.ts runs this DAG for real: render_dag.py renders each task as
+Airflow would for a logical date and run id, and the test runs the rendered arguments with the local
+CLI in place of the image, /conf mapped to conf/, then reads the gold table back with PyIceberg.
 
 gold-publish takes the day from --logical-date ({{ ds }}): it is the transform's :logical_date and,
 with target.mode = replace-range, the range it replaces (docs/templates/gold-publish.md). A failed

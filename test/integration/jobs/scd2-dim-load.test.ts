@@ -171,3 +171,71 @@ target    { table = "dim_customers", format = delta, catalog = "spark_catalog" }
     LOADS_TIMEOUT,
   );
 });
+
+describe.each(['iceberg', 'delta'] as const)('scd2-dim-load v2 close-missing on %s: full snapshots', (format) => {
+  const tenant = freshTenant();
+  const catalog = format === 'iceberg' ? 'lake' : 'spark_catalog';
+  const config = (d: string) => `
+job       { template = "scd2-dim-load", schema-version = 2 }
+tenant    { id = "${tenant.id}", storage-root = "${tenant.root}" }
+source    { table = "customers", format = ${format}, catalog = "${catalog}" }
+dimension { natural-key = ["id"], tracked-columns = ["tier"], effective-at = "${day(d)}" }
+history   { close-missing = true }
+target    { table = "dim_customers", format = ${format}, catalog = "${catalog}" }`;
+  const snapshot = (...rows: [number, string][]) =>
+    silverTable(client, tenant, format, 'customers', `SELECT * FROM VALUES ${rows.map(([id, tier]) => `(${id}, '${tier}')`).join(', ')} AS t(id, tier)`);
+  const at = (d: string) => day(d).replace('Z', '.000Z');
+
+  it(
+    'a key missing from the snapshot closes its current version at effective-at without a new version; a returning key opens a new one; reruns write nothing',
+    async () => {
+      await snapshot([1, 'gold'], [2, 'silver'], [3, 'bronze']);
+      expect(await load(client, tenant, config('01'))).toMatchObject({
+        code: 0,
+        outputs: [{ committed: true, metrics: { inserted: 3, updated: 0, deleted: 0 } }],
+      });
+
+      // 2 is missing: its version ends at the snapshot's effective time, nothing opens for it.
+      await snapshot([1, 'gold'], [3, 'bronze']);
+      expect(await load(client, tenant, config('02'))).toMatchObject({
+        code: 0,
+        outputs: [{ committed: true, metrics: { inserted: 0, updated: 1, deleted: 0 } }],
+      });
+      const closed = readDimension(tenant, format, 'dim_customers');
+      expect(history(closed, 'tier', '_scd_deleted')).toEqual([
+        { id: 1, tier: 'gold', _scd_deleted: false, from: at('01'), to: null, current: true },
+        { id: 2, tier: 'silver', _scd_deleted: false, from: at('01'), to: at('02'), current: false },
+        { id: 3, tier: 'bronze', _scd_deleted: false, from: at('01'), to: null, current: true },
+      ]);
+      // The same snapshot again: the closed key stays closed, nothing is committed.
+      expect(await load(client, tenant, config('02'))).toMatchObject({
+        code: 0,
+        outputs: [{ committed: false, metrics: { inserted: 0, updated: 0, deleted: 0 } }],
+      });
+      expect(readDimension(tenant, format, 'dim_customers')).toEqual(closed);
+
+      // 2 returns (same tier: still a new version, the gap stays), 3 goes missing, 1 changes.
+      await snapshot([1, 'platinum'], [2, 'silver']);
+      expect(await load(client, tenant, config('03'))).toMatchObject({
+        code: 0,
+        outputs: [{ committed: true, metrics: { inserted: 2, updated: 2, deleted: 0 } }],
+      });
+      const rows = readDimension(tenant, format, 'dim_customers');
+      expect(history(rows, 'tier', '_scd_deleted')).toEqual([
+        { id: 1, tier: 'gold', _scd_deleted: false, from: at('01'), to: at('03'), current: false },
+        { id: 1, tier: 'platinum', _scd_deleted: false, from: at('03'), to: null, current: true },
+        { id: 2, tier: 'silver', _scd_deleted: false, from: at('01'), to: at('02'), current: false },
+        { id: 2, tier: 'silver', _scd_deleted: false, from: at('03'), to: null, current: true },
+        { id: 3, tier: 'bronze', _scd_deleted: false, from: at('01'), to: at('03'), current: false },
+      ]);
+      expect(new Set(rows.map((r) => String(r._dim_key))).size).toBe(rows.length);
+      expect(await load(client, tenant, config('03'))).toMatchObject({
+        code: 0,
+        outputs: [{ committed: false, metrics: { inserted: 0, updated: 0, deleted: 0 } }],
+      });
+      expect(readDimension(tenant, format, 'dim_customers')).toEqual(rows);
+    },
+    // Five loads and three snapshots: twice the others' budget on a loaded 2-core runner.
+    2 * LOADS_TIMEOUT,
+  );
+});

@@ -288,21 +288,57 @@ describe.sequential('templates against the Iceberg REST catalog', () => {
   });
 
   const runs = CASES.flatMap((c) => (c.where ?? [REST]).map((w) => ({ ...c, w, label: `${c.name} (${w.catalog}, ${w.format})` })));
-  it.each(runs)(
-    '$label',
-    async (c) => {
-      const config = `${head(c.template, c.version)}${c.config(c.w)}`;
-      const first = await run(config);
-      expect(first.code, first.stderr).toBe(0);
-      const [layer, table] = c.output(c.w);
-      const out = first.status.outputs[0];
-      expect(out).toMatchObject({ table: `${c.w.catalog}.${ns(layer)}.${table}`, format: c.w.format, committed: true });
-      c.check(read(c.w, layer, table), out);
+  // A plain loop, not it.each: its $-interpolation cuts a long name, and the catalog is at its end.
+  for (const c of runs)
+    it(
+      c.label,
+      async () => {
+        const config = `${head(c.template, c.version)}${c.config(c.w)}`;
+        const first = await run(config);
+        expect(first.code, first.stderr).toBe(0);
+        const [layer, table] = c.output(c.w);
+        const out = first.status.outputs[0];
+        expect(out).toMatchObject({ table: `${c.w.catalog}.${ns(layer)}.${table}`, format: c.w.format, committed: true });
+        c.check(read(c.w, layer, table), out);
 
-      const again = await run(config);
-      expect(again.code, again.stderr).toBe(0);
-      expect(again.status.outputs[0]).toMatchObject(c.rerun ?? { committed: false });
-    },
-    300_000,
-  );
+        const again = await run(config);
+        expect(again.code, again.stderr).toBe(0);
+        expect(again.status.outputs[0]).toMatchObject(c.rerun ?? { committed: false });
+      },
+      300_000,
+    );
+});
+
+/**
+ * What the catalog layer refuses, before Spark is asked anything: a Delta table asked of the REST
+ * catalog (it holds Iceberg tables) and a catalog the platform config does not describe. Exit 78
+ * with the config path; no table appears in the REST catalog.
+ */
+describe('catalog refusals', () => {
+  it.each([
+    { name: 'a Delta table in the Iceberg REST catalog', target: `catalog = "${CATALOG}", format = delta`, path: 'target.format' },
+    { name: 'a catalog the platform config does not describe', target: 'catalog = "rest2", format = iceberg', path: 'target.catalog' },
+  ])('$name: exit 78 at $path, the catalog unchanged', async ({ target, path }) => {
+    const config = `${head('dv-hub')}sources = [ { table = "orders_cdc", snapshot-date = "${DAY}", record-source = "shop.orders", business-key = ["customer"] } ]
+hub { hash-key = "hk_customer", business-key = ["customer"] }
+target { table = "refused_hub", ${target} }`;
+    const r = await run(config);
+    expect(r.code).toBe(78);
+    expect(r.status).toMatchObject({ exitCode: 78 });
+    expect(r.stdout).toContain(path);
+    expect(() => read(REST, 'silver', 'refused_hub')).toThrow(/NoSuchTable/);
+  });
+});
+
+describe('one location per table name across catalogs', () => {
+  it('a Delta table named like a REST catalog Iceberg table of the layer: exit 78 TABLE_LOCATION_TAKEN, the Iceberg table unchanged', async () => {
+    const before = sorted(read(REST, 'silver', 'orders'), 'id', 'status');
+    const config = `${head('dv-hub')}sources = [ { table = "orders_cdc", snapshot-date = "${DAY}", record-source = "shop.orders", business-key = ["customer"] } ]
+hub { hash-key = "hk_customer", business-key = ["customer"] }
+target { table = "orders", catalog = "spark_catalog", format = delta }`;
+    const r = await run(config);
+    expect(r.code, r.stderr).toBe(78);
+    expect(r.status).toMatchObject({ exitCode: 78, error: { code: 'TABLE_LOCATION_TAKEN' } });
+    expect(sorted(read(REST, 'silver', 'orders'), 'id', 'status')).toEqual(before);
+  }, 300_000);
 });

@@ -136,7 +136,7 @@ interface Case {
 
 const CASES: Case[] = [
   {
-    name: 'gold-publish: a transform over a REST silver table, full refresh into REST gold',
+    name: 'gold-publish: a transform over a REST silver table, merged on its grain into REST gold',
     template: 'gold-publish',
     config: (w) => `transform { sql = "SELECT customer, count(*) AS orders FROM silver.orders GROUP BY customer" }
 target { table = "customer_orders", catalog = "${w.catalog}", grain = ["customer"], mode = merge }`,

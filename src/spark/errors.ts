@@ -250,6 +250,10 @@ export const errorRules: readonly ErrorRule[] = [
   { code: 'SOURCE_SCHEMA_CONTRACT', outcome: 'data', errorClass: ['UNRESOLVED_COLUMN'] },
   // SQL text comes from config (transforms, filters): when it does not parse, the config is wrong.
   { code: 'SPARK_PARSE_ERROR', outcome: 'config', errorClass: ['PARSE_SYNTAX_ERROR'] },
+  // A table's location is the tenant's layout (<storage-root>/<layer>/<table>) whatever its catalog:
+  // a Delta table named like another catalog's table of the layer finds that table's files there.
+  // The config must name another table; retrying cannot help.
+  { code: 'TABLE_LOCATION_TAKEN', outcome: 'config', errorClass: ['DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION'] },
   { code: 'SPARK_ERROR', outcome: 'internal' },
 ];
 

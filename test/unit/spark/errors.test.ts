@@ -65,6 +65,7 @@ describe('classification', () => {
     ['delta merge cardinality', { errorClass: 'DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE' }, ExitCode.data, 'DATA_INVALID'],
     ['missing column', { errorClass: 'UNRESOLVED_COLUMN.WITH_SUGGESTION' }, ExitCode.data, 'SOURCE_SCHEMA_CONTRACT'],
     ['parse error', { errorClass: 'PARSE_SYNTAX_ERROR' }, ExitCode.config, 'SPARK_PARSE_ERROR'],
+    ['delta table on another table\'s location', { errorClass: 'DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION' }, ExitCode.config, 'TABLE_LOCATION_TAKEN'],
     // Iceberg's conflict validation (the loser of two overlapping MERGEs, as the real server reports it).
     [
       'iceberg conflicting files',

@@ -95,6 +95,86 @@ describe('configs/examples, run as their comments say', () => {
     expect(rerun.outputs[0]).toMatchObject({ committed: false, metrics: { inserted: 0, updated: 0, deleted: 0 } });
   });
 
+  /** The raw vault example (README.md, "Raw vault example"): bronze of a day, then its hub, link and satellite loads. */
+  async function rawVaultDay(day: '2026-07-05' | '2026-07-06'): Promise<any[]> {
+    const vault = (template: string, extra: string[] = []) =>
+      ok(['--config', `configs/examples/${template}.v1.conf`, '--env', platform, '--logical-date', day, ...extra]);
+    cdcEvents(day);
+    await ok(['--config', 'configs/examples/jdbc-snapshot-ingest.v2.conf', '--env', platform, '--set', `target.snapshot-date=${day}`]);
+    return [
+      await vault('dv-hub'),
+      await vault('dv-link', ['--set', `source.snapshot-date=${day}`]),
+      await vault('dv-satellite', ['--set', `source.snapshot-date=${day}`]),
+    ];
+  }
+  /** A dozen CLI runs against a shared, busy server: minutes. */
+  const VAULT_TIMEOUT = 1_800_000;
+  const orderKey = (id: string) =>
+    execFileSync('python3', [join(repoRoot, 'test/support/dv_keys.py'), JSON.stringify([['md5', [id]]])])
+      .toString()
+      .trim();
+
+  it('raw vault: dv-hub, dv-link and dv-satellite .v1.conf from the Iceberg bronze of jdbc-snapshot-ingest.v2.conf, two days, read back by PyIceberg; a rerun inserts nothing', async () => {
+    for (const day of ['2026-07-05', '2026-07-06'] as const) {
+      const [hub, link, sat] = await rawVaultDay(day);
+      expect(hub.outputs[0]).toMatchObject({ table: 'lake.acme_silver.hub_order', format: 'iceberg' });
+      expect(link.outputs[0]).toMatchObject({ table: 'lake.acme_silver.link_order_customer', format: 'iceberg' });
+      expect(sat.outputs[0]).toMatchObject({ table: 'lake.acme_silver.sat_order', format: 'iceberg' });
+    }
+    // Every order once with its key as Python's hashlib computes it, and the ghost record (business key NULL).
+    const hub = readIcebergWithPyIceberg('acme_silver', 'hub_order');
+    expect(hub.map((r) => [r.order_id, r.hk_order, r.record_source]).sort((a, b) => String(a[0]).localeCompare(String(b[0])))).toEqual([
+      ...['1', '2', '3', '4', '5'].map((id) => [id, orderKey(id), 'shop.orders']),
+      [null, '0'.repeat(32), 'SYSTEM'],
+    ]);
+    const link = readIcebergWithPyIceberg('acme_silver', 'link_order_customer').filter((r) => r.record_source !== 'SYSTEM');
+    expect(link.map((r) => r.hk_order).sort()).toEqual(['1', '2', '3', '4', '5'].map(orderKey).sort());
+    // Day one: 1 NEW then PAID, 2, 3 and 4 NEW (3's delete left out); day two: 2 SHIPPED, 5 NEW; 3's late copy repeats its state.
+    const sat = readIcebergWithPyIceberg('acme_silver', 'sat_order').filter((r) => r.record_source !== 'SYSTEM');
+    expect(sat.map((r) => `${String(r.load_date).slice(0, 10)} ${r.load_seq} ${r.customer} ${r.status}`).sort()).toEqual([
+      '2026-07-05 1 alice NEW',
+      '2026-07-05 1 bob NEW',
+      '2026-07-05 1 carol NEW',
+      '2026-07-05 1 dave NEW',
+      '2026-07-05 2 alice PAID',
+      '2026-07-06 1 bob SHIPPED',
+      '2026-07-06 1 erin NEW',
+    ]);
+    for (const output of (await rawVaultDay('2026-07-06')).map((r) => r.outputs[0]))
+      expect(output).toMatchObject({ committed: false, metrics: { inserted: 0 } });
+  }, VAULT_TIMEOUT);
+
+  it('raw vault to gold: bronze, hub, link, satellite, then gold-publish.vault.v1.conf over the hub and the satellite’s current rows into Delta, read back by delta-rs; a rerun commits nothing', async () => {
+    const gold = (day: string) => ok(['--config', 'configs/examples/gold-publish.vault.v1.conf', '--env', platform, '--logical-date', day]);
+    for (const day of ['2026-07-05', '2026-07-06'] as const) {
+      await rawVaultDay(day);
+      expect((await gold(day)).outputs[0]).toMatchObject({ table: 'spark_catalog.acme_gold.orders_current', format: 'delta' });
+    }
+    // The hub's load date of each order, read by PyIceberg: when the vault first saw it.
+    const firstLoaded = new Map(readIcebergWithPyIceberg('acme_silver', 'hub_order').map((r) => [String(r.order_id), String(r.load_date).slice(0, 10)]));
+    const rows = readDeltaWithDeltaRs(`${home}/acme/gold/orders_current`)
+      .map((r) => ({ ...r, order_id: Number(r.order_id), first_loaded: String(r.first_loaded).slice(0, 10), changed_on: String(r.changed_on).slice(0, 10) }))
+      .sort((a, b) => a.order_id - b.order_id);
+    // The satellite keeps states, not deletes: 3 and 4 keep their last state (NEW).
+    expect(rows).toEqual(
+      [
+        { order_id: 1, customer: 'alice', status: 'PAID', amount: '10.00', changed_on: '2026-07-05' },
+        { order_id: 2, customer: 'bob', status: 'SHIPPED', amount: '25.50', changed_on: '2026-07-06' },
+        { order_id: 3, customer: 'carol', status: 'NEW', amount: '7.25', changed_on: '2026-07-05' },
+        { order_id: 4, customer: 'dave', status: 'NEW', amount: '99.99', changed_on: '2026-07-05' },
+        { order_id: 5, customer: 'erin', status: 'NEW', amount: '42.00', changed_on: '2026-07-06' },
+      ].map((r) => ({ ...r, first_loaded: firstLoaded.get(String(r.order_id)) })),
+    );
+    const rerun = await gold('2026-07-06');
+    expect(rerun.outputs[0]).toMatchObject({ table: 'spark_catalog.acme_gold.orders_current', committed: false, metrics: { rows: 5 } });
+    expect(rerun.outputs[0].expectations.map((e: any) => [e.name, e.outcome, e.failedRows])).toEqual([
+      ['customer_present', 'passed', 0],
+      ['known_status', 'passed', 0],
+      ['amount_positive', 'passed', 0],
+      ['grain_unique', 'passed', 0],
+    ]);
+  }, VAULT_TIMEOUT);
+
   it('iceberg-zero-copy-append.v1.conf appends lake.acme_silver.orders_2025 to orders_history by reference; a rerun appends nothing', async () => {
     const client = connect();
     const sql = (q: string) => client.execute(compileCommandPlan(sqlCommand(q), { reveal: true }));

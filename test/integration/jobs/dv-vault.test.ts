@@ -48,8 +48,10 @@ afterAll(async () => {
   client?.close();
 });
 
-// The Delta half ('delta', 'spark_catalog') is left out until it has run green on the stack.
-describe.each([['iceberg', 'lake']] as const)('raw vault on %s', (format, catalog) => {
+describe.each([
+  ['iceberg', 'lake'],
+  ['delta', 'spark_catalog'],
+] as const)('raw vault on %s', (format, catalog) => {
   const tenant = freshTenant();
   let dir: string;
   const target = `target { table = "%s", catalog = "${catalog}", format = ${format} }`;

@@ -5,6 +5,9 @@
 //   KafkaTool <bootstrap> produce <topic>    stdin: JSON lines {"key", "value", "partition", "headers": {name: value}}
 //                                            (key/value strings or null); stdout: one JSON line per record,
 //                                            {"topic", "partition", "offset"}, in input order
+//   KafkaTool <bootstrap> delete-records <topic> <partition> <before-offset>
+//                                            the partition's records before the offset are gone (as retention
+//                                            would remove them): a consumer behind it has lost data
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.BufferedReader;
@@ -18,10 +21,12 @@ import java.util.concurrent.Future;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.TopicExistsException;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 
@@ -32,12 +37,16 @@ public class KafkaTool {
     switch (args[1]) {
       case "create-topic" -> createTopic(bootstrap, args[2], args.length > 3 ? Integer.parseInt(args[3]) : 1);
       case "produce" -> produce(bootstrap, args[2]);
+      case "delete-records" -> {
+        if (args.length < 5) usage();
+        deleteRecords(bootstrap, args[2], Integer.parseInt(args[3]), Long.parseLong(args[4]));
+      }
       default -> usage();
     }
   }
 
   static void usage() {
-    System.err.println("usage: KafkaTool <bootstrap> create-topic <name> [partitions] | produce <topic>");
+    System.err.println("usage: KafkaTool <bootstrap> create-topic <name> [partitions] | produce <topic> | delete-records <topic> <partition> <before-offset>");
     System.exit(2);
   }
 
@@ -48,6 +57,14 @@ public class KafkaTool {
       admin.createTopics(List.of(new NewTopic(name, partitions, (short) 1))).all().get();
     } catch (java.util.concurrent.ExecutionException e) {
       if (!(e.getCause() instanceof TopicExistsException)) throw e;
+    }
+  }
+
+  static void deleteRecords(String bootstrap, String topic, int partition, long beforeOffset) throws Exception {
+    Properties p = new Properties();
+    p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    try (Admin admin = Admin.create(p)) {
+      admin.deleteRecords(Map.of(new TopicPartition(topic, partition), RecordsToDelete.beforeOffset(beforeOffset))).all().get();
     }
   }
 

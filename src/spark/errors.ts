@@ -246,6 +246,14 @@ export const errorRules: readonly ErrorRule[] = [
     errorClass: ['PARQUET_TYPE_ILLEGAL', 'PARQUET_TYPE_NOT_SUPPORTED', 'PARQUET_TYPE_NOT_RECOGNIZED'],
     explain: dataExplanations.illegalType,
   },
+  // Kafka offsets a streaming query must read are gone (retention, a recreated topic) and the source
+  // fails on data loss: rerunning cannot bring them back, the data is lost (kafka-bronze-ingest).
+  {
+    code: 'SOURCE_DATA_LOST',
+    outcome: 'data',
+    errorClass: ['STREAM_FAILED', 'KAFKA_DATA_LOSS.*'],
+    when: (f) => [f.message, ...(f.causes ?? [])].some((m) => /KAFKA_DATA_LOSS|Some data may have been lost because they are not available in Kafka/.test(m)),
+  },
   // A column the job expects is missing from its input: the source broke its schema contract.
   { code: 'SOURCE_SCHEMA_CONTRACT', outcome: 'data', errorClass: ['UNRESOLVED_COLUMN'] },
   // SQL text comes from config (transforms, filters): when it does not parse, the config is wrong.

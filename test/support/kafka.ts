@@ -25,6 +25,11 @@ export function createTopic(name: string, partitions: number): void {
   tool(['create-topic', name, String(partitions)]);
 }
 
+/** Remove a partition's records before `offset`, as retention would: a reader behind it lost data. */
+export function deleteRecords(topic: string, partition: number, offset: number): void {
+  tool(['delete-records', topic, String(partition), String(offset)]);
+}
+
 export interface KafkaRecord {
   key?: string | null;
   value: unknown;

@@ -421,7 +421,9 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
     },
     readCommitStep(target, catalog.format),
   ];
-  return { steps };
+  // The transform is SQL text, which lineage does not parse: the tables it reads are declared.
+  const reads = transformed.tables.map((t) => ({ kind: 'table' as const, table: displayTable(layerTable(ctx, spec, catalog.name, t)) }));
+  return { steps, lineage: { datasets: { inputs: reads } } };
 }
 
 /** A hash of the whole row (its columns by name and value, NULLs included): what a no-op is recognised by. */

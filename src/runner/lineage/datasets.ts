@@ -82,9 +82,17 @@ function stepDatasets(step: Step, naming: NamingContext, reads: Found[], writes:
     case 'query':
       relDatasets(step.query.rel, naming, reads);
       return;
+    case 'stream':
+      cmdDatasets(step.command, naming, reads, writes);
+      return;
     case 'probePaths':
       // Lists paths, reads no data: the step that reads them names them.
       return;
+    default: {
+      // A new kind of step must say what it reads and writes here, or its datasets go missing.
+      const unknown: never = step;
+      throw new Error(`lineage: unknown step kind ${(unknown as Step).kind}`);
+    }
   }
 }
 

@@ -3,7 +3,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tempFiles } from '../../support/files.js';
-import { type RecordId, createTopic, kafkaBootstrap, produce, recordKey } from '../../support/kafka.js';
+import { type RecordId, createTopic, deleteRecords, kafkaBootstrap, produce, recordKey } from '../../support/kafka.js';
 import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, repoRoot, runCli, spawnCli } from '../../support/stack.js';
 
 /**
@@ -118,6 +118,102 @@ target { table = "orders", format = iceberg, catalog = "lake" }
         { id: 1, status: 'PAID' },
         { id: 3, status: 'NEW' },
       ]);
+    },
+    LONG,
+  );
+});
+
+describe('kafka-bronze-ingest into Delta, then cdc-silver-merge into Delta (the documented chain on the other format)', () => {
+  const topic = `${tenant.id}.orders.delta`;
+  const source = `topics = ["${topic}"], value-format = debezium-json, value-schema { id = bigint, customer = string, status = string, amount = "decimal(12,2)" }`;
+  const target = 'table = "orders_events_delta", format = delta, catalog = "spark_catalog"';
+  const silverJob = `
+job    { template = "cdc-silver-merge", schema-version = 2, name = "it-kafka-silver-delta" }
+tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
+source { table = "orders_events_delta", format = delta, catalog = "spark_catalog", where = "op IS NOT NULL" }
+cdc { primary-key = ["id"], sequence-by = ["_cdc_ts_ms", "_kafka_offset"], delete-when = "op = 'd'" }
+columns { include = ["id", "customer", "status", "amount"] }
+target { table = "orders_delta", format = delta, catalog = "spark_catalog" }
+`;
+  const state = () =>
+    readDeltaWithDeltaRs(`${tenant.root}/silver/orders_delta`)
+      .map((r) => ({ id: Number(r.id), status: r.status, amount: Number(r.amount) }))
+      .sort((a, b) => a.id - b.id);
+
+  it(
+    'every offset lands once in bronze Delta (by topic, partition, offset, read by delta-rs); silver holds the latest state; reruns add nothing',
+    async () => {
+      createTopic(topic, 2);
+      const first = produce(topic, [
+        debezium(1, 'c', 'NEW', 1000),
+        debezium(2, 'c', 'NEW', 1100, true),
+        debezium(1, 'u', 'PAID', 1200),
+        debezium(3, 'c', 'NEW', 1300),
+      ]);
+      const r1 = await run(job(source, target));
+      expect(r1.code, r1.stderr).toBe(0);
+      expect(r1.status.outputs[0]).toMatchObject({ table: `spark_catalog.${tenant.id}_bronze.orders_events_delta`, format: 'delta', metrics: { rowsWritten: 4 } });
+      const bronze = () => readDeltaWithDeltaRs(`${tenant.root}/bronze/orders_events_delta`);
+      expect(landed(bronze())).toEqual(keys(first));
+      expect(bronze().find((r) => r._kafka_partition === 1 && r._kafka_offset === 1)).toMatchObject({ id: 1, status: 'PAID', op: 'u', _cdc_ts_ms: 1200 });
+
+      const s1 = await run(silverJob);
+      expect(s1.code, s1.stderr).toBe(0);
+      expect(s1.status.outputs[0]).toMatchObject({ table: `spark_catalog.${tenant.id}_silver.orders_delta`, format: 'delta' });
+      expect(state()).toEqual([
+        { id: 1, status: 'PAID', amount: 11.5 },
+        { id: 2, status: 'NEW', amount: 12.5 },
+        { id: 3, status: 'NEW', amount: 13.5 },
+      ]);
+
+      // The next day's events: a delete (with Debezium's tombstone after it) and an update.
+      const second = produce(topic, [debezium(2, 'd', 'NEW', 2000), { key: JSON.stringify({ id: 2 }), partition: 0, value: null }, debezium(3, 'u', 'SHIPPED', 2100)]);
+      const r2 = await run(job(source, target));
+      expect(r2.code, r2.stderr).toBe(0);
+      expect(r2.status.outputs[0].metrics).toMatchObject({ rowsWritten: 3 });
+      expect(landed(bronze())).toEqual(keys([...first, ...second]));
+      const again = await run(job(source, target));
+      expect(again.code, again.stderr).toBe(99);
+      expect(landed(bronze())).toEqual(keys([...first, ...second]));
+
+      const s2 = await run(silverJob);
+      expect(s2.code, s2.stderr).toBe(0);
+      expect(state()).toEqual([
+        { id: 1, status: 'PAID', amount: 11.5 },
+        { id: 3, status: 'SHIPPED', amount: 13.5 },
+      ]);
+      const s3 = await run(silverJob);
+      expect(s3.code, s3.stderr).toBe(0);
+      expect(s3.status.outputs[0]).toMatchObject({ metrics: { inserted: 0, updated: 0, deleted: 0 } });
+      expect(state()).toHaveLength(2);
+    },
+    LONG,
+  );
+});
+
+describe('a streaming query that fails on the server (STREAM_FAILED)', () => {
+  it(
+    'is restarted once from its checkpoint, fails again and ends the run with its code; nothing is written twice',
+    async () => {
+      const topic = `${tenant.id}.lost`;
+      createTopic(topic, 1);
+      const config = job(`topics = ["${topic}"]`, 'table = "lost", format = iceberg, catalog = "lake"');
+      const before = produce(topic, [{ value: 'a' }, { value: 'b' }, { value: 'c' }]);
+      const r1 = await run(config);
+      expect(r1.code, r1.stderr).toBe(0);
+      // Offsets the checkpoint expects next (3, 4) are gone, as if retention removed them unread:
+      // with fail-on-data-loss (the default) the query fails on the server, each time it starts.
+      produce(topic, [{ value: 'd' }, { value: 'e' }, { value: 'f' }]);
+      deleteRecords(topic, 0, 5);
+      const r2 = await run(config, ['--log-level', 'info']);
+      const log = r2.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; attempt?: number });
+      expect(log.filter((l) => l.msg === 'streaming query started').map((l) => l.attempt)).toEqual([1, 2]);
+      expect(log.filter((l) => l.msg === 'streaming query failed; restarting it once from its checkpoint')).toHaveLength(1);
+      // Lost offsets are lost data: 65, not retryable (a rerun cannot bring them back).
+      expect(r2.status.error).toMatchObject({ code: 'SOURCE_DATA_LOST', category: 'data', sparkErrorClass: 'STREAM_FAILED' });
+      expect(r2.code).toBe(65);
+      expect(r2.status.exitCode).toBe(65);
+      expect(landed(readIcebergWithPyIceberg(`${tenant.id}_bronze`, 'lost'))).toEqual(keys(before));
     },
     LONG,
   );

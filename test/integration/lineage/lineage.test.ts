@@ -4,14 +4,17 @@ import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { tempFiles } from '../../support/files.js';
+import { createTopic, kafkaBootstrap, produce } from '../../support/kafka.js';
 import { openLineageProblems } from '../../support/openlineage.js';
 import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, runCli } from '../../support/stack.js';
 
 /**
  * OpenLineage events of real runs on the local Spark Connect server: jdbc-snapshot-ingest from a
  * SQLite file into an Iceberg bronze table, then cdc-silver-merge from it into a Delta silver table,
- * each sent to a file and to an HTTP receiver. The schemas the events report are compared with what
- * PyIceberg and delta-rs read from the tables (not Spark); a failing run ends with FAIL.
+ * dv-hub from the same bronze table, gold-publish from the silver table (its SQL transform) and
+ * kafka-bronze-ingest from a topic of the local broker, each sent to a file and to an HTTP
+ * receiver. The schemas the events report are compared with what PyIceberg and delta-rs read from
+ * the tables (not Spark); a failing run ends with FAIL.
  */
 
 type Event = Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
@@ -44,6 +47,10 @@ beforeAll(async () => {
 catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }
 jdbc { inline-urls = allow }
 tenants { ${tenant.id} { storage-roots = ["${tenant.root}"] } }
+kafka.clusters.local {
+  bootstrap-servers = "${kafkaBootstrap()}"
+  tenants { ${tenant.id} { topic-prefixes = ["${tenant.id}."] } }
+}
 lineage {
   namespace = "it-platform"
   transports = [
@@ -62,6 +69,25 @@ tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
 source { table = "orders", format = iceberg, catalog = "lake", where = "id <> 99" }
 cdc    { primary-key = ["id"], sequence-by = ["ts"], op-column = "op", delete-values = ["d"] }
 target { table = "orders", format = delta, catalog = "spark_catalog" }`,
+    'hub.conf': `
+job     { template = "dv-hub", schema-version = 1, name = "hub-order" }
+tenant  { id = "${tenant.id}", storage-root = "${tenant.root}" }
+sources = [{ table = "orders", format = iceberg, catalog = "lake", record-source = "shop.orders", business-key = ["id"] }]
+hub     { hash-key = "hk_order", business-key = ["order_id"] }
+target  { table = "hub_order", catalog = "lake", format = iceberg }`,
+    'gold.conf': `
+job       { template = "gold-publish", schema-version = 1, name = "names" }
+tenant    { id = "${tenant.id}", storage-root = "${tenant.root}" }
+transform {
+  sql = "SELECT :logical_date AS day, name, count(*) AS orders FROM silver.orders GROUP BY name"
+  catalogs { silver = "spark_catalog" }
+}
+target    { table = "daily_names", catalog = "lake", grain = ["day", "name"], mode = replace-range, range-column = "day" }`,
+    'kafka.conf': `
+job    { template = "kafka-bronze-ingest", schema-version = 1, name = "events" }
+tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
+source { topics = ["${tenant.id}.events"], value-format = json, value-schema { id = bigint, name = string } }
+target { table = "events", format = delta, catalog = "spark_catalog" }`,
   });
 });
 
@@ -179,6 +205,55 @@ describe('OpenLineage events of real runs', { timeout: 900_000 }, () => {
     // source.where's literal (99) is nowhere in the events.
     expect(JSON.stringify(r.events)).not.toMatch(/\b99\b/);
     expect(posted.slice(-2)).toEqual(r.events);
+  });
+
+  /** A successful run's two events, valid, one run id, its job named after the template. */
+  async function completed(config: string, template: string, name: string): Promise<[Event, Event]> {
+    const r = await run(config);
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.events.map((e) => e.eventType)).toEqual(['START', 'COMPLETE']);
+    for (const e of r.events) expect(openLineageProblems(e)).toEqual([]);
+    const [start, complete] = r.events as [Event, Event];
+    expect(complete.run.runId).toBe(start.run.runId);
+    expect(start.job).toMatchObject({ namespace: `it-platform.${tenant.id}`, name: `${template}.${name}` });
+    expect(posted.slice(-2)).toEqual(r.events);
+    return [start, complete];
+  }
+  const root = () => tenant.root.replace(/^file:\/\//, '');
+  const fieldNames = (d: Event) => d.facets.schema.fields.map((f: Event) => f.name).sort();
+
+  it('dv-hub: the bronze table in, the hub table out with the schema PyIceberg reads', async () => {
+    const [start, complete] = await completed('hub.conf', 'dv-hub', 'hub-order');
+    expect(start.inputs.map(id)).toEqual([bronzeId()]);
+    expect(complete.outputs.map(id)).toEqual([`file/${root()}/silver/hub_order`]);
+    expect(complete.outputs[0].facets.symlinks.identifiers).toEqual([{ namespace: 'lake', name: `${tenant.id}_silver.hub_order`, type: 'TABLE' }]);
+    const rows = readIcebergWithPyIceberg(`${tenant.id}_silver`, 'hub_order');
+    expect(rows.map((r) => Number(r.order_id)).sort()).toEqual([1, 2, 3]);
+    expect(fieldNames(complete.outputs[0])).toEqual(Object.keys(rows[0]!).sort());
+  });
+
+  it("gold-publish: the silver table its SQL transform reads (the merge's output) in, the gold table and its quarantine out", async () => {
+    const [start, complete] = await completed('gold.conf', 'gold-publish', 'names');
+    expect(start.inputs.map(id)).toEqual([silverId()]);
+    expect(start.inputs[0].facets.symlinks.identifiers).toEqual([{ namespace: 'spark_catalog', name: `${tenant.id}_silver.orders`, type: 'TABLE' }]);
+    const gold = `file/${root()}/gold/daily_names`;
+    expect(complete.outputs.map(id)).toEqual(expect.arrayContaining([gold]));
+    const rows = readIcebergWithPyIceberg(`${tenant.id}_gold`, 'daily_names');
+    expect(rows.map((r) => r.name).sort()).toEqual(['one', 'two*']);
+    expect(fieldNames(complete.outputs.find((o: Event) => id(o) === gold))).toEqual(Object.keys(rows[0]!).sort());
+  });
+
+  it('kafka-bronze-ingest: the topic in (kafka://<first broker>), the Delta bronze table out with the schema delta-rs reads', async () => {
+    const topic = `${tenant.id}.events`;
+    createTopic(topic, 1);
+    produce(topic, [{ value: { id: 1, name: 'a' } }, { value: { id: 2, name: 'b' } }]);
+    const [start, complete] = await completed('kafka.conf', 'kafka-bronze-ingest', 'events');
+    expect(start.inputs.map(id)).toEqual([`kafka://${kafkaBootstrap().split(',')[0]}/${topic}`]);
+    expect(complete.outputs.map(id)).toEqual([`file/${root()}/bronze/events`]);
+    expect(complete.outputs[0].facets.symlinks.identifiers).toEqual([{ namespace: 'spark_catalog', name: `${tenant.id}_bronze.events`, type: 'TABLE' }]);
+    const rows = readDeltaWithDeltaRs(`${tenant.root}/bronze/events`);
+    expect(rows.map((r) => Number(r.id)).sort()).toEqual([1, 2]);
+    expect(fieldNames(complete.outputs[0])).toEqual(Object.keys(rows[0]!).sort());
   });
 
   it('a failing run ends with FAIL and the error facet (code, exit code), under the run id of its START; a receiver that is down costs a warning, not the job', async () => {

@@ -102,6 +102,15 @@ describe('classification', () => {
     ['mysql table missing', { message: "java.sql.SQLSyntaxErrorException: Table 'shop.orders' doesn't exist" }, ExitCode.inputMissing, 'SOURCE_TABLE_NOT_FOUND'],
     ['sql server table missing', { message: "com.microsoft.sqlserver.jdbc.SQLServerException: Invalid object name 'dbo.orders'." }, ExitCode.inputMissing, 'SOURCE_TABLE_NOT_FOUND'],
     ['oracle table missing', { message: 'java.sql.SQLSyntaxErrorException: ORA-00942: table or view does not exist' }, ExitCode.inputMissing, 'SOURCE_TABLE_NOT_FOUND'],
+    // Lost Kafka offsets, as the real server reports them (a streaming query's failure).
+    [
+      'kafka data loss',
+      { errorClass: 'STREAM_FAILED', message: '[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Some data may have been lost because they are not available in Kafka any more;' },
+      ExitCode.data,
+      'SOURCE_DATA_LOST',
+    ],
+    ['kafka data loss class', { errorClass: 'KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE', message: '[KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE] …' }, ExitCode.data, 'SOURCE_DATA_LOST'],
+    ['another streaming failure', { errorClass: 'STREAM_FAILED', message: '[STREAM_FAILED] Query terminated with exception: boom' }, ExitCode.internal, 'SPARK_ERROR'],
     ['anything else', { errorClass: 'INTERNAL_ERROR' }, ExitCode.internal, 'SPARK_ERROR'],
     ['no class at all', {}, ExitCode.internal, 'SPARK_ERROR'],
   ];

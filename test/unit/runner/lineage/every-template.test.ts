@@ -55,11 +55,16 @@ const EXPECTED: Record<string, { inputs: string[]; outputs: string[] }> = {
   },
   'configs/examples/dv-hub.v1.conf': { inputs: [lake('bronze', 'orders_cdc_table', 'lake')], outputs: [lake('silver', 'hub_order', 'lake')] },
   'configs/examples/dv-link.v1.conf': { inputs: [lake('bronze', 'orders_cdc_table', 'lake')], outputs: [lake('silver', 'link_order_customer', 'lake')] },
-  'configs/examples/dv-satellite.v1.conf': { inputs: [lake('bronze', 'orders_cdc_table', 'lake')], outputs: [lake('silver', 'sat_order', 'spark_catalog')] },
+  'configs/examples/dv-satellite.v1.conf': { inputs: [lake('bronze', 'orders_cdc_table', 'lake')], outputs: [lake('silver', 'sat_order', 'lake')] },
   'configs/examples/gold-publish.v1.conf': {
     // The transform's SQL reads silver.orders: the template declares it (lineage does not parse SQL).
     inputs: [lake('silver', 'orders', 'lake')],
     outputs: [lake('gold', 'daily_customer_sales', 'lake'), lake('gold', 'daily_customer_sales__quarantine', 'lake')],
+  },
+  'configs/examples/gold-publish.vault.v1.conf': {
+    // The raw vault's hub and satellite (Iceberg) in, a Delta gold table out.
+    inputs: [lake('silver', 'hub_order', 'lake'), lake('silver', 'sat_order', 'lake')],
+    outputs: [lake('gold', 'orders_current', 'spark_catalog')],
   },
   'configs/examples/scd2-dim-load.v1.conf': { inputs: [lake('silver', 'orders', 'lake')], outputs: [lake('gold', 'dim_order_status', 'lake')] },
   'configs/examples/scd2-dim-load.v2.conf': { inputs: [lake('bronze', 'orders_cdc_table', 'lake')], outputs: [lake('gold', 'dim_orders', 'spark_catalog')] },

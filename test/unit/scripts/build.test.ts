@@ -60,6 +60,12 @@ describe('the bundle', () => {
     expect(staticPackages('src/spark/client.ts')).toContain('@grpc/grpc-js');
   });
 
+  it('ping starts without zod or a config schema: only the Spark client; a platform config (--env) loads them when given', () => {
+    const ping = staticPackages('src/runner/ping.ts');
+    expect(ping).not.toContain('zod');
+    expect(ping).toContain('@grpc/grpc-js');
+  });
+
   it('writes source maps next to every chunk, with mappings and without the sources', () => {
     const map = JSON.parse(readFileSync(join(out, 'cli.mjs.map'), 'utf8')) as { sources: string[]; mappings: string; sourcesContent?: unknown };
     expect(map.mappings.length).toBeGreaterThan(0);

@@ -70,7 +70,8 @@ export async function ping(opts: PingOptions, stdout: (text: string) => void = (
     stdout(JSON.stringify({ ok: true, remote: describeRemote(spec), serverVersion, ...reached, ms: Math.round(performance.now() - started) }) + '\n');
     return ExitCode.succeeded;
   } catch (e) {
-    const error = cancel.signal.aborted ? asLakehouseError(cancel.signal.reason) : asLakehouseError(e);
+    // A broken platform config is the answer even when the deadline passed while it was read.
+    const error = cancel.signal.aborted && !(e instanceof ConfigError) ? asLakehouseError(cancel.signal.reason) : asLakehouseError(e);
     const ms = Math.round(performance.now() - started);
     logger.error({ code: error.code, durationMs: ms }, error.message);
     // A probe's caller reads stdout: a failure is an answer too, in the same one-line shape.

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.js';
 import type { PlatformConfig } from '../core/config/platform.js';
 import { resolveSecret } from '../core/config/secret-ref.js';
 import { parseConnectionString, type RemoteSpec } from '../spark/connection.js';

@@ -77,6 +77,10 @@ describe('the bundle', () => {
     for (const unused of ['@grpc/proto-loader', 'protobufjs', 'long']) expect(ping).not.toContain(unused);
   });
 
+  it('no command loads pino: the logger writes its JSON lines itself (src/core/logger.ts)', () => {
+    for (const entry of ['src/runner/ping.ts', 'src/runner/run.ts', 'src/spark/client.ts', 'src/runner/executor.ts']) expect(staticPackages(entry)).not.toContain('pino');
+  });
+
   it('writes source maps next to every chunk, with mappings and without the sources', () => {
     const map = JSON.parse(readFileSync(join(out, 'cli.mjs.map'), 'utf8')) as { sources: string[]; mappings: string; sourcesContent?: unknown };
     expect(map.mappings.length).toBeGreaterThan(0);

@@ -9,7 +9,9 @@
  * Environment: BENCH_REMOTE (sc://…, enables the ping rows), BENCH_PYTHON (the peer's venv python,
  * default .cache/bench/venv/bin/python), BENCH_RUNS=15, BENCH_WARMUP=2, BENCH_TSC_DIST (a `tsc`
  * build of src, e.g. `npx tsc -p tsconfig.build.json --outDir .cache/tscdist`, to compare the
- * unbundled CLI), BENCH_IMAGE (podman image: adds container start → first RPC, via scripts/container).
+ * unbundled CLI), BENCH_BASE_DIST (the bundle of an earlier commit, `node scripts/build.mjs --outdir DIR`
+ * in a checkout of it, to measure a change before/after in the same interleaved rounds), BENCH_IMAGE
+ * (podman image: adds container start → first RPC, via scripts/container).
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -23,6 +25,7 @@ const REMOTE = process.env.BENCH_REMOTE;
 const PYTHON = process.env.BENCH_PYTHON ?? '.cache/bench/venv/bin/python';
 const TSC_DIST = process.env.BENCH_TSC_DIST;
 const IMAGE = process.env.BENCH_IMAGE;
+const BASE_DIST = process.env.BENCH_BASE_DIST;
 const SCHEMA = 'schemas/cdc-silver-merge.v1.schema.json';
 
 interface Sample {
@@ -104,6 +107,7 @@ async function main(): Promise<void> {
     ['bundle', ['dist/cli.mjs']],
     ['bundle + --enable-source-maps', ['--enable-source-maps', 'dist/cli.mjs']],
     ...(TSC_DIST ? [['tsc dist (unbundled)', [join(TSC_DIST, 'cli.js')]] as [string, string[]]] : []),
+    ...(BASE_DIST ? [['base bundle + --enable-source-maps', ['--enable-source-maps', join(BASE_DIST, 'cli.mjs')]] as [string, string[]]] : []),
   ];
   const out: string[] = [];
   const validateArgs = ['validate', '--job', 'cdc-silver-merge', '--config', config, '--env', platform, '--termination-log', term];

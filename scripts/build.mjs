@@ -43,6 +43,24 @@ const sourceRelativeImportMeta = {
   },
 };
 
+/**
+ * grpc-js requires @grpc/proto-loader (and with it protobufjs and long, ≈ 190 KB) only to serve its
+ * channelz and ORCA services from .proto files next to its own sources, which a bundle does not
+ * ship: code that could never work here, yet every `ping` parsed it. A stub that says so instead.
+ */
+const noProtoLoader = {
+  name: 'no-grpc-proto-loader',
+  setup(b) {
+    b.onResolve({ filter: /^@grpc\/proto-loader$/ }, () => ({ path: 'grpc-proto-loader', namespace: 'stub' }));
+    b.onLoad({ filter: /.*/, namespace: 'stub' }, () => ({
+      contents:
+        "const unavailable = () => { throw new Error('@grpc/proto-loader is not bundled: grpc-js channelz and ORCA are not used by lakehouse-jobs'); };\n" +
+        'module.exports = { loadSync: unavailable, load: unavailable };\n',
+      loader: 'js',
+    }));
+  },
+};
+
 let result;
 try {
   result = await build({
@@ -66,7 +84,7 @@ try {
     legalComments: 'linked',
     // Bundled CommonJS (grpc-js, yargs' helpers) may call require(): give ESM chunks one.
     banner: { js: "import { createRequire as __lakehouseCreateRequire } from 'node:module'; const require = __lakehouseCreateRequire(import.meta.url);" },
-    plugins: [sourceRelativeImportMeta],
+    plugins: [sourceRelativeImportMeta, noProtoLoader],
     metafile: true,
     logLevel: 'warning',
   });

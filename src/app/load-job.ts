@@ -4,7 +4,7 @@ import { localPlatformDefaults, type PlatformConfig, resolveSecret, type SecretR
 import { closest } from '../core/config/closest.js';
 import { Secret } from '../core/secrets.js';
 import { tenantContext, type TenantContext } from '../core/tenant.js';
-import { findTemplate, templates } from '../jobs/registry.js';
+import { loadTemplate } from '../jobs/loaders.js';
 import type { CatalogRef, JdbcConnectionRef, KafkaClusterRef, JobContext, JobPlan, JobTemplate, TemplateVersion } from '../jobs/template.js';
 
 /**
@@ -36,7 +36,7 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
   const raw = await readJobConfig(req, platform, origins);
   const { named, schemaVersion: wanted } = identify(raw, identity);
 
-  const template = chooseTemplate(req.job, named);
+  const template = await chooseTemplate(req.job, named);
   identity.template = template.name;
   const supported = template.versions.map((v) => v.version);
   if (wanted === undefined) throw new ConfigError([{ path: 'job.schema-version', message: `is required (${template.name} supports ${supported.join(', ')})` }]);
@@ -73,9 +73,16 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
 /**
  * The template from `--job` and the config's `job.template`. An unknown `--job` is a usage error
  * (64); an unknown or disagreeing `job.template` is the config's error (78, at job.template). Both
- * suggest the closest template name.
+ * suggest the closest template name. The named template loads alone (src/jobs/loaders.ts); the
+ * whole catalog only for the errors, which list and suggest names.
  */
-export function chooseTemplate(option: string | undefined, named: string | undefined): JobTemplate {
+export async function chooseTemplate(option: string | undefined, named: string | undefined): Promise<JobTemplate> {
+  if (option === undefined || named === undefined || option === named) {
+    const wanted = option ?? named;
+    const alone = wanted === undefined ? undefined : await loadTemplate(wanted);
+    if (alone) return alone;
+  }
+  const { findTemplate, templates } = await import('../jobs/registry.js');
   const names = templates.map((t) => t.name);
   const near = (name: string) => (names.includes(name) ? undefined : closest(name, names));
   if (option !== undefined && named !== undefined && option !== named) {

@@ -1,5 +1,6 @@
 import { ExitCode, LakehouseError } from '../core/errors.js';
-import { type PlatformConfig, resolveSecret } from '../core/config/platform.js';
+import type { PlatformConfig } from '../core/config/platform.js';
+import { resolveSecret } from '../core/config/secret-ref.js';
 import { Secret } from '../core/secrets.js';
 
 /**

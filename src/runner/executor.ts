@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Table } from 'apache-arrow';
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.js';
 import { CancelledError, ConfigError, DataError, InternalError } from '../core/errors.js';
 import { errorClassOf, SparkError } from '../spark/errors.js';
 import { displayTable, quoteName, sameLocation, tableParts } from '../core/naming.js';

@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.js';
 import { UnavailableError, UsageError } from '../core/errors.js';
 
 /**

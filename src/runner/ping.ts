@@ -1,6 +1,4 @@
 import { asLakehouseError, CancelledError, ConfigError, type ConfigIssue, ExitCode, UnavailableError } from '../core/errors.js';
-import { loadPlatform } from '../core/config/load.js';
-import { localPlatformDefaults } from '../core/config/platform.js';
 import { createLogger } from '../core/logger.js';
 import { registerConnectionSecrets, scrub } from '../core/secrets.js';
 import { SparkConnectClient } from '../spark/client.js';
@@ -8,6 +6,7 @@ import { describeRemote, parseConnectionString } from '../spark/connection.js';
 import { VERSION } from '../version.js';
 import { chosenRemote, resolveRemote } from '../app/remote.js';
 import { checkRestCatalogs } from './catalog-check.js';
+import type { PlatformConfig } from '../core/config/platform.js';
 
 /** A readiness probe must answer within its period: 10 s, retries included, unless told otherwise. */
 export const DEFAULT_PING_TIMEOUT_MS = 10_000;
@@ -49,10 +48,10 @@ export async function ping(opts: PingOptions, stdout: (text: string) => void = (
   opts.signals?.on('SIGTERM', term);
   let client: SparkConnectClient | undefined;
   try {
-    const issues: ConfigIssue[] = [];
-    const platform = opts.envFile ? await loadPlatform(opts.envFile, opts.env, issues) : localPlatformDefaults;
-    if (issues.length) throw new ConfigError(issues);
-    const sources = { ...(opts.remote ? { option: opts.remote } : {}), env: opts.env, platform };
+    // Without `--env` there is no platform config to read: no remote, token or REST catalog beyond
+    // the defaults, so ping never loads the config loader or zod (cold start → first RPC, issue 13).
+    const platform = opts.envFile ? await readPlatform(opts.envFile, opts.env) : undefined;
+    const sources = { ...(opts.remote ? { option: opts.remote } : {}), env: opts.env, ...(platform ? { platform } : {}) };
     remote = chosenRemote(sources).text;
     const spec = await resolveRemote(sources, logger);
     client = SparkConnectClient.connect(spec, {
@@ -66,12 +65,13 @@ export async function ping(opts: PingOptions, stdout: (text: string) => void = (
     });
     const serverVersion = await client.analyze.sparkVersion();
     // The platform's REST catalogs (docs/catalogs.md) must answer too; none declared, no field.
-    const catalogs = await checkRestCatalogs(platform, opts.env, { signal: cancel.signal });
+    const catalogs = platform ? await checkRestCatalogs(platform, opts.env, { signal: cancel.signal }) : {};
     const reached = Object.keys(catalogs).length ? { catalogs } : {};
     stdout(JSON.stringify({ ok: true, remote: describeRemote(spec), serverVersion, ...reached, ms: Math.round(performance.now() - started) }) + '\n');
     return ExitCode.succeeded;
   } catch (e) {
-    const error = cancel.signal.aborted ? asLakehouseError(cancel.signal.reason) : asLakehouseError(e);
+    // A broken platform config is the answer even when the deadline passed while it was read.
+    const error = cancel.signal.aborted && !(e instanceof ConfigError) ? asLakehouseError(cancel.signal.reason) : asLakehouseError(e);
     const ms = Math.round(performance.now() - started);
     logger.error({ code: error.code, durationMs: ms }, error.message);
     // A probe's caller reads stdout: a failure is an answer too, in the same one-line shape.
@@ -84,6 +84,15 @@ export async function ping(opts: PingOptions, stdout: (text: string) => void = (
     opts.signals?.off('SIGTERM', term);
     client?.close();
   }
+}
+
+/** The platform config, validated in full: a malformed one is still 78 with its path. */
+async function readPlatform(file: string, env: Record<string, string | undefined>): Promise<PlatformConfig> {
+  const { loadPlatform } = await import('../core/config/load.js');
+  const issues: ConfigIssue[] = [];
+  const platform = await loadPlatform(file, env, issues);
+  if (issues.length) throw new ConfigError(issues);
+  return platform;
 }
 
 function safeRemote(remote: string): string {

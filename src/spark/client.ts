@@ -7,7 +7,7 @@ import { randomUUID } from 'node:crypto';
 import { userInfo } from 'node:os';
 import { create, type DescMessage, type DescMethodUnary, type MessageInitShape, type MessageShape } from '@bufbuild/protobuf';
 import type { RecordBatch, Table } from 'apache-arrow';
-import { pino, type Logger } from 'pino';
+import { createLogger, type Logger } from '../core/logger.js';
 import { InternalError, LakehouseError, UsageError } from '../core/errors.js';
 import { describeRemote, grpcAddress, isLoopback, type ConnectionSpec, type RemoteSpec } from './connection.js';
 import {
@@ -134,7 +134,7 @@ export class SparkConnectClient {
   private constructor(spec: RemoteSpec, opts: ConnectOptions) {
     this.sessionId = spec.sessionId ?? randomUUID();
     this.remote = describeRemote(spec);
-    this.logger = (opts.logger ?? pino({ level: 'silent' })).child({ component: 'spark', sessionId: this.sessionId });
+    this.logger = (opts.logger ?? createLogger('silent')).child({ component: 'spark', sessionId: this.sessionId });
     this.#policy = retryPolicy(opts.retry);
     this.#budget = new RetryBudget(opts.retryBudgetMs);
     this.#signal = opts.signal;

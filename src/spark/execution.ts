@@ -8,7 +8,7 @@
  * the same operation id: if the first attempt did reach the server after all, the server answers
  * INVALID_HANDLE.OPERATION_ALREADY_EXISTS and we reattach instead.
  */
-import type { Logger } from 'pino';
+import type { Logger } from '../core/logger.js';
 import type { RecordBatch, Schema } from 'apache-arrow';
 import { InternalError, LakehouseError } from '../core/errors.js';
 import type { RowOptions } from './arrow.js';

@@ -130,6 +130,16 @@ describe('lakehouse-jobs CLI without Spark', () => {
     expect(r.stdout + r.stderr).not.toContain('ping-secret-123');
   });
 
+  it('ping still validates a platform config in full: a malformed one is 78 with its path, before any connection', async () => {
+    const dir = tempFiles({ 'platform.conf': 'spark { remote = "sc://127.0.0.1:9", bogus = 1 }\ncatalogs { lake { format = parquet } }\n' });
+    const r = await runCli(['ping', '--env', join(dir, 'platform.conf'), '--timeout', '1', '--log-level', 'silent'], { SPARK_REMOTE: '' });
+    expect(r.code).toBe(78);
+    const answer = JSON.parse(r.stdout);
+    expect(answer).toMatchObject({ ok: false, exitCode: 78 });
+    expect(JSON.stringify(answer.error)).toContain('spark.bogus');
+    expect(JSON.stringify(answer.error)).toContain('catalogs.lake.format');
+  });
+
   it('refuses a storage root outside the tenant policy with 78 before any plan', async () => {
     const r = await runCli(['validate', '--config', example, '--env', platform, '--set', 'tenant.storage-root="file:///srv/other"'], env);
     expect(r.code).toBe(78);

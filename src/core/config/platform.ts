@@ -1,7 +1,4 @@
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { ConfigError } from '../errors.js';
-import { Secret } from '../secrets.js';
 import { isSecretLikeName } from './hocon.js';
 import { storageUriProblem } from '../naming.js';
 import { catalogName, name, storageUri } from './validate.js';
@@ -270,16 +267,5 @@ export const localPlatformDefaults: PlatformConfig = platformSchema.parse({
   jdbc: { 'inline-urls': 'allow' },
 });
 
-/** Resolve a secret reference. The value never leaves the returned `Secret` unless revealed. */
-export function resolveSecret(ref: SecretRef, path: string, env: Record<string, string | undefined>): Secret {
-  if ('env' in ref) {
-    const value = env[ref.env];
-    if (value === undefined || value === '') throw new ConfigError(`environment variable ${ref.env} is not set`, { path });
-    return new Secret(value);
-  }
-  try {
-    return new Secret(readFileSync(ref.file, 'utf8').replace(/\r?\n$/, ''));
-  } catch (e) {
-    throw new ConfigError(`secret file ${ref.file} cannot be read (${(e as NodeJS.ErrnoException).code ?? 'error'})`, { path, cause: e });
-  }
-}
+// Secret resolution needs no schema: it lives apart, so `ping` resolves a token without zod.
+export { resolveSecret } from './secret-ref.js';

@@ -1,4 +1,4 @@
-import type { Logger } from 'pino';
+import type { Logger } from '../../core/logger.js';
 import type { LakehouseError } from '../../core/errors.js';
 import type { LineageConfig } from '../../core/config/platform.js';
 import type { RunState } from '../../core/status.js';

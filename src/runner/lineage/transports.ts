@@ -1,5 +1,5 @@
 import { appendFile } from 'node:fs/promises';
-import type { Logger } from 'pino';
+import type { Logger } from '../../core/logger.js';
 import { type LineageConfig, resolveSecret } from '../../core/config/platform.js';
 import { scrub } from '../../core/secrets.js';
 

@@ -21,8 +21,8 @@ beforeAll(() => {
 }, 120_000);
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
-/** The npm packages a chunk loads before any of its code runs (its static imports, transitively). */
-function staticPackages(entryPoint: string): Set<string> {
+/** The inputs (sources and npm files) a chunk loads before any of its code runs (its static imports, transitively). */
+function staticInputs(entryPoint: string): string[] {
   const byFile = new Map(Object.entries(meta.outputs).map(([f, o]) => [f.split('/').pop()!, o]));
   const start = [...byFile].find(([, o]) => o.entryPoint === entryPoint);
   if (!start) throw new Error(`no chunk for ${entryPoint}`);
@@ -34,12 +34,15 @@ function staticPackages(entryPoint: string): Set<string> {
     for (const i of o.imports) if (i.kind === 'import-statement') visit(i.path.split('/').pop()!);
   };
   visit(start[0]);
+  return [...seen].flatMap((name) => Object.keys(byFile.get(name)!.inputs));
+}
+
+/** The npm packages a chunk loads before any of its code runs. */
+function staticPackages(entryPoint: string): Set<string> {
   const packages = new Set<string>();
-  for (const name of seen) {
-    for (const input of Object.keys(byFile.get(name)!.inputs)) {
-      const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input);
-      if (m) packages.add(m[1]!);
-    }
+  for (const input of staticInputs(entryPoint)) {
+    const m = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(input);
+    if (m) packages.add(m[1]!);
   }
   return packages;
 }
@@ -58,6 +61,24 @@ describe('the bundle', () => {
     const run = staticPackages('src/runner/run.ts');
     for (const heavy of ['@grpc/grpc-js', '@bufbuild/protobuf', 'apache-arrow']) expect(run).not.toContain(heavy);
     expect(staticPackages('src/spark/client.ts')).toContain('@grpc/grpc-js');
+  });
+
+  it('validate loads the one template its config names: no template module before, each template alone', () => {
+    const templateModules = (inputs: string[]) => inputs.filter((i) => /^src\/jobs\/(bronze|silver|gold|ops|vault)\//.test(i));
+    expect(templateModules(staticInputs('src/runner/run.ts'))).toEqual([]);
+    expect(templateModules(staticInputs('src/jobs/silver/cdc-silver-merge.ts'))).toEqual(['src/jobs/silver/cdc-silver-merge.ts']);
+  });
+
+  it('ping starts without zod or a config schema: only the Spark client; a platform config (--env) loads them when given', () => {
+    const ping = staticPackages('src/runner/ping.ts');
+    expect(ping).not.toContain('zod');
+    expect(ping).toContain('@grpc/grpc-js');
+    // grpc-js's channelz/ORCA loader (and protobufjs under it) is stubbed out: it needs .proto files a bundle does not ship.
+    for (const unused of ['@grpc/proto-loader', 'protobufjs', 'long']) expect(ping).not.toContain(unused);
+  });
+
+  it('no command loads pino: the logger writes its JSON lines itself (src/core/logger.ts)', () => {
+    for (const entry of ['src/runner/ping.ts', 'src/runner/run.ts', 'src/spark/client.ts', 'src/runner/executor.ts']) expect(staticPackages(entry)).not.toContain('pino');
   });
 
   it('writes source maps next to every chunk, with mappings and without the sources', () => {

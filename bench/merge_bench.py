@@ -14,6 +14,7 @@ import platform
 import statistics
 import subprocess
 import sys
+import threading
 import time
 
 from pyspark.sql import SparkSession
@@ -81,10 +82,56 @@ def restore(remote: str, table: str, tombs: str, s0: int, t0: int) -> None:
     spark.stop()
 
 
-def run(cmd: list[str], log_path: str) -> tuple[float, str, str]:
+def session_rss_kb(sid: int) -> int:
+    """Resident memory (KB) of every process of a session: the Spark server's launcher and its JVM."""
+    total = 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[3]) != sid:  # field 6 of stat: the session id
+                continue
+            with open(f"/proc/{d}/status") as f:
+                total += next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
+MEMORY: dict[str, int] = {}
+
+
+def run(cmd: list[str], log_path: str, server_sid: int = 0) -> tuple[float, str, str]:
+    """Run a contender; its peak RSS (GNU time, into a file: stderr stays the contender's) and the
+    Spark server's peak RSS while it ran (sampled every 0.2 s) land in MEMORY (KB)."""
+    rss_file = log_path + ".maxrss"
+    timed = ["/usr/bin/time", "-o", rss_file, "-f", "%M", *cmd] if os.path.exists("/usr/bin/time") else cmd
+    peak = [0]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], session_rss_kb(server_sid))
+            done.wait(0.2)
+
+    sampler = threading.Thread(target=sample, daemon=True) if server_sid else None
+    if sampler:
+        sampler.start()
     t = time.perf_counter()
-    p = subprocess.run(cmd, capture_output=True, text=True)
+    p = subprocess.run(timed, capture_output=True, text=True)
     wall = time.perf_counter() - t
+    done.set()
+    if sampler:
+        sampler.join()
+    MEMORY.clear()
+    MEMORY["server"] = peak[0]
+    try:
+        with open(rss_file) as f:
+            MEMORY["client"] = int(f.read().strip().splitlines()[-1])
+    except (OSError, ValueError, IndexError):
+        MEMORY["client"] = 0
     with open(log_path, "w") as f:
         f.write(p.stdout + "\n--- stderr ---\n" + p.stderr)
     if p.returncode != 0:
@@ -108,11 +155,12 @@ def main() -> int:
     ap = argparse.ArgumentParser()
     ap.add_argument("--remote", required=True)
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--cli", required=True, help="path of dist/cli.js")
+    ap.add_argument("--cli", required=True, help="path of the CLI as shipped (dist/cli.mjs)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--rows", type=int, default=1_000_000, help="silver rows = events in the batch")
     ap.add_argument("--tenant", default="mergebench")
+    ap.add_argument("--server-sid", type=int, default=0, help="session id of the Spark server's processes: their peak RSS is recorded")
     a = ap.parse_args()
 
     wd = os.path.abspath(a.workdir)
@@ -180,6 +228,7 @@ def main() -> int:
     contenders = {"A": lambda i: ours("job", f"{wd}/status-{i}.json"), "B1": lambda i: peer("b1"), "B2": lambda i: peer("b2")}
     order = list(contenders)
     samples: dict[str, list[float]] = {k: [] for k in order}
+    memory: dict[str, list[dict]] = {k: [] for k in order}
     a_steps: list[dict] = []
     b1_steps: list[dict] = []
     results: dict[str, set] = {k: set() for k in order}
@@ -189,7 +238,7 @@ def main() -> int:
         rot = order[r % len(order):] + order[: r % len(order)]  # rotate who goes first
         for k in rot:
             restore(a.remote, table, tombs, s0, t0)
-            wall, out, err = run(contenders[k](r), f"{wd}/logs/{k}-{r}.log")
+            wall, out, err = run(contenders[k](r), f"{wd}/logs/{k}-{r}.log", a.server_sid)
             spark = session(a.remote)
             c = checksum(spark, table, tombs)
             spark.stop()
@@ -199,6 +248,7 @@ def main() -> int:
             if warm:
                 continue
             samples[k].append(wall)
+            memory[k].append({"clientMaxRssMB": round(MEMORY["client"] / 1024), "serverMaxRssMB": round(MEMORY["server"] / 1024)})
             if k == "A":
                 a_steps.append(our_steps(err))
             elif k == "B1":
@@ -224,6 +274,7 @@ def main() -> int:
         "rounds": a.rounds,
         "warmup": a.warmup,
         "samples": samples,
+        "memory": memory,
         "median": med,
         "ratio": {"A/B1": med["A"] / med["B1"], "A/B2": med["A"] / med["B2"]},
         "base": base,

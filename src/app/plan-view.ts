@@ -38,6 +38,8 @@ export function formatStep(step: Step): string {
       return formatCmd(step.command);
     case 'query':
       return formatRel(step.query.rel);
+    case 'materialize':
+      return `Materialize ${step.name} (kept for the run):\n${indent(formatRel(step.query.rel), 3)}\nthen:\n${indent(formatRel(step.check.rel), 3)}`;
     case 'ensureTable':
       return `EnsureTable ${displayTable(step.table)} at ${step.location}, if missing:\n${indent(formatCmd(step.create), 3)}`;
     case 'compareSchemas':
@@ -51,6 +53,7 @@ export function formatStep(step: Step): string {
 export function explainableRel(step: Step): Rel | undefined {
   switch (step.kind) {
     case 'query':
+    case 'materialize':
       return step.query.rel;
     case 'compareSchemas':
       return step.source.rel;
@@ -95,6 +98,7 @@ export function planAccess(plan: JobPlan): PlanAccess {
         reads.push(...step.paths.map((path) => ({ kind: 'path' as const, path, format: 'listing' })));
         break;
       case 'query':
+      case 'materialize':
         reads.push(...relReads(step.query.rel));
         break;
     }

@@ -201,7 +201,22 @@ export type Step =
       readonly interpret: (progress: readonly StreamProgress[]) => StepEffect;
     })
   /** Run a query and interpret its rows with a pure function; the rows become a fact for later steps. */
-  | (StepBase & { readonly kind: 'query'; readonly query: Query; readonly interpret: (rows: Row[]) => StepEffect });
+  | (StepBase & { readonly kind: 'query'; readonly query: Query; readonly interpret: (rows: Row[]) => StepEffect })
+  /**
+   * Compute `query` once and keep its rows on the server for the rest of the run (a local
+   * checkpoint, in the executors' memory and disk), under `name`: later steps read them with
+   * `Query.materialized(name)`, and nothing that produced them runs again (no second scan, no
+   * second sort). Then run `check`, a query over them, and interpret its rows as a query step does.
+   * The rows are those of the moment this step ran; the executor drops them when the run ends.
+   * A later step reading them carries no config logic of its own for them: this step was judged.
+   */
+  | (StepBase & {
+      readonly kind: 'materialize';
+      readonly name: string;
+      readonly query: Query;
+      readonly check: Query;
+      readonly interpret: (rows: Row[]) => StepEffect;
+    });
 
 export interface JobPlan {
   readonly steps: readonly Step[];

@@ -5,7 +5,14 @@ import { CancelledError, ConfigError, DataError, InternalError } from '../core/e
 import { errorClassOf, SparkError } from '../spark/errors.js';
 import { displayTable, quoteName, sameLocation, tableParts } from '../core/naming.js';
 import { col, eq, lit } from '../spark/plan/expressions.js';
-import { type CompiledPlan as Plan, compileCommandPlan, compileRelationPlan, compileStreamingQueryCommand } from '../spark/plan/compile.js';
+import {
+  type CompiledPlan as Plan,
+  compileCheckpointCommand,
+  compileCommandPlan,
+  compileRelationPlan,
+  compileRemoveCachedRelation,
+  compileStreamingQueryCommand,
+} from '../spark/plan/compile.js';
 import { Query } from '../spark/plan/query.js';
 import { rows as arrowRows } from '../spark/arrow.js';
 import { type SparkType, structFields } from '../spark/types.js';
@@ -24,7 +31,13 @@ export interface SparkSession extends PolicySession {
   execute(
     plan: Plan,
     opts?: { tags?: string[]; signal?: AbortSignal; operationId?: string },
-  ): Promise<{ operationId: string; table?: Table; streamingQuery?: { id: string; runId: string }; streamingQueryResult?: StreamingQueryResult }>;
+  ): Promise<{
+    operationId: string;
+    table?: Table;
+    streamingQuery?: { id: string; runId: string };
+    streamingQueryResult?: StreamingQueryResult;
+    checkpointRelationId?: string;
+  }>;
   readonly analyze: PolicySession['analyze'] & { schema(plan: Plan): Promise<unknown> };
   /** Session settings: the policy's, and a re-read of a bad source file for a better error message. */
   readonly config: PolicySession['config'] & { unset?(keys: readonly string[]): Promise<void> };
@@ -71,33 +84,57 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
   const facts: Record<string, readonly Row[]> = {};
   // The tenant read policy's verdicts of this run: a relation shared by several steps is analysed once.
   const verdicts = new PolicyVerdicts();
-  for (const step of plan.steps) {
-    throwIfAborted(opts.signal);
-    if (step.when && !step.when(facts)) {
-      report.notNeeded.push(step.id);
-      opts.logger.info({ step: step.id }, `${step.id} not needed: nothing for it to change`);
-      continue;
+  // The rows the run's materialize steps keep on the server, by name: dropped when the run ends.
+  const materialized = new Map<string, string>();
+  try {
+    for (const step of plan.steps) {
+      throwIfAborted(opts.signal);
+      if (step.when && !step.when(facts)) {
+        report.notNeeded.push(step.id);
+        opts.logger.info({ step: step.id }, `${step.id} not needed: nothing for it to change`);
+        continue;
+      }
+      await opts.beforeStep?.(step);
+      throwIfAborted(opts.signal);
+      const started = performance.now();
+      opts.logger.info({ step: step.id }, step.title);
+      let skipped: string | undefined;
+      try {
+        skipped = await runStep(step, opts, report, facts, verdicts, materialized);
+      } catch (e) {
+        report.failedStep = step.id;
+        throw await findBadSourceFile(step, e, opts);
+      }
+      report.completedSteps.push(step.id);
+      opts.logger.info({ step: step.id, durationMs: Math.round(performance.now() - started) }, `${step.id} done`);
+      if (skipped !== undefined) {
+        report.skipped = skipped;
+        opts.logger.info({ step: step.id, reason: skipped }, 'nothing to do: skipping the rest of the job');
+        break;
+      }
     }
-    await opts.beforeStep?.(step);
-    throwIfAborted(opts.signal);
-    const started = performance.now();
-    opts.logger.info({ step: step.id }, step.title);
-    let skipped: string | undefined;
-    try {
-      skipped = await runStep(step, opts, report, facts, verdicts);
-    } catch (e) {
-      report.failedStep = step.id;
-      throw await findBadSourceFile(step, e, opts);
-    }
-    report.completedSteps.push(step.id);
-    opts.logger.info({ step: step.id, durationMs: Math.round(performance.now() - started) }, `${step.id} done`);
-    if (skipped !== undefined) {
-      report.skipped = skipped;
-      opts.logger.info({ step: step.id, reason: skipped }, 'nothing to do: skipping the rest of the job');
-      break;
-    }
+  } finally {
+    await dropMaterialized(materialized, opts);
   }
   return report;
+}
+
+/**
+ * Free the rows the run's materialize steps kept, also after a failure or a cancel: the server
+ * would otherwise hold them until the session ends. Bounded, and a failure only logged: the run's
+ * outcome is decided already.
+ */
+async function dropMaterialized(materialized: Map<string, string>, opts: ExecuteOptions): Promise<void> {
+  for (const [name, id] of materialized) {
+    try {
+      const drop = opts.session.execute(compileRemoveCachedRelation(id), { tags: opts.tags });
+      await Promise.race([drop, new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 5 s')), 5_000).unref())]);
+      opts.logger.debug({ materialized: name }, 'materialized rows dropped');
+    } catch (e) {
+      opts.logger.warn({ materialized: name, err: e instanceof Error ? e.message : String(e) }, 'could not drop the materialized rows');
+    }
+  }
+  materialized.clear();
 }
 
 async function runStep(
@@ -106,7 +143,10 @@ async function runStep(
   report: ExecutionReport,
   facts: Record<string, readonly Row[]>,
   verdicts: PolicyVerdicts,
+  materialized: Map<string, string>,
 ): Promise<string | undefined> {
+  // What the executor sends: secrets revealed, materialized rows named by the server's ids.
+  const live = { reveal: true, materialized };
   // Flagged steps are checked right before their plan first reaches the server (analysing it
   // included): an ensureTable whose table exists sends nothing and needs no check.
   const policyCheck = async () => {
@@ -124,7 +164,7 @@ async function runStep(
   switch (step.kind) {
     case 'command':
       await policyCheck();
-      await run(compileCommandPlan(step.command, { reveal: true }));
+      await run(compileCommandPlan(step.command, live));
       return undefined;
     case 'ensureTable': {
       const checkLocation = async () => {
@@ -149,7 +189,7 @@ async function runStep(
       }
       await policyCheck();
       try {
-        await run(compileCommandPlan(step.create, { reveal: true }));
+        await run(compileCommandPlan(step.create, live));
       } catch (e) {
         // Another run created it between our probe and our create: the state we wanted, if it is ours.
         if (!errorClassOf(e)?.startsWith('TABLE_OR_VIEW_ALREADY_EXISTS')) throw e;
@@ -160,7 +200,7 @@ async function runStep(
     case 'compareSchemas': {
       await policyCheck();
       const [source, table] = await Promise.all([
-        opts.session.analyze.schema(compileRelationPlan(step.source.rel, { reveal: true })),
+        opts.session.analyze.schema(compileRelationPlan(step.source.rel, live)),
         opts.session.analyze.schema(compileRelationPlan(Query.table(tableParts(step.table)).rel, { reveal: false })),
       ]);
       const have = new Map(structFields(table as SparkType).map((f) => [f.name.toLowerCase(), f]));
@@ -175,7 +215,7 @@ async function runStep(
         }),
       });
       if (decision.fail) throw decision.fail;
-      for (const command of decision.commands ?? []) await run(compileCommandPlan(command, { reveal: true }));
+      for (const command of decision.commands ?? []) await run(compileCommandPlan(command, live));
       return undefined;
     }
     case 'probePaths': {
@@ -187,7 +227,17 @@ async function runStep(
     }
     case 'query': {
       await policyCheck();
-      const result = await run(compileRelationPlan(step.query.rel, { reveal: true }));
+      const result = await run(compileRelationPlan(step.query.rel, live));
+      const rows = result.table ? arrowRows(result.table) : [];
+      facts[step.id] = rows;
+      return applyEffect(step.interpret(rows), report);
+    }
+    case 'materialize': {
+      await policyCheck();
+      const kept = await run(compileCheckpointCommand(step.query.rel, live));
+      if (!kept.checkpointRelationId) throw new InternalError(`step ${step.id}: the server answered the checkpoint without naming its rows`);
+      materialized.set(step.name, kept.checkpointRelationId);
+      const result = await run(compileRelationPlan(step.check.rel, live));
       const rows = result.table ? arrowRows(result.table) : [];
       facts[step.id] = rows;
       return applyEffect(step.interpret(rows), report);
@@ -196,7 +246,7 @@ async function runStep(
       await policyCheck();
       const progress: StreamProgress[] = [];
       for (let attempt = 1; ; attempt++) {
-        const started = await run(compileCommandPlan(step.command, { reveal: true }));
+        const started = await run(compileCommandPlan(step.command, live));
         const query = started.streamingQuery;
         if (!query) throw new InternalError(`step ${step.id}: the server answered the stream's start without a query id`);
         opts.logger.info({ step: step.id, streamingQuery: query, attempt }, 'streaming query started');
@@ -302,6 +352,7 @@ async function checkPolicy(step: Step, opts: ExecuteOptions, verdicts: PolicyVer
 export function stepRelations(step: Step, subject: { step: string; configPaths: readonly string[] }): Rel[] {
   switch (step.kind) {
     case 'query':
+    case 'materialize':
       return [step.query.rel];
     case 'compareSchemas':
       return [step.source.rel];
@@ -320,6 +371,8 @@ export function stepPlan(step: Step, opts: { reveal: boolean }): Plan {
   switch (step.kind) {
     case 'query':
       return compileRelationPlan(step.query.rel, opts);
+    case 'materialize':
+      return compileCheckpointCommand(step.query.rel, opts);
     case 'compareSchemas':
       return compileRelationPlan(step.source.rel, opts);
     case 'command':

@@ -215,6 +215,8 @@ export interface ExecuteSummary {
   streamingQueryResult?: StreamingQueryCommandResult;
   /** An eager SQL command's result relation (e.g. SHOW TABLES rows as a LocalRelation). */
   sqlCommandResult?: Relation;
+  /** The id of the rows a `CheckpointCommand` kept on the server (a CachedRemoteRelation). */
+  checkpointRelationId?: string;
   metrics?: ExecutePlanResponse_Metrics;
   /** `observe()` metrics by name, each a record of metric name → value. */
   observedMetrics: Record<string, unknown>;
@@ -278,6 +280,9 @@ export class ResultStream implements AsyncIterable<RecordBatch> {
           }
           case 'sqlCommandResult':
             s.sqlCommandResult = r.value.relation;
+            break;
+          case 'checkpointCommandResult':
+            if (r.value.relation) s.checkpointRelationId = r.value.relation.relationId;
             break;
           case 'writeStreamOperationStartResult':
             if (r.value.queryId) s.streamingQuery = { id: r.value.queryId.id, runId: r.value.queryId.runId };

@@ -6,6 +6,7 @@ import {
   type Expr,
   alias,
   and,
+  asc,
   cast,
   col,
   desc,
@@ -59,6 +60,17 @@ const ROW = '__row';
 const DELETE_FLAG = '__lake_delete';
 const AFTER_TOMBSTONE = '__lake_after_tombstone';
 const ROW_NUMBER = '__lake_rn';
+/** The resolved batch, kept on the server for the run (see `resolveBatch`). */
+const BATCH = 'cdc-batch';
+/** Per key, carried by the resolved batch for check-batch: events, a NULL, a tie, and examples. */
+const KEY_EVENTS = '__lake_key_events';
+const KEY_NULL = '__lake_key_null';
+const KEY_NULL_EXAMPLE = '__lake_key_null_example';
+const KEY_TIE = '__lake_key_tie';
+const KEY_TIE_EXAMPLE = '__lake_key_tie_example';
+const CHECK_COLUMNS = [KEY_EVENTS, KEY_NULL, KEY_NULL_EXAMPLE, KEY_TIE, KEY_TIE_EXAMPLE];
+const PAYLOAD_JSON = '__lake_json';
+const TIE_ROW = '__lake_tie_row';
 const DELETED_AT = '_cdc_deleted_at';
 const RUN_ID = '_lake_run_id';
 
@@ -313,18 +325,14 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   if (spec.where) events = events.filter(configExpr(spec.where));
   const payload = events.drop(...BRONZE_STAMPS);
 
-  // The latest event per key, with its delete flag; only silver columns (plus the flag) remain.
-  let latest = payload
-    .withColumns([
-      [ROW_NUMBER, over(fn('row_number'), keys.map((k) => col(k)), sequence.map((s) => desc(col(s))))],
-      [DELETE_FLAG, spec.isDelete],
-    ])
-    .filter(eq(col(ROW_NUMBER), lit(1)))
-    .drop(ROW_NUMBER, ...spec.cdcOnly);
-  if (spec.include) latest = latest.select(...[...new Set([...keyAndSeq, ...spec.include])], DELETE_FLAG);
-  if (spec.exclude) latest = latest.drop(...spec.exclude);
+  // The latest event per key, with its delete flag and the key's checks, computed once (one scan of
+  // bronze, one sort) and kept on the server for the run; only silver columns (plus the flag) remain.
+  let resolved = resolveBatch(payload, keys, sequence, spec.isDelete).drop(...spec.cdcOnly);
+  if (spec.include) resolved = resolved.select(...[...new Set([...keyAndSeq, ...spec.include])], DELETE_FLAG, ...CHECK_COLUMNS);
+  if (spec.exclude) resolved = resolved.drop(...spec.exclude);
   // Declared types: silver is created with them, and every later batch is cast to them.
-  if (spec.types.length) latest = latest.withColumns(spec.types.map(([c, t]) => [c, cast(col(c), t)] as const));
+  if (spec.types.length) resolved = resolved.withColumns(spec.types.map(([c, t]) => [c, cast(col(c), t)] as const));
+  const latest = Query.materialized(BATCH).drop(...CHECK_COLUMNS);
   const silverColumns = latest.drop(DELETE_FLAG);
 
   // Tombstones known before this run decide whether an upsert is newer than a delete.
@@ -336,17 +344,19 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     .select(star(RESOLVED), alias(or(isNull(col(TOMB, keys[0]!)), sequenceGreater(sequence, RESOLVED, TOMB)), AFTER_TOMBSTONE));
 
   const newerThanRow = sequenceGreater(sequence, SOURCE, target.table);
+  // Only check-batch carries config logic (source.where, cdc.delete-when): every later step reads
+  // the rows it resolved, not bronze, and adds nothing from the config but names and types.
   const untrusted = spec.untrusted.length ? { untrusted: spec.untrusted } : {};
-  // The steps that read the events without their delete flag carry source.where, not cdc.delete-when.
-  const whereOnly = spec.untrusted.includes('source.where') ? { untrusted: ['source.where'] } : {};
   const steps: Step[] = [
     ...read.checks,
     {
-      kind: 'query',
+      kind: 'materialize',
       id: 'check-batch',
-      ...whereOnly,
-      title: `Check the CDC batch in ${bronze.name}: events, NULL keys or sequences, ambiguous ties`,
-      query: batchChecks(payload, keyAndSeq),
+      ...untrusted,
+      title: `Resolve and check the CDC batch in ${bronze.name}: latest event per key, events, NULL keys or sequences, ambiguous ties`,
+      name: BATCH,
+      query: resolved,
+      check: batchChecks(Query.materialized(BATCH)),
       interpret: (rows) => {
         const r = rows[0] ?? {};
         const events = Number(r.events ?? 0);
@@ -369,7 +379,6 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'ensureTable',
       id: 'create-table',
-      ...untrusted,
       title: `Create ${displayTable(target)} at ${location} if missing`,
       table: target,
       location,
@@ -379,7 +388,6 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'ensureTable',
       id: 'create-tombstones',
-      ...untrusted,
       title: `Create ${displayTable(tombstones)} if missing`,
       table: tombstones,
       location: tomb.location,
@@ -392,7 +400,6 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'compareSchemas',
       id: 'check-schema',
-      ...untrusted,
       title: `Compare the batch's columns with ${displayTable(target)}`,
       source: silverColumns,
       table: target,
@@ -401,7 +408,6 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'query',
       id: 'measure',
-      ...untrusted,
       title: 'Count the inserts, updates, deletes, tombstones and late events of this batch',
       query: measure(source, target, keys, sequence),
       interpret: (rows) => {
@@ -418,7 +424,6 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       // Tombstones first: if the run dies between the two merges, a rerun still deletes the rows.
       kind: 'command',
       id: 'record-tombstones',
-      ...untrusted,
       title: `Record the deleted keys in ${displayTable(tombstones)}`,
       when: (facts) => fact(facts, 'measure', 'tombstones') > 0,
       command: latest
@@ -433,7 +438,6 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'command',
       id: 'merge',
-      ...untrusted,
       title: `MERGE the latest event per key into ${displayTable(target)}`,
       // A rerun of an applied batch changes no row: no MERGE, so no new snapshot or version.
       when: (facts) => fact(facts, 'measure', 'inserted') + fact(facts, 'measure', 'updated') + fact(facts, 'measure', 'deleted') > 0,
@@ -453,9 +457,8 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       // and deletes the row itself. Also heals a run that died between its two merges.
       kind: 'query',
       id: 'find-resurrected',
-      ...whereOnly,
       title: `Look for rows of this batch's keys that a newer tombstone deletes`,
-      query: resurrected(payload, target, tombstones, keys, sequence).aggregate([], [alias(fn('count', lit(1)), 'rows')]),
+      query: resurrected(latest, target, tombstones, keys, sequence).aggregate([], [alias(fn('count', lit(1)), 'rows')]),
       interpret: (rows) => {
         const n = Number(rows[0]?.rows ?? 0);
         return n > 0 ? { output: { table: displayTable(target), format: catalog.format, committed: true, metrics: { repaired: n } } } : {};
@@ -464,10 +467,9 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     {
       kind: 'command',
       id: 'delete-resurrected',
-      ...whereOnly,
       title: `Delete the rows of ${displayTable(target)} that a newer tombstone deletes`,
       when: (facts) => fact(facts, 'find-resurrected', 'rows') > 0,
-      command: resurrected(payload, target, tombstones, keys, sequence)
+      command: resurrected(latest, target, tombstones, keys, sequence)
         .as(SOURCE)
         .mergeInto(tableParts(target), and(...keys.map((k) => eqNullSafe(col(target.table, k), col(SOURCE, k)))), {
           whenMatched: [{ action: 'delete', condition: sequenceGreater(sequence, SOURCE, target.table) }],
@@ -556,8 +558,8 @@ function expired(days: number): Expr {
 /**
  * The tombstones of this batch's keys that are newer than the key's row in silver, read now: rows
  * that a concurrent run brought back after another run deleted them (key and the tombstone's
- * sequence, one row per key). The batch's keys are those of its events: the same set as the keys
- * of the latest event per key, without the window that picks the latest (a sort of the batch).
+ * sequence, one row per key). The batch's keys are those of its resolved rows (check-batch kept
+ * them): no second read of bronze.
  */
 function resurrected(events: Query, target: TableName, tombstones: TableName, keys: string[], sequence: string[]): Query {
   const batchKeys = events.select(...keys).as(RESOLVED);
@@ -574,26 +576,57 @@ function resurrected(events: Query, target: TableName, tombstones: TableName, ke
 }
 
 /**
- * Every check of a batch in one scan: group the events by key and sequence (one shuffle), then one
- * row with the number of events, the groups with a NULL key or sequence, and the groups whose events
- * differ (min and max of the payload's JSON differ), each with an example.
+ * The latest event per key, in one pass over the events (one shuffle by key, one sort): number the
+ * key's events by sequence (highest first) and, among equal sequences, by the JSON of the payload,
+ * so that events at one sequence lie next to each other and differ from their neighbour exactly when
+ * their payloads differ. A second window over the whole key (same partitioning and order, so no
+ * second sort) carries to the key's latest event what check-batch needs: the key's number of events,
+ * whether it has a NULL key or sequence or a tie (two different events at one sequence, whichever
+ * sequence), each with an example. Each event gets its delete flag. Keys whose events are all
+ * identical keep one of them.
  */
-function batchChecks(payload: Query, keyAndSeq: string[]): Query {
-  const asJson = fn('to_json', fn('struct', star()));
-  const perGroup = payload.aggregate(
-    keyAndSeq.map((c) => col(c)),
-    [alias(fn('count', lit(1)), '__n'), alias(not(eq(fn('min', asJson), fn('max', asJson))), '__tie')],
-  );
-  const nullish = or(...keyAndSeq.map((c) => isNull(col(c))));
-  const example = (cond: Expr) => fn('max', fn('if', cond, fn('to_json', fn('named_struct', ...keyAndSeq.flatMap((c) => [lit(c), col(c)]))), lit(null)));
-  return perGroup.aggregate(
+export function resolveBatch(payload: Query, keys: string[], sequence: string[], isDelete: Expr): Query {
+  const keyCols = keys.map((k) => col(k));
+  const ordered = (f: Expr) => over(f, keyCols, [...sequence.map((s) => desc(col(s))), asc(col(PAYLOAD_JSON))]);
+  const wholeKey = (f: Expr) => over(f, keyCols, []);
+  const prev = (c: string) => ordered(fn('lag', col(c), lit(1)));
+  const example = (cond: Expr) =>
+    wholeKey(fn('max', fn('if', cond, fn('to_json', fn('named_struct', ...[...keys, ...sequence].flatMap((c) => [lit(c), col(c)]))), lit(null))));
+  const nullish = or(...[...keys, ...sequence].map((c) => isNull(col(c))));
+  return payload
+    .withColumns([
+      [PAYLOAD_JSON, fn('to_json', fn('struct', star()))],
+      [DELETE_FLAG, isDelete],
+    ])
+    .withColumns([
+      [ROW_NUMBER, ordered(fn('row_number'))],
+      [TIE_ROW, fn('coalesce', and(...sequence.map((s) => eqNullSafe(prev(s), col(s))), not(eqNullSafe(prev(PAYLOAD_JSON), col(PAYLOAD_JSON)))), lit(false))],
+    ])
+    .withColumns([
+      [KEY_EVENTS, wholeKey(fn('count', lit(1)))],
+      [KEY_NULL, wholeKey(fn('max', nullish))],
+      [KEY_NULL_EXAMPLE, example(nullish)],
+      [KEY_TIE, wholeKey(fn('max', col(TIE_ROW)))],
+      [KEY_TIE_EXAMPLE, example(col(TIE_ROW))],
+    ])
+    .filter(eq(col(ROW_NUMBER), lit(1)))
+    .drop(ROW_NUMBER, PAYLOAD_JSON, TIE_ROW);
+}
+
+/**
+ * Every check of a batch, from its resolved rows (one per key): the number of events, the keys
+ * with a NULL key or sequence and the keys with different events at one sequence, each with an
+ * example. Reads the rows check-batch kept, not bronze.
+ */
+function batchChecks(resolved: Query): Query {
+  return resolved.aggregate(
     [],
     [
-      alias(fn('coalesce', fn('sum', col('__n')), lit(0)), 'events'),
-      alias(fn('count_if', nullish), 'null_groups'),
-      alias(example(nullish), 'null_example'),
-      alias(fn('count_if', col('__tie')), 'ties'),
-      alias(example(col('__tie')), 'tie_example'),
+      alias(fn('coalesce', fn('sum', col(KEY_EVENTS)), lit(0)), 'events'),
+      alias(fn('count_if', col(KEY_NULL)), 'null_groups'),
+      alias(fn('max', col(KEY_NULL_EXAMPLE)), 'null_example'),
+      alias(fn('count_if', col(KEY_TIE)), 'ties'),
+      alias(fn('max', col(KEY_TIE_EXAMPLE)), 'tie_example'),
     ],
   );
 }

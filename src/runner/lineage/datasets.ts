@@ -80,6 +80,7 @@ function stepDatasets(step: Step, naming: NamingContext, reads: Found[], writes:
       relDatasets(step.source.rel, naming, reads);
       return;
     case 'query':
+    case 'materialize':
       relDatasets(step.query.rel, naming, reads);
       return;
     case 'stream':
@@ -160,6 +161,8 @@ function relDatasets(rel: Rel, naming: NamingContext, out: Found[]): void {
       for (const p of paths) out.push(pathDataset(p, rel.format, fields));
       return;
     }
+    // Rows an earlier step materialised: that step's plan names what they were read from.
+    case 'materialized':
     case 'sql':
     case 'range':
       return;

@@ -34,6 +34,11 @@ export type CompiledPlan = Plan;
 
 export interface CompileOptions {
   reveal: boolean;
+  /**
+   * The server's ids of the rows this run's `materialize` steps kept, by name. A plan compiled
+   * without one (`plan` output) names the materialized rows by their name instead.
+   */
+  materialized?: ReadonlyMap<string, string>;
 }
 
 const DAY_MS = 86_400_000;
@@ -48,6 +53,23 @@ export function compileCommandPlan(cmd: Cmd, opts: CompileOptions): Plan {
 
 /** What the runner asks of a running streaming query (by its id) of this session. */
 export type StreamingQueryAction = { await: { timeoutMs: number } } | 'recentProgress' | 'stop';
+
+/**
+ * Compute a relation now and keep its rows on the server for this session (a local checkpoint: in
+ * the executors' block managers, no checkpoint directory); the answer names them.
+ */
+export function compileCheckpointCommand(rel: Rel, opts: CompileOptions): Plan {
+  return create(PlanSchema, {
+    opType: { case: 'command', value: create(CommandSchema, { commandType: { case: 'checkpointCommand', value: { relation: relation(rel, opts), local: true, eager: true } } }) },
+  });
+}
+
+/** Forget the rows a checkpoint kept (by the id its answer named). */
+export function compileRemoveCachedRelation(relationId: string): Plan {
+  return create(PlanSchema, {
+    opType: { case: 'command', value: create(CommandSchema, { commandType: { case: 'removeCachedRemoteRelationCommand', value: { relation: { relationId } } } }) },
+  });
+}
 
 export function compileStreamingQueryCommand(query: { id: string; runId: string }, action: StreamingQueryAction): Plan {
   const commandCase =
@@ -143,6 +165,8 @@ export function relation(rel: Rel, opts: CompileOptions): Relation {
       return create(RelationSchema, { relType: { case: 'subqueryAlias', value: { input: r(rel.input), alias: rel.name } } });
     case 'extension':
       return create(RelationSchema, { relType: { case: 'extension', value: extension(rel) } });
+    case 'materialized':
+      return create(RelationSchema, { relType: { case: 'cachedRemoteRelation', value: { relationId: opts.materialized?.get(rel.name) ?? rel.name } } });
   }
 }
 

@@ -78,6 +78,8 @@ function relTree(rel: Rel): Tree {
       return { line: `SubqueryAlias ${ident(rel.name)}`, children: [relTree(rel.input)] };
     case 'extension':
       return extensionTree(rel);
+    case 'materialized':
+      return { line: `Materialized ${ident(rel.name)}` };
   }
 }
 
@@ -254,6 +256,7 @@ export function relReads(rel: Rel): Access[] {
       return rel.paths.map((path) => ({ kind: 'path', path, format: rel.format }));
     case 'sql':
     case 'range':
+    case 'materialized':
       return [];
     case 'extension':
       return rel.reads.map((t) => ({ kind: 'table', table: name(t) }));

@@ -51,6 +51,11 @@ export class Query {
     });
   }
 
+  /** The rows the run's `materialize` step of this name kept on the server (see Step 'materialize'). */
+  static materialized(name: string): Query {
+    return Query.of({ kind: 'materialized', name });
+  }
+
   static range(start: bigint, end: bigint, step = 1n, partitions?: number): Query {
     return Query.of({ kind: 'range', start, end, step, ...(partitions === undefined ? {} : { partitions }) });
   }

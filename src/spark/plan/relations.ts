@@ -31,7 +31,12 @@ export type Rel =
   | { readonly kind: 'sort'; readonly input: Rel; readonly orders: readonly SortOrder[] }
   | { readonly kind: 'limit'; readonly input: Rel; readonly n: number }
   | { readonly kind: 'alias'; readonly input: Rel; readonly name: string }
-  | ({ readonly kind: 'extension' } & Extension);
+  | ({ readonly kind: 'extension' } & Extension)
+  /**
+   * Rows an earlier `materialize` step of the same run computed and the server keeps (a local
+   * checkpoint), by the step's name: reading them runs nothing that produced them again.
+   */
+  | { readonly kind: 'materialized'; readonly name: string };
 
 /**
  * A message for a plugin of the Spark Connect server (spark-plugins/), sent as a

@@ -241,6 +241,7 @@ function children(rel: Rel): Rel[] {
     case 'source':
     case 'range':
     case 'extension':
+    case 'materialized':
       return [];
     case 'join':
       return [rel.left, rel.right];

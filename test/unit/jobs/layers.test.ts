@@ -69,7 +69,10 @@ describe('cdc-silver-merge reads bronze through the bronze layer', () => {
   it('drops exactly the bronze stamps (and the op column) before silver', async () => {
     expect(BRONZE_STAMPS).toEqual(['_lake_tenant', '_lake_source', '_lake_ingested_at', '_snapshot_date']);
     const p = plans(await load(cdc('')));
-    for (const c of [...BRONZE_STAMPS, 'op']) expect(p['create-table']).toContain(`"${c}"`);
+    // check-batch resolves the batch once (silver's columns only) and keeps it; the table is created from those rows.
+    for (const c of [...BRONZE_STAMPS, 'op']) expect(p['check-batch']).toContain(`"${c}"`);
+    expect(p['create-table']).toContain('"cachedRemoteRelation":{"relationId":"cdc-batch"}');
+    for (const c of [...BRONZE_STAMPS, 'op']) expect(p['create-table']).not.toContain(`"${c}"`);
   });
 
   it('runs v1 configs through the same plan as their v2 equivalent (migrated by the kit)', async () => {
@@ -163,9 +166,10 @@ target { table = "orders", format = iceberg }
   it('casts every batch to the declared types, so silver is created with them', async () => {
     const job = await load(typed('types { amount = "Decimal(12, 2)", seen = timestamp }'));
     const p = plans(job);
-    expect(p['create-table']).toContain('"typeStr":"decimal(12,2)"');
-    expect(p['create-table']).toContain('"typeStr":"timestamp"');
-    expect(p['merge']).toContain('"typeStr":"decimal(12,2)"');
+    // Cast once, where the batch is resolved; create-table and merge read those rows.
+    expect(p['check-batch']).toContain('"typeStr":"decimal(12,2)"');
+    expect(p['check-batch']).toContain('"typeStr":"timestamp"');
+    for (const step of ['create-table', 'merge']) expect(p[step]).toContain('"cachedRemoteRelation":{"relationId":"cdc-batch"}');
   });
 
   it('refuses types outside the allow-list and types for columns that never reach silver (78, at columns.types.<column>)', async () => {

@@ -11,7 +11,7 @@ import type { Any } from "@bufbuild/protobuf/wkt";
 import { file_google_protobuf_any } from "@bufbuild/protobuf/wkt";
 import type { Expression, Expression_Literal } from "./expressions_pb.js";
 import { file_spark_connect_expressions } from "./expressions_pb.js";
-import type { Relation } from "./relations_pb.js";
+import type { CachedRemoteRelation, Relation } from "./relations_pb.js";
 import { file_spark_connect_relations } from "./relations_pb.js";
 import type { Message } from "@bufbuild/protobuf";
 
@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file spark/connect/commands.proto.
  */
 export const file_spark_connect_commands: GenFile = /*@__PURE__*/
-  fileDesc("ChxzcGFyay9jb25uZWN0L2NvbW1hbmRzLnByb3RvEg1zcGFyay5jb25uZWN0IqEECgdDb21tYW5kEjgKD3dyaXRlX29wZXJhdGlvbhgCIAEoCzIdLnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb25IABJKChVjcmVhdGVfZGF0YWZyYW1lX3ZpZXcYAyABKAsyKS5zcGFyay5jb25uZWN0LkNyZWF0ZURhdGFGcmFtZVZpZXdDb21tYW5kSAASPQoSd3JpdGVfb3BlcmF0aW9uX3YyGAQgASgLMh8uc3BhcmsuY29ubmVjdC5Xcml0ZU9wZXJhdGlvblYySAASMAoLc3FsX2NvbW1hbmQYBSABKAsyGS5zcGFyay5jb25uZWN0LlNxbENvbW1hbmRIABJQChx3cml0ZV9zdHJlYW1fb3BlcmF0aW9uX3N0YXJ0GAYgASgLMiguc3BhcmsuY29ubmVjdC5Xcml0ZVN0cmVhbU9wZXJhdGlvblN0YXJ0SAASRwoXc3RyZWFtaW5nX3F1ZXJ5X2NvbW1hbmQYByABKAsyJC5zcGFyay5jb25uZWN0LlN0cmVhbWluZ1F1ZXJ5Q29tbWFuZEgAEkgKGG1lcmdlX2ludG9fdGFibGVfY29tbWFuZBgQIAEoCzIkLnNwYXJrLmNvbm5lY3QuTWVyZ2VJbnRvVGFibGVDb21tYW5kSAASKgoJZXh0ZW5zaW9uGOcHIAEoCzIULmdvb2dsZS5wcm90b2J1Zi5BbnlIAEIOCgxjb21tYW5kX3R5cGUi2QMKClNxbENvbW1hbmQSDwoDc3FsGAEgASgJQgIYARI1CgRhcmdzGAIgAygLMiMuc3BhcmsuY29ubmVjdC5TcWxDb21tYW5kLkFyZ3NFbnRyeUICGAESNwoIcG9zX2FyZ3MYAyADKAsyIS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24uTGl0ZXJhbEICGAESSgoPbmFtZWRfYXJndW1lbnRzGAQgAygLMi0uc3BhcmsuY29ubmVjdC5TcWxDb21tYW5kLk5hbWVkQXJndW1lbnRzRW50cnlCAhgBEjQKDXBvc19hcmd1bWVudHMYBSADKAsyGS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb25CAhgBEiYKBWlucHV0GAYgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhpOCglBcmdzRW50cnkSCwoDa2V5GAEgASgJEjAKBXZhbHVlGAIgASgLMiEuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uLkxpdGVyYWw6AjgBGlAKE05hbWVkQXJndW1lbnRzRW50cnkSCwoDa2V5GAEgASgJEigKBXZhbHVlGAIgASgLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uOgI4ASJ2ChpDcmVhdGVEYXRhRnJhbWVWaWV3Q29tbWFuZBImCgVpbnB1dBgBIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24SDAoEbmFtZRgCIAEoCRIRCglpc19nbG9iYWwYAyABKAgSDwoHcmVwbGFjZRgEIAEoCCKaBwoOV3JpdGVPcGVyYXRpb24SJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEhMKBnNvdXJjZRgCIAEoCUgBiAEBEg4KBHBhdGgYAyABKAlIABI4CgV0YWJsZRgEIAEoCzInLnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb24uU2F2ZVRhYmxlSAASNAoEbW9kZRgFIAEoDjImLnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb24uU2F2ZU1vZGUSGQoRc29ydF9jb2x1bW5fbmFtZXMYBiADKAkSHAoUcGFydGl0aW9uaW5nX2NvbHVtbnMYByADKAkSOQoJYnVja2V0X2J5GAggASgLMiYuc3BhcmsuY29ubmVjdC5Xcml0ZU9wZXJhdGlvbi5CdWNrZXRCeRI7CgdvcHRpb25zGAkgAygLMiouc3BhcmsuY29ubmVjdC5Xcml0ZU9wZXJhdGlvbi5PcHRpb25zRW50cnkSGgoSY2x1c3RlcmluZ19jb2x1bW5zGAogAygJGi4KDE9wdGlvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGusBCglTYXZlVGFibGUSEgoKdGFibGVfbmFtZRgBIAEoCRJMCgtzYXZlX21ldGhvZBgCIAEoDjI3LnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb24uU2F2ZVRhYmxlLlRhYmxlU2F2ZU1ldGhvZCJ8Cg9UYWJsZVNhdmVNZXRob2QSIQodVEFCTEVfU0FWRV9NRVRIT0RfVU5TUEVDSUZJRUQQABIjCh9UQUJMRV9TQVZFX01FVEhPRF9TQVZFX0FTX1RBQkxFEAESIQodVEFCTEVfU0FWRV9NRVRIT0RfSU5TRVJUX0lOVE8QAho8CghCdWNrZXRCeRIbChNidWNrZXRfY29sdW1uX25hbWVzGAEgAygJEhMKC251bV9idWNrZXRzGAIgASgFIokBCghTYXZlTW9kZRIZChVTQVZFX01PREVfVU5TUEVDSUZJRUQQABIUChBTQVZFX01PREVfQVBQRU5EEAESFwoTU0FWRV9NT0RFX09WRVJXUklURRACEh0KGVNBVkVfTU9ERV9FUlJPUl9JRl9FWElTVFMQAxIUChBTQVZFX01PREVfSUdOT1JFEARCCwoJc2F2ZV90eXBlQgkKB19zb3VyY2UizAUKEFdyaXRlT3BlcmF0aW9uVjISJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEhIKCnRhYmxlX25hbWUYAiABKAkSFQoIcHJvdmlkZXIYAyABKAlIAIgBARI3ChRwYXJ0aXRpb25pbmdfY29sdW1ucxgEIAMoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbhI9CgdvcHRpb25zGAUgAygLMiwuc3BhcmsuY29ubmVjdC5Xcml0ZU9wZXJhdGlvblYyLk9wdGlvbnNFbnRyeRJOChB0YWJsZV9wcm9wZXJ0aWVzGAYgAygLMjQuc3BhcmsuY29ubmVjdC5Xcml0ZU9wZXJhdGlvblYyLlRhYmxlUHJvcGVydGllc0VudHJ5EjIKBG1vZGUYByABKA4yJC5zcGFyay5jb25uZWN0LldyaXRlT3BlcmF0aW9uVjIuTW9kZRI2ChNvdmVyd3JpdGVfY29uZGl0aW9uGAggASgLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uEhoKEmNsdXN0ZXJpbmdfY29sdW1ucxgJIAMoCRouCgxPcHRpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARo2ChRUYWJsZVByb3BlcnRpZXNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIp8BCgRNb2RlEhQKEE1PREVfVU5TUEVDSUZJRUQQABIPCgtNT0RFX0NSRUFURRABEhIKDk1PREVfT1ZFUldSSVRFEAISHQoZTU9ERV9PVkVSV1JJVEVfUEFSVElUSU9OUxADEg8KC01PREVfQVBQRU5EEAQSEAoMTU9ERV9SRVBMQUNFEAUSGgoWTU9ERV9DUkVBVEVfT1JfUkVQTEFDRRAGQgsKCV9wcm92aWRlciLlAgoVTWVyZ2VJbnRvVGFibGVDb21tYW5kEhkKEXRhcmdldF90YWJsZV9uYW1lGAEgASgJEjIKEXNvdXJjZV90YWJsZV9wbGFuGAIgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhIyCg9tZXJnZV9jb25kaXRpb24YAyABKAsyGS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24SMAoNbWF0Y2hfYWN0aW9ucxgEIAMoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbhI2ChNub3RfbWF0Y2hlZF9hY3Rpb25zGAUgAygLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uEkAKHW5vdF9tYXRjaGVkX2J5X3NvdXJjZV9hY3Rpb25zGAYgAygLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uEh0KFXdpdGhfc2NoZW1hX2V2b2x1dGlvbhgHIAEoCCL0AwoZV3JpdGVTdHJlYW1PcGVyYXRpb25TdGFydBImCgVpbnB1dBgBIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24SDgoGZm9ybWF0GAIgASgJEkYKB29wdGlvbnMYAyADKAsyNS5zcGFyay5jb25uZWN0LldyaXRlU3RyZWFtT3BlcmF0aW9uU3RhcnQuT3B0aW9uc0VudHJ5EiEKGXBhcnRpdGlvbmluZ19jb2x1bW5fbmFtZXMYBCADKAkSIgoYcHJvY2Vzc2luZ190aW1lX2ludGVydmFsGAUgASgJSAASFwoNYXZhaWxhYmxlX25vdxgGIAEoCEgAEg4KBG9uY2UYByABKAhIABIoCh5jb250aW51b3VzX2NoZWNrcG9pbnRfaW50ZXJ2YWwYCCABKAlIABITCgtvdXRwdXRfbW9kZRgJIAEoCRISCgpxdWVyeV9uYW1lGAogASgJEg4KBHBhdGgYCyABKAlIARIUCgp0YWJsZV9uYW1lGAwgASgJSAESHwoXY2x1c3RlcmluZ19jb2x1bW5fbmFtZXMYDyADKAkaLgoMT3B0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCQoHdHJpZ2dlckISChBzaW5rX2Rlc3RpbmF0aW9uIq4BCh9Xcml0ZVN0cmVhbU9wZXJhdGlvblN0YXJ0UmVzdWx0EjkKCHF1ZXJ5X2lkGAEgASgLMicuc3BhcmsuY29ubmVjdC5TdHJlYW1pbmdRdWVyeUluc3RhbmNlSWQSDAoEbmFtZRgCIAEoCRIlChhxdWVyeV9zdGFydGVkX2V2ZW50X2pzb24YAyABKAlIAIgBAUIbChlfcXVlcnlfc3RhcnRlZF9ldmVudF9qc29uIjYKGFN0cmVhbWluZ1F1ZXJ5SW5zdGFuY2VJZBIKCgJpZBgBIAEoCRIOCgZydW5faWQYAiABKAki8wMKFVN0cmVhbWluZ1F1ZXJ5Q29tbWFuZBI5CghxdWVyeV9pZBgBIAEoCzInLnNwYXJrLmNvbm5lY3QuU3RyZWFtaW5nUXVlcnlJbnN0YW5jZUlkEhAKBnN0YXR1cxgCIAEoCEgAEhcKDWxhc3RfcHJvZ3Jlc3MYAyABKAhIABIZCg9yZWNlbnRfcHJvZ3Jlc3MYBCABKAhIABIOCgRzdG9wGAUgASgISAASHwoVcHJvY2Vzc19hbGxfYXZhaWxhYmxlGAYgASgISAASRgoHZXhwbGFpbhgHIAEoCzIzLnNwYXJrLmNvbm5lY3QuU3RyZWFtaW5nUXVlcnlDb21tYW5kLkV4cGxhaW5Db21tYW5kSAASEwoJZXhjZXB0aW9uGAggASgISAASWQoRYXdhaXRfdGVybWluYXRpb24YCSABKAsyPC5zcGFyay5jb25uZWN0LlN0cmVhbWluZ1F1ZXJ5Q29tbWFuZC5Bd2FpdFRlcm1pbmF0aW9uQ29tbWFuZEgAGiIKDkV4cGxhaW5Db21tYW5kEhAKCGV4dGVuZGVkGAEgASgIGkEKF0F3YWl0VGVybWluYXRpb25Db21tYW5kEhcKCnRpbWVvdXRfbXMYAiABKANIAIgBAUINCgtfdGltZW91dF9tc0IJCgdjb21tYW5kIqAHChtTdHJlYW1pbmdRdWVyeUNvbW1hbmRSZXN1bHQSOQoIcXVlcnlfaWQYASABKAsyJy5zcGFyay5jb25uZWN0LlN0cmVhbWluZ1F1ZXJ5SW5zdGFuY2VJZBJJCgZzdGF0dXMYAiABKAsyNy5zcGFyay5jb25uZWN0LlN0cmVhbWluZ1F1ZXJ5Q29tbWFuZFJlc3VsdC5TdGF0dXNSZXN1bHRIABJaCg9yZWNlbnRfcHJvZ3Jlc3MYAyABKAsyPy5zcGFyay5jb25uZWN0LlN0cmVhbWluZ1F1ZXJ5Q29tbWFuZFJlc3VsdC5SZWNlbnRQcm9ncmVzc1Jlc3VsdEgAEksKB2V4cGxhaW4YBCABKAsyOC5zcGFyay5jb25uZWN0LlN0cmVhbWluZ1F1ZXJ5Q29tbWFuZFJlc3VsdC5FeHBsYWluUmVzdWx0SAASTwoJZXhjZXB0aW9uGAUgASgLMjouc3BhcmsuY29ubmVjdC5TdHJlYW1pbmdRdWVyeUNvbW1hbmRSZXN1bHQuRXhjZXB0aW9uUmVzdWx0SAASXgoRYXdhaXRfdGVybWluYXRpb24YBiABKAsyQS5zcGFyay5jb25uZWN0LlN0cmVhbWluZ1F1ZXJ5Q29tbWFuZFJlc3VsdC5Bd2FpdFRlcm1pbmF0aW9uUmVzdWx0SAAabwoMU3RhdHVzUmVzdWx0EhYKDnN0YXR1c19tZXNzYWdlGAEgASgJEhkKEWlzX2RhdGFfYXZhaWxhYmxlGAIgASgIEhkKEWlzX3RyaWdnZXJfYWN0aXZlGAMgASgIEhEKCWlzX2FjdGl2ZRgEIAEoCBo0ChRSZWNlbnRQcm9ncmVzc1Jlc3VsdBIcChRyZWNlbnRfcHJvZ3Jlc3NfanNvbhgFIAMoCRofCg1FeHBsYWluUmVzdWx0Eg4KBnJlc3VsdBgBIAEoCRqbAQoPRXhjZXB0aW9uUmVzdWx0Eh4KEWV4Y2VwdGlvbl9tZXNzYWdlGAEgASgJSACIAQESGAoLZXJyb3JfY2xhc3MYAiABKAlIAYgBARIYCgtzdGFja190cmFjZRgDIAEoCUgCiAEBQhQKEl9leGNlcHRpb25fbWVzc2FnZUIOCgxfZXJyb3JfY2xhc3NCDgoMX3N0YWNrX3RyYWNlGiwKFkF3YWl0VGVybWluYXRpb25SZXN1bHQSEgoKdGVybWluYXRlZBgBIAEoCEINCgtyZXN1bHRfdHlwZWIGcHJvdG8z", [file_google_protobuf_any, file_spark_connect_expressions, file_spark_connect_relations]);
+  fileDesc("ChxzcGFyay9jb25uZWN0L2NvbW1hbmRzLnByb3RvEg1zcGFyay5jb25uZWN0IsQFCgdDb21tYW5kEjgKD3dyaXRlX29wZXJhdGlvbhgCIAEoCzIdLnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb25IABJKChVjcmVhdGVfZGF0YWZyYW1lX3ZpZXcYAyABKAsyKS5zcGFyay5jb25uZWN0LkNyZWF0ZURhdGFGcmFtZVZpZXdDb21tYW5kSAASPQoSd3JpdGVfb3BlcmF0aW9uX3YyGAQgASgLMh8uc3BhcmsuY29ubmVjdC5Xcml0ZU9wZXJhdGlvblYySAASMAoLc3FsX2NvbW1hbmQYBSABKAsyGS5zcGFyay5jb25uZWN0LlNxbENvbW1hbmRIABJQChx3cml0ZV9zdHJlYW1fb3BlcmF0aW9uX3N0YXJ0GAYgASgLMiguc3BhcmsuY29ubmVjdC5Xcml0ZVN0cmVhbU9wZXJhdGlvblN0YXJ0SAASRwoXc3RyZWFtaW5nX3F1ZXJ5X2NvbW1hbmQYByABKAsyJC5zcGFyay5jb25uZWN0LlN0cmVhbWluZ1F1ZXJ5Q29tbWFuZEgAEj4KEmNoZWNrcG9pbnRfY29tbWFuZBgOIAEoCzIgLnNwYXJrLmNvbm5lY3QuQ2hlY2twb2ludENvbW1hbmRIABJhCiVyZW1vdmVfY2FjaGVkX3JlbW90ZV9yZWxhdGlvbl9jb21tYW5kGA8gASgLMjAuc3BhcmsuY29ubmVjdC5SZW1vdmVDYWNoZWRSZW1vdGVSZWxhdGlvbkNvbW1hbmRIABJIChhtZXJnZV9pbnRvX3RhYmxlX2NvbW1hbmQYECABKAsyJC5zcGFyay5jb25uZWN0Lk1lcmdlSW50b1RhYmxlQ29tbWFuZEgAEioKCWV4dGVuc2lvbhjnByABKAsyFC5nb29nbGUucHJvdG9idWYuQW55SABCDgoMY29tbWFuZF90eXBlIlwKEUNoZWNrcG9pbnRDb21tYW5kEikKCHJlbGF0aW9uGAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhINCgVsb2NhbBgCIAEoCBINCgVlYWdlchgDIAEoCCJaCiFSZW1vdmVDYWNoZWRSZW1vdGVSZWxhdGlvbkNvbW1hbmQSNQoIcmVsYXRpb24YASABKAsyIy5zcGFyay5jb25uZWN0LkNhY2hlZFJlbW90ZVJlbGF0aW9uItkDCgpTcWxDb21tYW5kEg8KA3NxbBgBIAEoCUICGAESNQoEYXJncxgCIAMoCzIjLnNwYXJrLmNvbm5lY3QuU3FsQ29tbWFuZC5BcmdzRW50cnlCAhgBEjcKCHBvc19hcmdzGAMgAygLMiEuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uLkxpdGVyYWxCAhgBEkoKD25hbWVkX2FyZ3VtZW50cxgEIAMoCzItLnNwYXJrLmNvbm5lY3QuU3FsQ29tbWFuZC5OYW1lZEFyZ3VtZW50c0VudHJ5QgIYARI0Cg1wb3NfYXJndW1lbnRzGAUgAygLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uQgIYARImCgVpbnB1dBgGIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24aTgoJQXJnc0VudHJ5EgsKA2tleRgBIAEoCRIwCgV2YWx1ZRgCIAEoCzIhLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbi5MaXRlcmFsOgI4ARpQChNOYW1lZEFyZ3VtZW50c0VudHJ5EgsKA2tleRgBIAEoCRIoCgV2YWx1ZRgCIAEoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbjoCOAEidgoaQ3JlYXRlRGF0YUZyYW1lVmlld0NvbW1hbmQSJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEgwKBG5hbWUYAiABKAkSEQoJaXNfZ2xvYmFsGAMgASgIEg8KB3JlcGxhY2UYBCABKAgimgcKDldyaXRlT3BlcmF0aW9uEiYKBWlucHV0GAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhITCgZzb3VyY2UYAiABKAlIAYgBARIOCgRwYXRoGAMgASgJSAASOAoFdGFibGUYBCABKAsyJy5zcGFyay5jb25uZWN0LldyaXRlT3BlcmF0aW9uLlNhdmVUYWJsZUgAEjQKBG1vZGUYBSABKA4yJi5zcGFyay5jb25uZWN0LldyaXRlT3BlcmF0aW9uLlNhdmVNb2RlEhkKEXNvcnRfY29sdW1uX25hbWVzGAYgAygJEhwKFHBhcnRpdGlvbmluZ19jb2x1bW5zGAcgAygJEjkKCWJ1Y2tldF9ieRgIIAEoCzImLnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb24uQnVja2V0QnkSOwoHb3B0aW9ucxgJIAMoCzIqLnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb24uT3B0aW9uc0VudHJ5EhoKEmNsdXN0ZXJpbmdfY29sdW1ucxgKIAMoCRouCgxPcHRpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARrrAQoJU2F2ZVRhYmxlEhIKCnRhYmxlX25hbWUYASABKAkSTAoLc2F2ZV9tZXRob2QYAiABKA4yNy5zcGFyay5jb25uZWN0LldyaXRlT3BlcmF0aW9uLlNhdmVUYWJsZS5UYWJsZVNhdmVNZXRob2QifAoPVGFibGVTYXZlTWV0aG9kEiEKHVRBQkxFX1NBVkVfTUVUSE9EX1VOU1BFQ0lGSUVEEAASIwofVEFCTEVfU0FWRV9NRVRIT0RfU0FWRV9BU19UQUJMRRABEiEKHVRBQkxFX1NBVkVfTUVUSE9EX0lOU0VSVF9JTlRPEAIaPAoIQnVja2V0QnkSGwoTYnVja2V0X2NvbHVtbl9uYW1lcxgBIAMoCRITCgtudW1fYnVja2V0cxgCIAEoBSKJAQoIU2F2ZU1vZGUSGQoVU0FWRV9NT0RFX1VOU1BFQ0lGSUVEEAASFAoQU0FWRV9NT0RFX0FQUEVORBABEhcKE1NBVkVfTU9ERV9PVkVSV1JJVEUQAhIdChlTQVZFX01PREVfRVJST1JfSUZfRVhJU1RTEAMSFAoQU0FWRV9NT0RFX0lHTk9SRRAEQgsKCXNhdmVfdHlwZUIJCgdfc291cmNlIswFChBXcml0ZU9wZXJhdGlvblYyEiYKBWlucHV0GAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhISCgp0YWJsZV9uYW1lGAIgASgJEhUKCHByb3ZpZGVyGAMgASgJSACIAQESNwoUcGFydGl0aW9uaW5nX2NvbHVtbnMYBCADKAsyGS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24SPQoHb3B0aW9ucxgFIAMoCzIsLnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb25WMi5PcHRpb25zRW50cnkSTgoQdGFibGVfcHJvcGVydGllcxgGIAMoCzI0LnNwYXJrLmNvbm5lY3QuV3JpdGVPcGVyYXRpb25WMi5UYWJsZVByb3BlcnRpZXNFbnRyeRIyCgRtb2RlGAcgASgOMiQuc3BhcmsuY29ubmVjdC5Xcml0ZU9wZXJhdGlvblYyLk1vZGUSNgoTb3ZlcndyaXRlX2NvbmRpdGlvbhgIIAEoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbhIaChJjbHVzdGVyaW5nX2NvbHVtbnMYCSADKAkaLgoMT3B0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaNgoUVGFibGVQcm9wZXJ0aWVzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ASKfAQoETW9kZRIUChBNT0RFX1VOU1BFQ0lGSUVEEAASDwoLTU9ERV9DUkVBVEUQARISCg5NT0RFX09WRVJXUklURRACEh0KGU1PREVfT1ZFUldSSVRFX1BBUlRJVElPTlMQAxIPCgtNT0RFX0FQUEVORBAEEhAKDE1PREVfUkVQTEFDRRAFEhoKFk1PREVfQ1JFQVRFX09SX1JFUExBQ0UQBkILCglfcHJvdmlkZXIi5QIKFU1lcmdlSW50b1RhYmxlQ29tbWFuZBIZChF0YXJnZXRfdGFibGVfbmFtZRgBIAEoCRIyChFzb3VyY2VfdGFibGVfcGxhbhgCIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24SMgoPbWVyZ2VfY29uZGl0aW9uGAMgASgLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uEjAKDW1hdGNoX2FjdGlvbnMYBCADKAsyGS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24SNgoTbm90X21hdGNoZWRfYWN0aW9ucxgFIAMoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbhJACh1ub3RfbWF0Y2hlZF9ieV9zb3VyY2VfYWN0aW9ucxgGIAMoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbhIdChV3aXRoX3NjaGVtYV9ldm9sdXRpb24YByABKAgi9AMKGVdyaXRlU3RyZWFtT3BlcmF0aW9uU3RhcnQSJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEg4KBmZvcm1hdBgCIAEoCRJGCgdvcHRpb25zGAMgAygLMjUuc3BhcmsuY29ubmVjdC5Xcml0ZVN0cmVhbU9wZXJhdGlvblN0YXJ0Lk9wdGlvbnNFbnRyeRIhChlwYXJ0aXRpb25pbmdfY29sdW1uX25hbWVzGAQgAygJEiIKGHByb2Nlc3NpbmdfdGltZV9pbnRlcnZhbBgFIAEoCUgAEhcKDWF2YWlsYWJsZV9ub3cYBiABKAhIABIOCgRvbmNlGAcgASgISAASKAoeY29udGludW91c19jaGVja3BvaW50X2ludGVydmFsGAggASgJSAASEwoLb3V0cHV0X21vZGUYCSABKAkSEgoKcXVlcnlfbmFtZRgKIAEoCRIOCgRwYXRoGAsgASgJSAESFAoKdGFibGVfbmFtZRgMIAEoCUgBEh8KF2NsdXN0ZXJpbmdfY29sdW1uX25hbWVzGA8gAygJGi4KDE9wdGlvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgkKB3RyaWdnZXJCEgoQc2lua19kZXN0aW5hdGlvbiKuAQofV3JpdGVTdHJlYW1PcGVyYXRpb25TdGFydFJlc3VsdBI5CghxdWVyeV9pZBgBIAEoCzInLnNwYXJrLmNvbm5lY3QuU3RyZWFtaW5nUXVlcnlJbnN0YW5jZUlkEgwKBG5hbWUYAiABKAkSJQoYcXVlcnlfc3RhcnRlZF9ldmVudF9qc29uGAMgASgJSACIAQFCGwoZX3F1ZXJ5X3N0YXJ0ZWRfZXZlbnRfanNvbiI2ChhTdHJlYW1pbmdRdWVyeUluc3RhbmNlSWQSCgoCaWQYASABKAkSDgoGcnVuX2lkGAIgASgJIvMDChVTdHJlYW1pbmdRdWVyeUNvbW1hbmQSOQoIcXVlcnlfaWQYASABKAsyJy5zcGFyay5jb25uZWN0LlN0cmVhbWluZ1F1ZXJ5SW5zdGFuY2VJZBIQCgZzdGF0dXMYAiABKAhIABIXCg1sYXN0X3Byb2dyZXNzGAMgASgISAASGQoPcmVjZW50X3Byb2dyZXNzGAQgASgISAASDgoEc3RvcBgFIAEoCEgAEh8KFXByb2Nlc3NfYWxsX2F2YWlsYWJsZRgGIAEoCEgAEkYKB2V4cGxhaW4YByABKAsyMy5zcGFyay5jb25uZWN0LlN0cmVhbWluZ1F1ZXJ5Q29tbWFuZC5FeHBsYWluQ29tbWFuZEgAEhMKCWV4Y2VwdGlvbhgIIAEoCEgAElkKEWF3YWl0X3Rlcm1pbmF0aW9uGAkgASgLMjwuc3BhcmsuY29ubmVjdC5TdHJlYW1pbmdRdWVyeUNvbW1hbmQuQXdhaXRUZXJtaW5hdGlvbkNvbW1hbmRIABoiCg5FeHBsYWluQ29tbWFuZBIQCghleHRlbmRlZBgBIAEoCBpBChdBd2FpdFRlcm1pbmF0aW9uQ29tbWFuZBIXCgp0aW1lb3V0X21zGAIgASgDSACIAQFCDQoLX3RpbWVvdXRfbXNCCQoHY29tbWFuZCKgBwobU3RyZWFtaW5nUXVlcnlDb21tYW5kUmVzdWx0EjkKCHF1ZXJ5X2lkGAEgASgLMicuc3BhcmsuY29ubmVjdC5TdHJlYW1pbmdRdWVyeUluc3RhbmNlSWQSSQoGc3RhdHVzGAIgASgLMjcuc3BhcmsuY29ubmVjdC5TdHJlYW1pbmdRdWVyeUNvbW1hbmRSZXN1bHQuU3RhdHVzUmVzdWx0SAASWgoPcmVjZW50X3Byb2dyZXNzGAMgASgLMj8uc3BhcmsuY29ubmVjdC5TdHJlYW1pbmdRdWVyeUNvbW1hbmRSZXN1bHQuUmVjZW50UHJvZ3Jlc3NSZXN1bHRIABJLCgdleHBsYWluGAQgASgLMjguc3BhcmsuY29ubmVjdC5TdHJlYW1pbmdRdWVyeUNvbW1hbmRSZXN1bHQuRXhwbGFpblJlc3VsdEgAEk8KCWV4Y2VwdGlvbhgFIAEoCzI6LnNwYXJrLmNvbm5lY3QuU3RyZWFtaW5nUXVlcnlDb21tYW5kUmVzdWx0LkV4Y2VwdGlvblJlc3VsdEgAEl4KEWF3YWl0X3Rlcm1pbmF0aW9uGAYgASgLMkEuc3BhcmsuY29ubmVjdC5TdHJlYW1pbmdRdWVyeUNvbW1hbmRSZXN1bHQuQXdhaXRUZXJtaW5hdGlvblJlc3VsdEgAGm8KDFN0YXR1c1Jlc3VsdBIWCg5zdGF0dXNfbWVzc2FnZRgBIAEoCRIZChFpc19kYXRhX2F2YWlsYWJsZRgCIAEoCBIZChFpc190cmlnZ2VyX2FjdGl2ZRgDIAEoCBIRCglpc19hY3RpdmUYBCABKAgaNAoUUmVjZW50UHJvZ3Jlc3NSZXN1bHQSHAoUcmVjZW50X3Byb2dyZXNzX2pzb24YBSADKAkaHwoNRXhwbGFpblJlc3VsdBIOCgZyZXN1bHQYASABKAkamwEKD0V4Y2VwdGlvblJlc3VsdBIeChFleGNlcHRpb25fbWVzc2FnZRgBIAEoCUgAiAEBEhgKC2Vycm9yX2NsYXNzGAIgASgJSAGIAQESGAoLc3RhY2tfdHJhY2UYAyABKAlIAogBAUIUChJfZXhjZXB0aW9uX21lc3NhZ2VCDgoMX2Vycm9yX2NsYXNzQg4KDF9zdGFja190cmFjZRosChZBd2FpdFRlcm1pbmF0aW9uUmVzdWx0EhIKCnRlcm1pbmF0ZWQYASABKAhCDQoLcmVzdWx0X3R5cGViBnByb3RvMw", [file_google_protobuf_any, file_spark_connect_expressions, file_spark_connect_relations]);
 
 /**
  * @generated from message spark.connect.Command
@@ -66,6 +66,18 @@ export type Command = Message<"spark.connect.Command"> & {
     case: "streamingQueryCommand";
   } | {
     /**
+     * @generated from field: spark.connect.CheckpointCommand checkpoint_command = 14;
+     */
+    value: CheckpointCommand;
+    case: "checkpointCommand";
+  } | {
+    /**
+     * @generated from field: spark.connect.RemoveCachedRemoteRelationCommand remove_cached_remote_relation_command = 15;
+     */
+    value: RemoveCachedRemoteRelationCommand;
+    case: "removeCachedRemoteRelationCommand";
+  } | {
+    /**
      * @generated from field: spark.connect.MergeIntoTableCommand merge_into_table_command = 16;
      */
     value: MergeIntoTableCommand;
@@ -87,6 +99,56 @@ export type Command = Message<"spark.connect.Command"> & {
  */
 export const CommandSchema: GenMessage<Command> = /*@__PURE__*/
   messageDesc(file_spark_connect_commands, 0);
+
+/**
+ * Dataset.checkpoint / localCheckpoint: compute `relation` (eagerly: now) and keep its rows; the
+ * answer (CheckpointCommandResult) names them as a CachedRemoteRelation. A local checkpoint keeps
+ * them in the executors' block managers (no checkpoint directory); StorageLevel is left to Spark.
+ *
+ * @generated from message spark.connect.CheckpointCommand
+ */
+export type CheckpointCommand = Message<"spark.connect.CheckpointCommand"> & {
+  /**
+   * @generated from field: spark.connect.Relation relation = 1;
+   */
+  relation?: Relation | undefined;
+
+  /**
+   * @generated from field: bool local = 2;
+   */
+  local: boolean;
+
+  /**
+   * @generated from field: bool eager = 3;
+   */
+  eager: boolean;
+};
+
+/**
+ * Describes the message spark.connect.CheckpointCommand.
+ * Use `create(CheckpointCommandSchema)` to create a new message.
+ */
+export const CheckpointCommandSchema: GenMessage<CheckpointCommand> = /*@__PURE__*/
+  messageDesc(file_spark_connect_commands, 1);
+
+/**
+ * Forget a checkpoint's rows: the server drops them from its block managers.
+ *
+ * @generated from message spark.connect.RemoveCachedRemoteRelationCommand
+ */
+export type RemoveCachedRemoteRelationCommand = Message<"spark.connect.RemoveCachedRemoteRelationCommand"> & {
+  /**
+   * @generated from field: spark.connect.CachedRemoteRelation relation = 1;
+   */
+  relation?: CachedRemoteRelation | undefined;
+};
+
+/**
+ * Describes the message spark.connect.RemoveCachedRemoteRelationCommand.
+ * Use `create(RemoveCachedRemoteRelationCommandSchema)` to create a new message.
+ */
+export const RemoveCachedRemoteRelationCommandSchema: GenMessage<RemoveCachedRemoteRelationCommand> = /*@__PURE__*/
+  messageDesc(file_spark_connect_commands, 2);
 
 /**
  * Run SQL eagerly (DDL, DML). The server answers with a SqlCommandResult relation. Since 3.5 the
@@ -136,7 +198,7 @@ export type SqlCommand = Message<"spark.connect.SqlCommand"> & {
  * Use `create(SqlCommandSchema)` to create a new message.
  */
 export const SqlCommandSchema: GenMessage<SqlCommand> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 1);
+  messageDesc(file_spark_connect_commands, 3);
 
 /**
  * createOrReplace[Global]TempView.
@@ -170,7 +232,7 @@ export type CreateDataFrameViewCommand = Message<"spark.connect.CreateDataFrameV
  * Use `create(CreateDataFrameViewCommandSchema)` to create a new message.
  */
 export const CreateDataFrameViewCommandSchema: GenMessage<CreateDataFrameViewCommand> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 2);
+  messageDesc(file_spark_connect_commands, 4);
 
 /**
  * DataFrameWriter (v1): save to a path or a table.
@@ -243,7 +305,7 @@ export type WriteOperation = Message<"spark.connect.WriteOperation"> & {
  * Use `create(WriteOperationSchema)` to create a new message.
  */
 export const WriteOperationSchema: GenMessage<WriteOperation> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 3);
+  messageDesc(file_spark_connect_commands, 5);
 
 /**
  * @generated from message spark.connect.WriteOperation.SaveTable
@@ -265,7 +327,7 @@ export type WriteOperation_SaveTable = Message<"spark.connect.WriteOperation.Sav
  * Use `create(WriteOperation_SaveTableSchema)` to create a new message.
  */
 export const WriteOperation_SaveTableSchema: GenMessage<WriteOperation_SaveTable> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 3, 0);
+  messageDesc(file_spark_connect_commands, 5, 0);
 
 /**
  * @generated from enum spark.connect.WriteOperation.SaveTable.TableSaveMethod
@@ -291,7 +353,7 @@ export enum WriteOperation_SaveTable_TableSaveMethod {
  * Describes the enum spark.connect.WriteOperation.SaveTable.TableSaveMethod.
  */
 export const WriteOperation_SaveTable_TableSaveMethodSchema: GenEnum<WriteOperation_SaveTable_TableSaveMethod> = /*@__PURE__*/
-  enumDesc(file_spark_connect_commands, 3, 0, 0);
+  enumDesc(file_spark_connect_commands, 5, 0, 0);
 
 /**
  * @generated from message spark.connect.WriteOperation.BucketBy
@@ -313,7 +375,7 @@ export type WriteOperation_BucketBy = Message<"spark.connect.WriteOperation.Buck
  * Use `create(WriteOperation_BucketBySchema)` to create a new message.
  */
 export const WriteOperation_BucketBySchema: GenMessage<WriteOperation_BucketBy> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 3, 1);
+  messageDesc(file_spark_connect_commands, 5, 1);
 
 /**
  * @generated from enum spark.connect.WriteOperation.SaveMode
@@ -349,7 +411,7 @@ export enum WriteOperation_SaveMode {
  * Describes the enum spark.connect.WriteOperation.SaveMode.
  */
 export const WriteOperation_SaveModeSchema: GenEnum<WriteOperation_SaveMode> = /*@__PURE__*/
-  enumDesc(file_spark_connect_commands, 3, 0);
+  enumDesc(file_spark_connect_commands, 5, 0);
 
 /**
  * DataFrameWriterV2 (`df.writeTo(table)`), for catalogs with v2 tables (Iceberg, Delta).
@@ -412,7 +474,7 @@ export type WriteOperationV2 = Message<"spark.connect.WriteOperationV2"> & {
  * Use `create(WriteOperationV2Schema)` to create a new message.
  */
 export const WriteOperationV2Schema: GenMessage<WriteOperationV2> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 4);
+  messageDesc(file_spark_connect_commands, 6);
 
 /**
  * @generated from enum spark.connect.WriteOperationV2.Mode
@@ -458,7 +520,7 @@ export enum WriteOperationV2_Mode {
  * Describes the enum spark.connect.WriteOperationV2.Mode.
  */
 export const WriteOperationV2_ModeSchema: GenEnum<WriteOperationV2_Mode> = /*@__PURE__*/
-  enumDesc(file_spark_connect_commands, 4, 0);
+  enumDesc(file_spark_connect_commands, 6, 0);
 
 /**
  * `MERGE INTO target USING source ON condition WHEN …`. Each action list holds Expressions whose
@@ -508,7 +570,7 @@ export type MergeIntoTableCommand = Message<"spark.connect.MergeIntoTableCommand
  * Use `create(MergeIntoTableCommandSchema)` to create a new message.
  */
 export const MergeIntoTableCommandSchema: GenMessage<MergeIntoTableCommand> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 5);
+  messageDesc(file_spark_connect_commands, 7);
 
 /**
  * DataStreamWriter.start / toTable: starts a Structured Streaming query on the server and answers
@@ -614,7 +676,7 @@ export type WriteStreamOperationStart = Message<"spark.connect.WriteStreamOperat
  * Use `create(WriteStreamOperationStartSchema)` to create a new message.
  */
 export const WriteStreamOperationStartSchema: GenMessage<WriteStreamOperationStart> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 6);
+  messageDesc(file_spark_connect_commands, 8);
 
 /**
  * @generated from message spark.connect.WriteStreamOperationStartResult
@@ -641,7 +703,7 @@ export type WriteStreamOperationStartResult = Message<"spark.connect.WriteStream
  * Use `create(WriteStreamOperationStartResultSchema)` to create a new message.
  */
 export const WriteStreamOperationStartResultSchema: GenMessage<WriteStreamOperationStartResult> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 7);
+  messageDesc(file_spark_connect_commands, 9);
 
 /**
  * A streaming query: `id` is kept across restarts from the same checkpoint, `run_id` is this start.
@@ -665,7 +727,7 @@ export type StreamingQueryInstanceId = Message<"spark.connect.StreamingQueryInst
  * Use `create(StreamingQueryInstanceIdSchema)` to create a new message.
  */
 export const StreamingQueryInstanceIdSchema: GenMessage<StreamingQueryInstanceId> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 8);
+  messageDesc(file_spark_connect_commands, 10);
 
 /**
  * A question or an order to a running (or ended) streaming query of this session.
@@ -739,7 +801,7 @@ export type StreamingQueryCommand = Message<"spark.connect.StreamingQueryCommand
  * Use `create(StreamingQueryCommandSchema)` to create a new message.
  */
 export const StreamingQueryCommandSchema: GenMessage<StreamingQueryCommand> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 9);
+  messageDesc(file_spark_connect_commands, 11);
 
 /**
  * @generated from message spark.connect.StreamingQueryCommand.ExplainCommand
@@ -756,7 +818,7 @@ export type StreamingQueryCommand_ExplainCommand = Message<"spark.connect.Stream
  * Use `create(StreamingQueryCommand_ExplainCommandSchema)` to create a new message.
  */
 export const StreamingQueryCommand_ExplainCommandSchema: GenMessage<StreamingQueryCommand_ExplainCommand> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 9, 0);
+  messageDesc(file_spark_connect_commands, 11, 0);
 
 /**
  * @generated from message spark.connect.StreamingQueryCommand.AwaitTerminationCommand
@@ -775,7 +837,7 @@ export type StreamingQueryCommand_AwaitTerminationCommand = Message<"spark.conne
  * Use `create(StreamingQueryCommand_AwaitTerminationCommandSchema)` to create a new message.
  */
 export const StreamingQueryCommand_AwaitTerminationCommandSchema: GenMessage<StreamingQueryCommand_AwaitTerminationCommand> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 9, 1);
+  messageDesc(file_spark_connect_commands, 11, 1);
 
 /**
  * @generated from message spark.connect.StreamingQueryCommandResult
@@ -827,7 +889,7 @@ export type StreamingQueryCommandResult = Message<"spark.connect.StreamingQueryC
  * Use `create(StreamingQueryCommandResultSchema)` to create a new message.
  */
 export const StreamingQueryCommandResultSchema: GenMessage<StreamingQueryCommandResult> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 10);
+  messageDesc(file_spark_connect_commands, 12);
 
 /**
  * @generated from message spark.connect.StreamingQueryCommandResult.StatusResult
@@ -859,7 +921,7 @@ export type StreamingQueryCommandResult_StatusResult = Message<"spark.connect.St
  * Use `create(StreamingQueryCommandResult_StatusResultSchema)` to create a new message.
  */
 export const StreamingQueryCommandResult_StatusResultSchema: GenMessage<StreamingQueryCommandResult_StatusResult> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 10, 0);
+  messageDesc(file_spark_connect_commands, 12, 0);
 
 /**
  * One StreamingQueryProgress JSON document per micro-batch the server still remembers.
@@ -878,7 +940,7 @@ export type StreamingQueryCommandResult_RecentProgressResult = Message<"spark.co
  * Use `create(StreamingQueryCommandResult_RecentProgressResultSchema)` to create a new message.
  */
 export const StreamingQueryCommandResult_RecentProgressResultSchema: GenMessage<StreamingQueryCommandResult_RecentProgressResult> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 10, 1);
+  messageDesc(file_spark_connect_commands, 12, 1);
 
 /**
  * @generated from message spark.connect.StreamingQueryCommandResult.ExplainResult
@@ -895,7 +957,7 @@ export type StreamingQueryCommandResult_ExplainResult = Message<"spark.connect.S
  * Use `create(StreamingQueryCommandResult_ExplainResultSchema)` to create a new message.
  */
 export const StreamingQueryCommandResult_ExplainResultSchema: GenMessage<StreamingQueryCommandResult_ExplainResult> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 10, 2);
+  messageDesc(file_spark_connect_commands, 12, 2);
 
 /**
  * @generated from message spark.connect.StreamingQueryCommandResult.ExceptionResult
@@ -922,7 +984,7 @@ export type StreamingQueryCommandResult_ExceptionResult = Message<"spark.connect
  * Use `create(StreamingQueryCommandResult_ExceptionResultSchema)` to create a new message.
  */
 export const StreamingQueryCommandResult_ExceptionResultSchema: GenMessage<StreamingQueryCommandResult_ExceptionResult> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 10, 3);
+  messageDesc(file_spark_connect_commands, 12, 3);
 
 /**
  * @generated from message spark.connect.StreamingQueryCommandResult.AwaitTerminationResult
@@ -939,5 +1001,5 @@ export type StreamingQueryCommandResult_AwaitTerminationResult = Message<"spark.
  * Use `create(StreamingQueryCommandResult_AwaitTerminationResultSchema)` to create a new message.
  */
 export const StreamingQueryCommandResult_AwaitTerminationResultSchema: GenMessage<StreamingQueryCommandResult_AwaitTerminationResult> = /*@__PURE__*/
-  messageDesc(file_spark_connect_commands, 10, 4);
+  messageDesc(file_spark_connect_commands, 12, 4);
 

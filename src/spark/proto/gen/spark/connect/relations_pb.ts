@@ -19,7 +19,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file spark/connect/relations.proto.
  */
 export const file_spark_connect_relations: GenFile = /*@__PURE__*/
-  fileDesc("Ch1zcGFyay9jb25uZWN0L3JlbGF0aW9ucy5wcm90bxINc3BhcmsuY29ubmVjdCLnCAoIUmVsYXRpb24SLQoGY29tbW9uGAEgASgLMh0uc3BhcmsuY29ubmVjdC5SZWxhdGlvbkNvbW1vbhIjCgRyZWFkGAIgASgLMhMuc3BhcmsuY29ubmVjdC5SZWFkSAASKQoHcHJvamVjdBgDIAEoCzIWLnNwYXJrLmNvbm5lY3QuUHJvamVjdEgAEicKBmZpbHRlchgEIAEoCzIVLnNwYXJrLmNvbm5lY3QuRmlsdGVySAASIwoEam9pbhgFIAEoCzITLnNwYXJrLmNvbm5lY3QuSm9pbkgAEi0KBnNldF9vcBgGIAEoCzIbLnNwYXJrLmNvbm5lY3QuU2V0T3BlcmF0aW9uSAASIwoEc29ydBgHIAEoCzITLnNwYXJrLmNvbm5lY3QuU29ydEgAEiUKBWxpbWl0GAggASgLMhQuc3BhcmsuY29ubmVjdC5MaW1pdEgAEi0KCWFnZ3JlZ2F0ZRgJIAEoCzIYLnNwYXJrLmNvbm5lY3QuQWdncmVnYXRlSAASIQoDc3FsGAogASgLMhIuc3BhcmsuY29ubmVjdC5TUUxIABI2Cg5sb2NhbF9yZWxhdGlvbhgLIAEoCzIcLnNwYXJrLmNvbm5lY3QuTG9jYWxSZWxhdGlvbkgAEicKBm9mZnNldBgNIAEoCzIVLnNwYXJrLmNvbm5lY3QuT2Zmc2V0SAASMQoLZGVkdXBsaWNhdGUYDiABKAsyGi5zcGFyay5jb25uZWN0LkRlZHVwbGljYXRlSAASJQoFcmFuZ2UYDyABKAsyFC5zcGFyay5jb25uZWN0LlJhbmdlSAASNgoOc3VicXVlcnlfYWxpYXMYECABKAsyHC5zcGFyay5jb25uZWN0LlN1YnF1ZXJ5QWxpYXNIABIxCgtyZXBhcnRpdGlvbhgRIAEoCzIaLnNwYXJrLmNvbm5lY3QuUmVwYXJ0aXRpb25IABIkCgV0b19kZhgSIAEoCzITLnNwYXJrLmNvbm5lY3QuVG9ERkgAEkEKFHdpdGhfY29sdW1uc19yZW5hbWVkGBMgASgLMiEuc3BhcmsuY29ubmVjdC5XaXRoQ29sdW1uc1JlbmFtZWRIABIjCgRkcm9wGBUgASgLMhMuc3BhcmsuY29ubmVjdC5Ecm9wSAASIwoEdGFpbBgWIAEoCzITLnNwYXJrLmNvbm5lY3QuVGFpbEgAEjIKDHdpdGhfY29sdW1ucxgXIAEoCzIaLnNwYXJrLmNvbm5lY3QuV2l0aENvbHVtbnNIABIjCgRoaW50GBggASgLMhMuc3BhcmsuY29ubmVjdC5IaW50SAASKQoHdW5waXZvdBgZIAEoCzIWLnNwYXJrLmNvbm5lY3QuVW5waXZvdEgAEiwKCXRvX3NjaGVtYRgaIAEoCzIXLnNwYXJrLmNvbm5lY3QuVG9TY2hlbWFIABIqCglleHRlbnNpb24Y5gcgASgLMhQuZ29vZ2xlLnByb3RvYnVmLkFueUgAQgoKCHJlbF90eXBlIjIKDlJlbGF0aW9uQ29tbW9uEhQKB3BsYW5faWQYAiABKANIAIgBAUIKCghfcGxhbl9pZCKSAwoDU1FMEg0KBXF1ZXJ5GAEgASgJEi4KBGFyZ3MYAiADKAsyHC5zcGFyay5jb25uZWN0LlNRTC5BcmdzRW50cnlCAhgBEjcKCHBvc19hcmdzGAMgAygLMiEuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uLkxpdGVyYWxCAhgBEj8KD25hbWVkX2FyZ3VtZW50cxgEIAMoCzImLnNwYXJrLmNvbm5lY3QuU1FMLk5hbWVkQXJndW1lbnRzRW50cnkSMAoNcG9zX2FyZ3VtZW50cxgFIAMoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbhpOCglBcmdzRW50cnkSCwoDa2V5GAEgASgJEjAKBXZhbHVlGAIgASgLMiEuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uLkxpdGVyYWw6AjgBGlAKE05hbWVkQXJndW1lbnRzRW50cnkSCwoDa2V5GAEgASgJEigKBXZhbHVlGAIgASgLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uOgI4ASKRBAoEUmVhZBI1CgtuYW1lZF90YWJsZRgBIAEoCzIeLnNwYXJrLmNvbm5lY3QuUmVhZC5OYW1lZFRhYmxlSAASNQoLZGF0YV9zb3VyY2UYAiABKAsyHi5zcGFyay5jb25uZWN0LlJlYWQuRGF0YVNvdXJjZUgAEhQKDGlzX3N0cmVhbWluZxgDIAEoCBqXAQoKTmFtZWRUYWJsZRIbChN1bnBhcnNlZF9pZGVudGlmaWVyGAEgASgJEjwKB29wdGlvbnMYAiADKAsyKy5zcGFyay5jb25uZWN0LlJlYWQuTmFtZWRUYWJsZS5PcHRpb25zRW50cnkaLgoMT3B0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEa3QEKCkRhdGFTb3VyY2USEwoGZm9ybWF0GAEgASgJSACIAQESEwoGc2NoZW1hGAIgASgJSAGIAQESPAoHb3B0aW9ucxgDIAMoCzIrLnNwYXJrLmNvbm5lY3QuUmVhZC5EYXRhU291cmNlLk9wdGlvbnNFbnRyeRINCgVwYXRocxgEIAMoCRISCgpwcmVkaWNhdGVzGAUgAygJGi4KDE9wdGlvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgkKB19mb3JtYXRCCQoHX3NjaGVtYUILCglyZWFkX3R5cGUiYQoHUHJvamVjdBImCgVpbnB1dBgBIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24SLgoLZXhwcmVzc2lvbnMYAyADKAsyGS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24iXgoGRmlsdGVyEiYKBWlucHV0GAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhIsCgljb25kaXRpb24YAiABKAsyGS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24iowMKBEpvaW4SJQoEbGVmdBgBIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24SJgoFcmlnaHQYAiABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEjEKDmpvaW5fY29uZGl0aW9uGAMgASgLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uEi8KCWpvaW5fdHlwZRgEIAEoDjIcLnNwYXJrLmNvbm5lY3QuSm9pbi5Kb2luVHlwZRIVCg11c2luZ19jb2x1bW5zGAUgAygJItABCghKb2luVHlwZRIZChVKT0lOX1RZUEVfVU5TUEVDSUZJRUQQABITCg9KT0lOX1RZUEVfSU5ORVIQARIYChRKT0lOX1RZUEVfRlVMTF9PVVRFUhACEhgKFEpPSU5fVFlQRV9MRUZUX09VVEVSEAMSGQoVSk9JTl9UWVBFX1JJR0hUX09VVEVSEAQSFwoTSk9JTl9UWVBFX0xFRlRfQU5USRAFEhcKE0pPSU5fVFlQRV9MRUZUX1NFTUkQBhITCg9KT0lOX1RZUEVfQ1JPU1MQByKZAwoMU2V0T3BlcmF0aW9uEisKCmxlZnRfaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEiwKC3JpZ2h0X2lucHV0GAIgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhI6CgtzZXRfb3BfdHlwZRgDIAEoDjIlLnNwYXJrLmNvbm5lY3QuU2V0T3BlcmF0aW9uLlNldE9wVHlwZRITCgZpc19hbGwYBCABKAhIAIgBARIUCgdieV9uYW1lGAUgASgISAGIAQESIgoVYWxsb3dfbWlzc2luZ19jb2x1bW5zGAYgASgISAKIAQEicgoJU2V0T3BUeXBlEhsKF1NFVF9PUF9UWVBFX1VOU1BFQ0lGSUVEEAASGQoVU0VUX09QX1RZUEVfSU5URVJTRUNUEAESFQoRU0VUX09QX1RZUEVfVU5JT04QAhIWChJTRVRfT1BfVFlQRV9FWENFUFQQA0IJCgdfaXNfYWxsQgoKCF9ieV9uYW1lQhgKFl9hbGxvd19taXNzaW5nX2NvbHVtbnMiiAEKBFNvcnQSJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEjIKBW9yZGVyGAIgAygLMiMuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uLlNvcnRPcmRlchIWCglpc19nbG9iYWwYAyABKAhIAIgBAUIMCgpfaXNfZ2xvYmFsIj4KBUxpbWl0EiYKBWlucHV0GAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhINCgVsaW1pdBgCIAEoBSJACgZPZmZzZXQSJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEg4KBm9mZnNldBgCIAEoBSI9CgRUYWlsEiYKBWlucHV0GAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhINCgVsaW1pdBgCIAEoBSKSBQoJQWdncmVnYXRlEiYKBWlucHV0GAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhI2Cgpncm91cF90eXBlGAIgASgOMiIuc3BhcmsuY29ubmVjdC5BZ2dyZWdhdGUuR3JvdXBUeXBlEjcKFGdyb3VwaW5nX2V4cHJlc3Npb25zGAMgAygLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uEjgKFWFnZ3JlZ2F0ZV9leHByZXNzaW9ucxgEIAMoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbhItCgVwaXZvdBgFIAEoCzIeLnNwYXJrLmNvbm5lY3QuQWdncmVnYXRlLlBpdm90EjwKDWdyb3VwaW5nX3NldHMYBiADKAsyJS5zcGFyay5jb25uZWN0LkFnZ3JlZ2F0ZS5Hcm91cGluZ1NldHMaYgoFUGl2b3QSJgoDY29sGAEgASgLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uEjEKBnZhbHVlcxgCIAMoCzIhLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbi5MaXRlcmFsGj8KDEdyb3VwaW5nU2V0cxIvCgxncm91cGluZ19zZXQYASADKAsyGS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24inwEKCUdyb3VwVHlwZRIaChZHUk9VUF9UWVBFX1VOU1BFQ0lGSUVEEAASFgoSR1JPVVBfVFlQRV9HUk9VUEJZEAESFQoRR1JPVVBfVFlQRV9ST0xMVVAQAhITCg9HUk9VUF9UWVBFX0NVQkUQAxIUChBHUk9VUF9UWVBFX1BJVk9UEAQSHAoYR1JPVVBfVFlQRV9HUk9VUElOR19TRVRTEAUiuQEKC0RlZHVwbGljYXRlEiYKBWlucHV0GAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhIUCgxjb2x1bW5fbmFtZXMYAiADKAkSIAoTYWxsX2NvbHVtbnNfYXNfa2V5cxgDIAEoCEgAiAEBEh0KEHdpdGhpbl93YXRlcm1hcmsYBCABKAhIAYgBAUIWChRfYWxsX2NvbHVtbnNfYXNfa2V5c0ITChFfd2l0aGluX3dhdGVybWFyayJLCg1Mb2NhbFJlbGF0aW9uEhEKBGRhdGEYASABKAxIAIgBARITCgZzY2hlbWEYAiABKAlIAYgBAUIHCgVfZGF0YUIJCgdfc2NoZW1hInAKBVJhbmdlEhIKBXN0YXJ0GAEgASgDSACIAQESCwoDZW5kGAIgASgDEgwKBHN0ZXAYAyABKAMSGwoObnVtX3BhcnRpdGlvbnMYBCABKAVIAYgBAUIICgZfc3RhcnRCEQoPX251bV9wYXJ0aXRpb25zIlkKDVN1YnF1ZXJ5QWxpYXMSJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEg0KBWFsaWFzGAIgASgJEhEKCXF1YWxpZmllchgDIAMoCSJvCgtSZXBhcnRpdGlvbhImCgVpbnB1dBgBIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24SFgoObnVtX3BhcnRpdGlvbnMYAiABKAUSFAoHc2h1ZmZsZRgDIAEoCEgAiAEBQgoKCF9zaHVmZmxlIkQKBFRvREYSJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEhQKDGNvbHVtbl9uYW1lcxgCIAMoCSK7AgoSV2l0aENvbHVtbnNSZW5hbWVkEiYKBWlucHV0GAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhJXChJyZW5hbWVfY29sdW1uc19tYXAYAiADKAsyNy5zcGFyay5jb25uZWN0LldpdGhDb2x1bW5zUmVuYW1lZC5SZW5hbWVDb2x1bW5zTWFwRW50cnlCAhgBEjkKB3JlbmFtZXMYAyADKAsyKC5zcGFyay5jb25uZWN0LldpdGhDb2x1bW5zUmVuYW1lZC5SZW5hbWUaNwoVUmVuYW1lQ29sdW1uc01hcEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaMAoGUmVuYW1lEhAKCGNvbF9uYW1lGAEgASgJEhQKDG5ld19jb2xfbmFtZRgCIAEoCSJwCgREcm9wEiYKBWlucHV0GAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhIqCgdjb2x1bW5zGAIgAygLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uEhQKDGNvbHVtbl9uYW1lcxgDIAMoCSJnCgtXaXRoQ29sdW1ucxImCgVpbnB1dBgBIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24SMAoHYWxpYXNlcxgCIAMoCzIfLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbi5BbGlhcyJrCgRIaW50EiYKBWlucHV0GAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhIMCgRuYW1lGAIgASgJEi0KCnBhcmFtZXRlcnMYAyADKAsyGS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24ihgIKB1VucGl2b3QSJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEiYKA2lkcxgCIAMoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbhIyCgZ2YWx1ZXMYAyABKAsyHS5zcGFyay5jb25uZWN0LlVucGl2b3QuVmFsdWVzSACIAQESHAoUdmFyaWFibGVfY29sdW1uX25hbWUYBCABKAkSGQoRdmFsdWVfY29sdW1uX25hbWUYBSABKAkaMwoGVmFsdWVzEikKBnZhbHVlcxgBIAMoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbkIJCgdfdmFsdWVzIlsKCFRvU2NoZW1hEiYKBWlucHV0GAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhInCgZzY2hlbWEYAiABKAsyFy5zcGFyay5jb25uZWN0LkRhdGFUeXBlYgZwcm90bzM", [file_google_protobuf_any, file_spark_connect_expressions, file_spark_connect_types]);
+  fileDesc("Ch1zcGFyay9jb25uZWN0L3JlbGF0aW9ucy5wcm90bxINc3BhcmsuY29ubmVjdCKuCQoIUmVsYXRpb24SLQoGY29tbW9uGAEgASgLMh0uc3BhcmsuY29ubmVjdC5SZWxhdGlvbkNvbW1vbhIjCgRyZWFkGAIgASgLMhMuc3BhcmsuY29ubmVjdC5SZWFkSAASKQoHcHJvamVjdBgDIAEoCzIWLnNwYXJrLmNvbm5lY3QuUHJvamVjdEgAEicKBmZpbHRlchgEIAEoCzIVLnNwYXJrLmNvbm5lY3QuRmlsdGVySAASIwoEam9pbhgFIAEoCzITLnNwYXJrLmNvbm5lY3QuSm9pbkgAEi0KBnNldF9vcBgGIAEoCzIbLnNwYXJrLmNvbm5lY3QuU2V0T3BlcmF0aW9uSAASIwoEc29ydBgHIAEoCzITLnNwYXJrLmNvbm5lY3QuU29ydEgAEiUKBWxpbWl0GAggASgLMhQuc3BhcmsuY29ubmVjdC5MaW1pdEgAEi0KCWFnZ3JlZ2F0ZRgJIAEoCzIYLnNwYXJrLmNvbm5lY3QuQWdncmVnYXRlSAASIQoDc3FsGAogASgLMhIuc3BhcmsuY29ubmVjdC5TUUxIABI2Cg5sb2NhbF9yZWxhdGlvbhgLIAEoCzIcLnNwYXJrLmNvbm5lY3QuTG9jYWxSZWxhdGlvbkgAEicKBm9mZnNldBgNIAEoCzIVLnNwYXJrLmNvbm5lY3QuT2Zmc2V0SAASMQoLZGVkdXBsaWNhdGUYDiABKAsyGi5zcGFyay5jb25uZWN0LkRlZHVwbGljYXRlSAASJQoFcmFuZ2UYDyABKAsyFC5zcGFyay5jb25uZWN0LlJhbmdlSAASNgoOc3VicXVlcnlfYWxpYXMYECABKAsyHC5zcGFyay5jb25uZWN0LlN1YnF1ZXJ5QWxpYXNIABIxCgtyZXBhcnRpdGlvbhgRIAEoCzIaLnNwYXJrLmNvbm5lY3QuUmVwYXJ0aXRpb25IABIkCgV0b19kZhgSIAEoCzITLnNwYXJrLmNvbm5lY3QuVG9ERkgAEkEKFHdpdGhfY29sdW1uc19yZW5hbWVkGBMgASgLMiEuc3BhcmsuY29ubmVjdC5XaXRoQ29sdW1uc1JlbmFtZWRIABIjCgRkcm9wGBUgASgLMhMuc3BhcmsuY29ubmVjdC5Ecm9wSAASIwoEdGFpbBgWIAEoCzITLnNwYXJrLmNvbm5lY3QuVGFpbEgAEjIKDHdpdGhfY29sdW1ucxgXIAEoCzIaLnNwYXJrLmNvbm5lY3QuV2l0aENvbHVtbnNIABIjCgRoaW50GBggASgLMhMuc3BhcmsuY29ubmVjdC5IaW50SAASKQoHdW5waXZvdBgZIAEoCzIWLnNwYXJrLmNvbm5lY3QuVW5waXZvdEgAEiwKCXRvX3NjaGVtYRgaIAEoCzIXLnNwYXJrLmNvbm5lY3QuVG9TY2hlbWFIABJFChZjYWNoZWRfcmVtb3RlX3JlbGF0aW9uGCUgASgLMiMuc3BhcmsuY29ubmVjdC5DYWNoZWRSZW1vdGVSZWxhdGlvbkgAEioKCWV4dGVuc2lvbhjmByABKAsyFC5nb29nbGUucHJvdG9idWYuQW55SABCCgoIcmVsX3R5cGUiKwoUQ2FjaGVkUmVtb3RlUmVsYXRpb24SEwoLcmVsYXRpb25faWQYASABKAkiMgoOUmVsYXRpb25Db21tb24SFAoHcGxhbl9pZBgCIAEoA0gAiAEBQgoKCF9wbGFuX2lkIpIDCgNTUUwSDQoFcXVlcnkYASABKAkSLgoEYXJncxgCIAMoCzIcLnNwYXJrLmNvbm5lY3QuU1FMLkFyZ3NFbnRyeUICGAESNwoIcG9zX2FyZ3MYAyADKAsyIS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24uTGl0ZXJhbEICGAESPwoPbmFtZWRfYXJndW1lbnRzGAQgAygLMiYuc3BhcmsuY29ubmVjdC5TUUwuTmFtZWRBcmd1bWVudHNFbnRyeRIwCg1wb3NfYXJndW1lbnRzGAUgAygLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uGk4KCUFyZ3NFbnRyeRILCgNrZXkYASABKAkSMAoFdmFsdWUYAiABKAsyIS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24uTGl0ZXJhbDoCOAEaUAoTTmFtZWRBcmd1bWVudHNFbnRyeRILCgNrZXkYASABKAkSKAoFdmFsdWUYAiABKAsyGS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb246AjgBIpEECgRSZWFkEjUKC25hbWVkX3RhYmxlGAEgASgLMh4uc3BhcmsuY29ubmVjdC5SZWFkLk5hbWVkVGFibGVIABI1CgtkYXRhX3NvdXJjZRgCIAEoCzIeLnNwYXJrLmNvbm5lY3QuUmVhZC5EYXRhU291cmNlSAASFAoMaXNfc3RyZWFtaW5nGAMgASgIGpcBCgpOYW1lZFRhYmxlEhsKE3VucGFyc2VkX2lkZW50aWZpZXIYASABKAkSPAoHb3B0aW9ucxgCIAMoCzIrLnNwYXJrLmNvbm5lY3QuUmVhZC5OYW1lZFRhYmxlLk9wdGlvbnNFbnRyeRouCgxPcHRpb25zRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARrdAQoKRGF0YVNvdXJjZRITCgZmb3JtYXQYASABKAlIAIgBARITCgZzY2hlbWEYAiABKAlIAYgBARI8CgdvcHRpb25zGAMgAygLMisuc3BhcmsuY29ubmVjdC5SZWFkLkRhdGFTb3VyY2UuT3B0aW9uc0VudHJ5Eg0KBXBhdGhzGAQgAygJEhIKCnByZWRpY2F0ZXMYBSADKAkaLgoMT3B0aW9uc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCQoHX2Zvcm1hdEIJCgdfc2NoZW1hQgsKCXJlYWRfdHlwZSJhCgdQcm9qZWN0EiYKBWlucHV0GAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhIuCgtleHByZXNzaW9ucxgDIAMoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbiJeCgZGaWx0ZXISJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEiwKCWNvbmRpdGlvbhgCIAEoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbiKjAwoESm9pbhIlCgRsZWZ0GAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhImCgVyaWdodBgCIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24SMQoOam9pbl9jb25kaXRpb24YAyABKAsyGS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24SLwoJam9pbl90eXBlGAQgASgOMhwuc3BhcmsuY29ubmVjdC5Kb2luLkpvaW5UeXBlEhUKDXVzaW5nX2NvbHVtbnMYBSADKAki0AEKCEpvaW5UeXBlEhkKFUpPSU5fVFlQRV9VTlNQRUNJRklFRBAAEhMKD0pPSU5fVFlQRV9JTk5FUhABEhgKFEpPSU5fVFlQRV9GVUxMX09VVEVSEAISGAoUSk9JTl9UWVBFX0xFRlRfT1VURVIQAxIZChVKT0lOX1RZUEVfUklHSFRfT1VURVIQBBIXChNKT0lOX1RZUEVfTEVGVF9BTlRJEAUSFwoTSk9JTl9UWVBFX0xFRlRfU0VNSRAGEhMKD0pPSU5fVFlQRV9DUk9TUxAHIpkDCgxTZXRPcGVyYXRpb24SKwoKbGVmdF9pbnB1dBgBIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24SLAoLcmlnaHRfaW5wdXQYAiABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEjoKC3NldF9vcF90eXBlGAMgASgOMiUuc3BhcmsuY29ubmVjdC5TZXRPcGVyYXRpb24uU2V0T3BUeXBlEhMKBmlzX2FsbBgEIAEoCEgAiAEBEhQKB2J5X25hbWUYBSABKAhIAYgBARIiChVhbGxvd19taXNzaW5nX2NvbHVtbnMYBiABKAhIAogBASJyCglTZXRPcFR5cGUSGwoXU0VUX09QX1RZUEVfVU5TUEVDSUZJRUQQABIZChVTRVRfT1BfVFlQRV9JTlRFUlNFQ1QQARIVChFTRVRfT1BfVFlQRV9VTklPThACEhYKElNFVF9PUF9UWVBFX0VYQ0VQVBADQgkKB19pc19hbGxCCgoIX2J5X25hbWVCGAoWX2FsbG93X21pc3NpbmdfY29sdW1ucyKIAQoEU29ydBImCgVpbnB1dBgBIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24SMgoFb3JkZXIYAiADKAsyIy5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24uU29ydE9yZGVyEhYKCWlzX2dsb2JhbBgDIAEoCEgAiAEBQgwKCl9pc19nbG9iYWwiPgoFTGltaXQSJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEg0KBWxpbWl0GAIgASgFIkAKBk9mZnNldBImCgVpbnB1dBgBIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24SDgoGb2Zmc2V0GAIgASgFIj0KBFRhaWwSJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEg0KBWxpbWl0GAIgASgFIpIFCglBZ2dyZWdhdGUSJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEjYKCmdyb3VwX3R5cGUYAiABKA4yIi5zcGFyay5jb25uZWN0LkFnZ3JlZ2F0ZS5Hcm91cFR5cGUSNwoUZ3JvdXBpbmdfZXhwcmVzc2lvbnMYAyADKAsyGS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24SOAoVYWdncmVnYXRlX2V4cHJlc3Npb25zGAQgAygLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uEi0KBXBpdm90GAUgASgLMh4uc3BhcmsuY29ubmVjdC5BZ2dyZWdhdGUuUGl2b3QSPAoNZ3JvdXBpbmdfc2V0cxgGIAMoCzIlLnNwYXJrLmNvbm5lY3QuQWdncmVnYXRlLkdyb3VwaW5nU2V0cxpiCgVQaXZvdBImCgNjb2wYASABKAsyGS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24SMQoGdmFsdWVzGAIgAygLMiEuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uLkxpdGVyYWwaPwoMR3JvdXBpbmdTZXRzEi8KDGdyb3VwaW5nX3NldBgBIAMoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbiKfAQoJR3JvdXBUeXBlEhoKFkdST1VQX1RZUEVfVU5TUEVDSUZJRUQQABIWChJHUk9VUF9UWVBFX0dST1VQQlkQARIVChFHUk9VUF9UWVBFX1JPTExVUBACEhMKD0dST1VQX1RZUEVfQ1VCRRADEhQKEEdST1VQX1RZUEVfUElWT1QQBBIcChhHUk9VUF9UWVBFX0dST1VQSU5HX1NFVFMQBSK5AQoLRGVkdXBsaWNhdGUSJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEhQKDGNvbHVtbl9uYW1lcxgCIAMoCRIgChNhbGxfY29sdW1uc19hc19rZXlzGAMgASgISACIAQESHQoQd2l0aGluX3dhdGVybWFyaxgEIAEoCEgBiAEBQhYKFF9hbGxfY29sdW1uc19hc19rZXlzQhMKEV93aXRoaW5fd2F0ZXJtYXJrIksKDUxvY2FsUmVsYXRpb24SEQoEZGF0YRgBIAEoDEgAiAEBEhMKBnNjaGVtYRgCIAEoCUgBiAEBQgcKBV9kYXRhQgkKB19zY2hlbWEicAoFUmFuZ2USEgoFc3RhcnQYASABKANIAIgBARILCgNlbmQYAiABKAMSDAoEc3RlcBgDIAEoAxIbCg5udW1fcGFydGl0aW9ucxgEIAEoBUgBiAEBQggKBl9zdGFydEIRCg9fbnVtX3BhcnRpdGlvbnMiWQoNU3VicXVlcnlBbGlhcxImCgVpbnB1dBgBIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24SDQoFYWxpYXMYAiABKAkSEQoJcXVhbGlmaWVyGAMgAygJIm8KC1JlcGFydGl0aW9uEiYKBWlucHV0GAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhIWCg5udW1fcGFydGl0aW9ucxgCIAEoBRIUCgdzaHVmZmxlGAMgASgISACIAQFCCgoIX3NodWZmbGUiRAoEVG9ERhImCgVpbnB1dBgBIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24SFAoMY29sdW1uX25hbWVzGAIgAygJIrsCChJXaXRoQ29sdW1uc1JlbmFtZWQSJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uElcKEnJlbmFtZV9jb2x1bW5zX21hcBgCIAMoCzI3LnNwYXJrLmNvbm5lY3QuV2l0aENvbHVtbnNSZW5hbWVkLlJlbmFtZUNvbHVtbnNNYXBFbnRyeUICGAESOQoHcmVuYW1lcxgDIAMoCzIoLnNwYXJrLmNvbm5lY3QuV2l0aENvbHVtbnNSZW5hbWVkLlJlbmFtZRo3ChVSZW5hbWVDb2x1bW5zTWFwRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARowCgZSZW5hbWUSEAoIY29sX25hbWUYASABKAkSFAoMbmV3X2NvbF9uYW1lGAIgASgJInAKBERyb3ASJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEioKB2NvbHVtbnMYAiADKAsyGS5zcGFyay5jb25uZWN0LkV4cHJlc3Npb24SFAoMY29sdW1uX25hbWVzGAMgAygJImcKC1dpdGhDb2x1bW5zEiYKBWlucHV0GAEgASgLMhcuc3BhcmsuY29ubmVjdC5SZWxhdGlvbhIwCgdhbGlhc2VzGAIgAygLMh8uc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uLkFsaWFzImsKBEhpbnQSJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEgwKBG5hbWUYAiABKAkSLQoKcGFyYW1ldGVycxgDIAMoCzIZLnNwYXJrLmNvbm5lY3QuRXhwcmVzc2lvbiKGAgoHVW5waXZvdBImCgVpbnB1dBgBIAEoCzIXLnNwYXJrLmNvbm5lY3QuUmVsYXRpb24SJgoDaWRzGAIgAygLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uEjIKBnZhbHVlcxgDIAEoCzIdLnNwYXJrLmNvbm5lY3QuVW5waXZvdC5WYWx1ZXNIAIgBARIcChR2YXJpYWJsZV9jb2x1bW5fbmFtZRgEIAEoCRIZChF2YWx1ZV9jb2x1bW5fbmFtZRgFIAEoCRozCgZWYWx1ZXMSKQoGdmFsdWVzGAEgAygLMhkuc3BhcmsuY29ubmVjdC5FeHByZXNzaW9uQgkKB192YWx1ZXMiWwoIVG9TY2hlbWESJgoFaW5wdXQYASABKAsyFy5zcGFyay5jb25uZWN0LlJlbGF0aW9uEicKBnNjaGVtYRgCIAEoCzIXLnNwYXJrLmNvbm5lY3QuRGF0YVR5cGViBnByb3RvMw", [file_google_protobuf_any, file_spark_connect_expressions, file_spark_connect_types]);
 
 /**
  * One node of an unresolved logical plan. Exactly one case of `rel_type` is set.
@@ -175,6 +175,14 @@ export type Relation = Message<"spark.connect.Relation"> & {
     case: "toSchema";
   } | {
     /**
+     * A relation the server keeps for this session (a CheckpointCommand's result), by its id.
+     *
+     * @generated from field: spark.connect.CachedRemoteRelation cached_remote_relation = 37;
+     */
+    value: CachedRemoteRelation;
+    case: "cachedRemoteRelation";
+  } | {
+    /**
      * A server plugin's relation (spark.connect.extensions.relation.classes; ours: spark-plugins/).
      *
      * @generated from field: google.protobuf.Any extension = 998;
@@ -190,6 +198,26 @@ export type Relation = Message<"spark.connect.Relation"> & {
  */
 export const RelationSchema: GenMessage<Relation> = /*@__PURE__*/
   messageDesc(file_spark_connect_relations, 0);
+
+/**
+ * Rows the server materialised and keeps for the session until RemoveCachedRemoteRelationCommand
+ * (or the session's end): reading it runs nothing that produced them again.
+ *
+ * @generated from message spark.connect.CachedRemoteRelation
+ */
+export type CachedRemoteRelation = Message<"spark.connect.CachedRemoteRelation"> & {
+  /**
+   * @generated from field: string relation_id = 1;
+   */
+  relationId: string;
+};
+
+/**
+ * Describes the message spark.connect.CachedRemoteRelation.
+ * Use `create(CachedRemoteRelationSchema)` to create a new message.
+ */
+export const CachedRemoteRelationSchema: GenMessage<CachedRemoteRelation> = /*@__PURE__*/
+  messageDesc(file_spark_connect_relations, 1);
 
 /**
  * Node metadata; plan_id lets expressions refer to a specific input (self joins).
@@ -208,7 +236,7 @@ export type RelationCommon = Message<"spark.connect.RelationCommon"> & {
  * Use `create(RelationCommonSchema)` to create a new message.
  */
 export const RelationCommonSchema: GenMessage<RelationCommon> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 1);
+  messageDesc(file_spark_connect_relations, 2);
 
 /**
  * A SQL query with parameters. Prefer `named_arguments`/`pos_arguments` (expressions); the
@@ -250,7 +278,7 @@ export type SQL = Message<"spark.connect.SQL"> & {
  * Use `create(SQLSchema)` to create a new message.
  */
 export const SQLSchema: GenMessage<SQL> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 2);
+  messageDesc(file_spark_connect_relations, 3);
 
 /**
  * @generated from message spark.connect.Read
@@ -284,7 +312,7 @@ export type Read = Message<"spark.connect.Read"> & {
  * Use `create(ReadSchema)` to create a new message.
  */
 export const ReadSchema: GenMessage<Read> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 3);
+  messageDesc(file_spark_connect_relations, 4);
 
 /**
  * A catalog table by its multi-part name, e.g. `cat.ns.tbl`.
@@ -308,7 +336,7 @@ export type Read_NamedTable = Message<"spark.connect.Read.NamedTable"> & {
  * Use `create(Read_NamedTableSchema)` to create a new message.
  */
 export const Read_NamedTableSchema: GenMessage<Read_NamedTable> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 3, 0);
+  messageDesc(file_spark_connect_relations, 4, 0);
 
 /**
  * `spark.read.format(…).schema(…).options(…).load(paths)`; predicates only for JDBC partitions.
@@ -349,7 +377,7 @@ export type Read_DataSource = Message<"spark.connect.Read.DataSource"> & {
  * Use `create(Read_DataSourceSchema)` to create a new message.
  */
 export const Read_DataSourceSchema: GenMessage<Read_DataSource> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 3, 1);
+  messageDesc(file_spark_connect_relations, 4, 1);
 
 /**
  * @generated from message spark.connect.Project
@@ -371,7 +399,7 @@ export type Project = Message<"spark.connect.Project"> & {
  * Use `create(ProjectSchema)` to create a new message.
  */
 export const ProjectSchema: GenMessage<Project> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 4);
+  messageDesc(file_spark_connect_relations, 5);
 
 /**
  * @generated from message spark.connect.Filter
@@ -393,7 +421,7 @@ export type Filter = Message<"spark.connect.Filter"> & {
  * Use `create(FilterSchema)` to create a new message.
  */
 export const FilterSchema: GenMessage<Filter> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 5);
+  messageDesc(file_spark_connect_relations, 6);
 
 /**
  * @generated from message spark.connect.Join
@@ -430,7 +458,7 @@ export type Join = Message<"spark.connect.Join"> & {
  * Use `create(JoinSchema)` to create a new message.
  */
 export const JoinSchema: GenMessage<Join> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 6);
+  messageDesc(file_spark_connect_relations, 7);
 
 /**
  * @generated from enum spark.connect.Join.JoinType
@@ -481,7 +509,7 @@ export enum Join_JoinType {
  * Describes the enum spark.connect.Join.JoinType.
  */
 export const Join_JoinTypeSchema: GenEnum<Join_JoinType> = /*@__PURE__*/
-  enumDesc(file_spark_connect_relations, 6, 0);
+  enumDesc(file_spark_connect_relations, 7, 0);
 
 /**
  * UNION / INTERSECT / EXCEPT, optionally ALL and by column name.
@@ -525,7 +553,7 @@ export type SetOperation = Message<"spark.connect.SetOperation"> & {
  * Use `create(SetOperationSchema)` to create a new message.
  */
 export const SetOperationSchema: GenMessage<SetOperation> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 7);
+  messageDesc(file_spark_connect_relations, 8);
 
 /**
  * @generated from enum spark.connect.SetOperation.SetOpType
@@ -556,7 +584,7 @@ export enum SetOperation_SetOpType {
  * Describes the enum spark.connect.SetOperation.SetOpType.
  */
 export const SetOperation_SetOpTypeSchema: GenEnum<SetOperation_SetOpType> = /*@__PURE__*/
-  enumDesc(file_spark_connect_relations, 7, 0);
+  enumDesc(file_spark_connect_relations, 8, 0);
 
 /**
  * @generated from message spark.connect.Sort
@@ -585,7 +613,7 @@ export type Sort = Message<"spark.connect.Sort"> & {
  * Use `create(SortSchema)` to create a new message.
  */
 export const SortSchema: GenMessage<Sort> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 8);
+  messageDesc(file_spark_connect_relations, 9);
 
 /**
  * @generated from message spark.connect.Limit
@@ -607,7 +635,7 @@ export type Limit = Message<"spark.connect.Limit"> & {
  * Use `create(LimitSchema)` to create a new message.
  */
 export const LimitSchema: GenMessage<Limit> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 9);
+  messageDesc(file_spark_connect_relations, 10);
 
 /**
  * @generated from message spark.connect.Offset
@@ -629,7 +657,7 @@ export type Offset = Message<"spark.connect.Offset"> & {
  * Use `create(OffsetSchema)` to create a new message.
  */
 export const OffsetSchema: GenMessage<Offset> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 10);
+  messageDesc(file_spark_connect_relations, 11);
 
 /**
  * @generated from message spark.connect.Tail
@@ -651,7 +679,7 @@ export type Tail = Message<"spark.connect.Tail"> & {
  * Use `create(TailSchema)` to create a new message.
  */
 export const TailSchema: GenMessage<Tail> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 11);
+  messageDesc(file_spark_connect_relations, 12);
 
 /**
  * @generated from message spark.connect.Aggregate
@@ -693,7 +721,7 @@ export type Aggregate = Message<"spark.connect.Aggregate"> & {
  * Use `create(AggregateSchema)` to create a new message.
  */
 export const AggregateSchema: GenMessage<Aggregate> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 12);
+  messageDesc(file_spark_connect_relations, 13);
 
 /**
  * @generated from message spark.connect.Aggregate.Pivot
@@ -715,7 +743,7 @@ export type Aggregate_Pivot = Message<"spark.connect.Aggregate.Pivot"> & {
  * Use `create(Aggregate_PivotSchema)` to create a new message.
  */
 export const Aggregate_PivotSchema: GenMessage<Aggregate_Pivot> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 12, 0);
+  messageDesc(file_spark_connect_relations, 13, 0);
 
 /**
  * @generated from message spark.connect.Aggregate.GroupingSets
@@ -732,7 +760,7 @@ export type Aggregate_GroupingSets = Message<"spark.connect.Aggregate.GroupingSe
  * Use `create(Aggregate_GroupingSetsSchema)` to create a new message.
  */
 export const Aggregate_GroupingSetsSchema: GenMessage<Aggregate_GroupingSets> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 12, 1);
+  messageDesc(file_spark_connect_relations, 13, 1);
 
 /**
  * @generated from enum spark.connect.Aggregate.GroupType
@@ -773,7 +801,7 @@ export enum Aggregate_GroupType {
  * Describes the enum spark.connect.Aggregate.GroupType.
  */
 export const Aggregate_GroupTypeSchema: GenEnum<Aggregate_GroupType> = /*@__PURE__*/
-  enumDesc(file_spark_connect_relations, 12, 0);
+  enumDesc(file_spark_connect_relations, 13, 0);
 
 /**
  * dropDuplicates: by the named columns, or by all columns.
@@ -807,7 +835,7 @@ export type Deduplicate = Message<"spark.connect.Deduplicate"> & {
  * Use `create(DeduplicateSchema)` to create a new message.
  */
 export const DeduplicateSchema: GenMessage<Deduplicate> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 13);
+  messageDesc(file_spark_connect_relations, 14);
 
 /**
  * Rows shipped with the plan: `data` is an Arrow IPC stream, `schema` a DDL/JSON schema string.
@@ -831,7 +859,7 @@ export type LocalRelation = Message<"spark.connect.LocalRelation"> & {
  * Use `create(LocalRelationSchema)` to create a new message.
  */
 export const LocalRelationSchema: GenMessage<LocalRelation> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 14);
+  messageDesc(file_spark_connect_relations, 15);
 
 /**
  * `range(start, end, step)`; start defaults to 0.
@@ -865,7 +893,7 @@ export type Range = Message<"spark.connect.Range"> & {
  * Use `create(RangeSchema)` to create a new message.
  */
 export const RangeSchema: GenMessage<Range> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 15);
+  messageDesc(file_spark_connect_relations, 16);
 
 /**
  * @generated from message spark.connect.SubqueryAlias
@@ -892,7 +920,7 @@ export type SubqueryAlias = Message<"spark.connect.SubqueryAlias"> & {
  * Use `create(SubqueryAliasSchema)` to create a new message.
  */
 export const SubqueryAliasSchema: GenMessage<SubqueryAlias> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 16);
+  messageDesc(file_spark_connect_relations, 17);
 
 /**
  * repartition (shuffle=true) or coalesce (shuffle=false).
@@ -921,7 +949,7 @@ export type Repartition = Message<"spark.connect.Repartition"> & {
  * Use `create(RepartitionSchema)` to create a new message.
  */
 export const RepartitionSchema: GenMessage<Repartition> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 17);
+  messageDesc(file_spark_connect_relations, 18);
 
 /**
  * @generated from message spark.connect.ToDF
@@ -943,7 +971,7 @@ export type ToDF = Message<"spark.connect.ToDF"> & {
  * Use `create(ToDFSchema)` to create a new message.
  */
 export const ToDFSchema: GenMessage<ToDF> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 18);
+  messageDesc(file_spark_connect_relations, 19);
 
 /**
  * @generated from message spark.connect.WithColumnsRenamed
@@ -971,7 +999,7 @@ export type WithColumnsRenamed = Message<"spark.connect.WithColumnsRenamed"> & {
  * Use `create(WithColumnsRenamedSchema)` to create a new message.
  */
 export const WithColumnsRenamedSchema: GenMessage<WithColumnsRenamed> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 19);
+  messageDesc(file_spark_connect_relations, 20);
 
 /**
  * @generated from message spark.connect.WithColumnsRenamed.Rename
@@ -993,7 +1021,7 @@ export type WithColumnsRenamed_Rename = Message<"spark.connect.WithColumnsRename
  * Use `create(WithColumnsRenamed_RenameSchema)` to create a new message.
  */
 export const WithColumnsRenamed_RenameSchema: GenMessage<WithColumnsRenamed_Rename> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 19, 0);
+  messageDesc(file_spark_connect_relations, 20, 0);
 
 /**
  * @generated from message spark.connect.Drop
@@ -1020,7 +1048,7 @@ export type Drop = Message<"spark.connect.Drop"> & {
  * Use `create(DropSchema)` to create a new message.
  */
 export const DropSchema: GenMessage<Drop> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 20);
+  messageDesc(file_spark_connect_relations, 21);
 
 /**
  * withColumns: each alias adds or replaces one column.
@@ -1044,7 +1072,7 @@ export type WithColumns = Message<"spark.connect.WithColumns"> & {
  * Use `create(WithColumnsSchema)` to create a new message.
  */
 export const WithColumnsSchema: GenMessage<WithColumns> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 21);
+  messageDesc(file_spark_connect_relations, 22);
 
 /**
  * @generated from message spark.connect.Hint
@@ -1071,7 +1099,7 @@ export type Hint = Message<"spark.connect.Hint"> & {
  * Use `create(HintSchema)` to create a new message.
  */
 export const HintSchema: GenMessage<Hint> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 22);
+  messageDesc(file_spark_connect_relations, 23);
 
 /**
  * Columns to rows: `ids` stay, `values` (all other columns when absent) become variable/value.
@@ -1110,7 +1138,7 @@ export type Unpivot = Message<"spark.connect.Unpivot"> & {
  * Use `create(UnpivotSchema)` to create a new message.
  */
 export const UnpivotSchema: GenMessage<Unpivot> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 23);
+  messageDesc(file_spark_connect_relations, 24);
 
 /**
  * @generated from message spark.connect.Unpivot.Values
@@ -1127,7 +1155,7 @@ export type Unpivot_Values = Message<"spark.connect.Unpivot.Values"> & {
  * Use `create(Unpivot_ValuesSchema)` to create a new message.
  */
 export const Unpivot_ValuesSchema: GenMessage<Unpivot_Values> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 23, 0);
+  messageDesc(file_spark_connect_relations, 24, 0);
 
 /**
  * Reorder, cast and check columns against a target struct type.
@@ -1151,5 +1179,5 @@ export type ToSchema = Message<"spark.connect.ToSchema"> & {
  * Use `create(ToSchemaSchema)` to create a new message.
  */
 export const ToSchemaSchema: GenMessage<ToSchema> = /*@__PURE__*/
-  messageDesc(file_spark_connect_relations, 24);
+  messageDesc(file_spark_connect_relations, 25);
 

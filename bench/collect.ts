@@ -42,7 +42,17 @@ try {
     const ms = performance.now() - t0;
     const cpu = process.cpuUsage(cpu0);
     process.stdout.write(
-      JSON.stringify({ rows, rowCount: summary.rowCount, cols, batches, sumA: sumA.toString(), ms, cpuMs: (cpu.user + cpu.system) / 1000, rowsPerSec: rows / (ms / 1000), maxRssKb: process.resourceUsage().maxRSS }) + '\n',
+      JSON.stringify({
+        rows,
+        rowCount: summary.rowCount,
+        cols,
+        batches,
+        sumA: sumA.toString(),
+        ms,
+        cpuMs: (cpu.user + cpu.system) / 1000,
+        rowsPerSec: rows / (ms / 1000),
+        maxRssKb: process.resourceUsage().maxRSS,
+      }) + '\n',
     );
   } else {
     const cpu0 = process.cpuUsage();

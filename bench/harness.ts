@@ -41,15 +41,16 @@ const OUT_DIR = '.cache/bench';
 /** Row counts of "collect streamed to a sink" (ours only): peak RSS must not grow with them. */
 const STREAM_ROWS = (process.env.BENCH_STREAM_ROWS ?? `${ROWS},${ROWS * 10}`).split(',').filter(Boolean).map(Number);
 const STREAM_RUNS = intEnv('BENCH_STREAM_RUNS', 3, 0);
-const collectSql = (rows: number) => [
-  'SELECT id, id * 2 AS a, CAST(id AS DOUBLE) / 3 AS b, CAST(id AS STRING) AS c, id % 7 = 0 AS d,',
-  'CAST(id AS DECIMAL(18,2)) AS e, DATE\'2026-01-01\' + CAST(id % 365 AS INT) AS f,',
-  "TIMESTAMP'2026-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id % 86400) AS g,",
-  `CAST(NULL AS STRING) AS h, id % 100 AS i FROM range(${rows})`,
-].join(' ');
+const collectSql = (rows: number) =>
+  [
+    'SELECT id, id * 2 AS a, CAST(id AS DOUBLE) / 3 AS b, CAST(id AS STRING) AS c, id % 7 = 0 AS d,',
+    "CAST(id AS DECIMAL(18,2)) AS e, DATE'2026-01-01' + CAST(id % 365 AS INT) AS f,",
+    "TIMESTAMP'2026-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id % 86400) AS g,",
+    `CAST(NULL AS STRING) AS h, id % 100 AS i FROM range(${rows})`,
+  ].join(' ');
 const COLLECT_SQL = [
   'SELECT id, id * 2 AS a, CAST(id AS DOUBLE) / 3 AS b, CAST(id AS STRING) AS c, id % 7 = 0 AS d,',
-  'CAST(id AS DECIMAL(18,2)) AS e, DATE\'2026-01-01\' + CAST(id % 365 AS INT) AS f,',
+  "CAST(id AS DECIMAL(18,2)) AS e, DATE'2026-01-01' + CAST(id % 365 AS INT) AS f,",
   "TIMESTAMP'2026-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id % 86400) AS g,",
   `CAST(NULL AS STRING) AS h, id % 100 AS i FROM range(${ROWS})`,
 ].join(' ');
@@ -188,8 +189,7 @@ function stats(values: number[]): Stats | null {
   return { n: v.length, median, p90: at(0.9), min: v[0]!, max: v.at(-1)!, mean: v.reduce((a, b) => a + b, 0) / v.length };
 }
 
-const pick = (samples: Sample[], f: (s: Sample) => number | null | undefined) =>
-  stats(samples.map(f).filter((x): x is number => typeof x === 'number'));
+const pick = (samples: Sample[], f: (s: Sample) => number | null | undefined) => stats(samples.map(f).filter((x): x is number => typeof x === 'number'));
 
 // ---------------------------------------------------------------------------------------------
 // The three benchmarks
@@ -214,7 +214,15 @@ async function coldStart() {
     if (serverVersion && v !== serverVersion) throw new BenchError(`peer saw server ${v}, ours ${serverVersion}`);
     return { wallMs: r.wallMs, rssKb: r.rssKb };
   };
-  const samples = await interleave('cold start', [{ id: 'ours', run: ours }, { id: 'peer', run: peer }], RUNS, Math.max(WARMUP, 2));
+  const samples = await interleave(
+    'cold start',
+    [
+      { id: 'ours', run: ours },
+      { id: 'peer', run: peer },
+    ],
+    RUNS,
+    Math.max(WARMUP, 2),
+  );
   return { samples, serverVersion };
 }
 
@@ -238,7 +246,15 @@ async function validate(dir: string, expected: { valid: string[]; invalid: strin
     check('peer', out);
     return { wallMs: r.wallMs, rssKb: r.rssKb, workMs: out.ms, selfRssKb: out.maxRssKb };
   };
-  return interleave(`validate ${expected.valid.length + expected.invalid.length} configs`, [{ id: 'ours', run: ours }, { id: 'peer', run: peer }], HEAVY_RUNS, WARMUP);
+  return interleave(
+    `validate ${expected.valid.length + expected.invalid.length} configs`,
+    [
+      { id: 'ours', run: ours },
+      { id: 'peer', run: peer },
+    ],
+    HEAVY_RUNS,
+    WARMUP,
+  );
 }
 
 async function validatePerProcess(dir: string, valid: string[]) {
@@ -251,7 +267,11 @@ async function validatePerProcess(dir: string, valid: string[]) {
   const platform = join(scratch, 'platform.conf');
   writeFileSync(platform, 'config-env { allow = ["LAKEHOUSE_LAKE_HOME"] }\ncatalogs { lake { format = iceberg, default = true } }\n');
   const ours = async (round: number): Promise<Sample> => {
-    const r = await runProc('node', [CLI, 'validate', '--job', 'cdc-silver-merge', '--config', file(round), '--env', platform, '--termination-log', termination], childEnv);
+    const r = await runProc(
+      'node',
+      [CLI, 'validate', '--job', 'cdc-silver-merge', '--config', file(round), '--env', platform, '--termination-log', termination],
+      childEnv,
+    );
     expectExit(`ours: lakehouse-jobs validate ${file(round)}`, r);
     return { wallMs: r.wallMs, rssKb: r.rssKb };
   };
@@ -260,7 +280,15 @@ async function validatePerProcess(dir: string, valid: string[]) {
     expectExit(`peer: peer_validate.py ${file(round)}`, r);
     return { wallMs: r.wallMs, rssKb: r.rssKb };
   };
-  return interleave('validate, one process per config', [{ id: 'ours', run: ours }, { id: 'peer', run: peer }], sample.length, warm);
+  return interleave(
+    'validate, one process per config',
+    [
+      { id: 'ours', run: ours },
+      { id: 'peer', run: peer },
+    ],
+    sample.length,
+    warm,
+  );
 }
 
 async function collect() {
@@ -321,9 +349,14 @@ async function collectStreamed() {
 function machine(serverVersion: string, loadBefore: number[]) {
   const py = spawnSync(
     PYTHON,
-    ['-c', "import sys, importlib.metadata as m; print(sys.version.split()[0], *(m.version(p) for p in ('pyspark-client', 'pyarrow', 'pyhocon', 'jsonschema')))"],
+    [
+      '-c',
+      "import sys, importlib.metadata as m; print(sys.version.split()[0], *(m.version(p) for p in ('pyspark-client', 'pyarrow', 'pyhocon', 'jsonschema')))",
+    ],
     { encoding: 'utf8' },
-  ).stdout.trim().split(' ');
+  )
+    .stdout.trim()
+    .split(' ');
   const git = (...a: string[]) => spawnSync('git', a, { encoding: 'utf8' }).stdout.trim();
   return {
     date: new Date().toISOString(),
@@ -346,7 +379,8 @@ function machine(serverVersion: string, loadBefore: number[]) {
   };
 }
 
-const fmtMs = (ms: number | undefined) => (ms === undefined ? '–' : ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(ms < 10 ? 2 : 0)} ms`);
+const fmtMs = (ms: number | undefined) =>
+  ms === undefined ? '–' : ms >= 10_000 ? `${(ms / 1000).toFixed(1)} s` : ms >= 1000 ? `${(ms / 1000).toFixed(2)} s` : `${ms.toFixed(ms < 10 ? 2 : 0)} ms`;
 const fmtMb = (kb: number | undefined) => (kb === undefined ? '–' : `${Math.round(kb / 1024)} MB`);
 
 interface Line {
@@ -363,7 +397,15 @@ function cells(lines: Line[]): string[][] {
   return lines.map((l) => {
     const ratio = l.ours && l.peer ? l.ours.median / l.peer.median : undefined;
     const target = l.target === undefined ? '' : ratio === undefined ? `≤ ${l.target}×` : `≤ ${l.target}× ${ratio <= l.target ? 'met' : 'MISSED'}`;
-    return [l.name, l.fmt(l.ours?.median), l.fmt(l.ours?.p90), l.fmt(l.peer?.median), l.fmt(l.peer?.p90), ratio === undefined ? '–' : `${ratio.toFixed(2)}×`, target];
+    return [
+      l.name,
+      l.fmt(l.ours?.median),
+      l.fmt(l.ours?.p90),
+      l.fmt(l.peer?.median),
+      l.fmt(l.peer?.p90),
+      ratio === undefined ? '–' : `${ratio.toFixed(2)}×`,
+      target,
+    ];
   });
 }
 
@@ -377,7 +419,11 @@ function table(lines: Line[]): string {
   const head = HEAD;
   const rows = cells(lines);
   const widths = head.map((h, c) => Math.max(h.length, ...rows.map((r) => r[c]!.length)));
-  const line = (r: string[]) => r.map((x, c) => (c === 0 ? x.padEnd(widths[c]!) : x.padStart(widths[c]!))).join('  ').trimEnd();
+  const line = (r: string[]) =>
+    r
+      .map((x, c) => (c === 0 ? x.padEnd(widths[c]!) : x.padStart(widths[c]!)))
+      .join('  ')
+      .trimEnd();
   return [line(head), ...rows.map(line)].join('\n');
 }
 
@@ -409,27 +455,65 @@ async function main(): Promise<void> {
       return t && { n: t.n, median: rate(t.median), p90: rate(t.p90), min: rate(t.max), max: rate(t.min), mean: rate(t.mean) };
     };
     const lines: Line[] = [
-      { name: 'cold start → first RPC (process wall)', ours: pick(cold.samples.ours!, (s) => s.wallMs), peer: pick(cold.samples.peer!, (s) => s.wallMs), fmt: fmtMs, target: 0.25 },
+      {
+        name: 'cold start → first RPC (process wall)',
+        ours: pick(cold.samples.ours!, (s) => s.wallMs),
+        peer: pick(cold.samples.peer!, (s) => s.wallMs),
+        fmt: fmtMs,
+        target: 0.25,
+      },
       { name: '  peak RSS', ours: pick(cold.samples.ours!, (s) => s.rssKb), peer: pick(cold.samples.peer!, (s) => s.rssKb), fmt: fmtMb },
       { name: `validate ${n} configs (in process)`, ours: pick(val.ours!, (s) => s.workMs), peer: pick(val.peer!, (s) => s.workMs), fmt: fmtMs },
       { name: '  whole process wall', ours: pick(val.ours!, (s) => s.wallMs), peer: pick(val.peer!, (s) => s.wallMs), fmt: fmtMs },
       { name: '  peak RSS', ours: pick(val.ours!, (s) => s.rssKb ?? s.selfRssKb), peer: pick(val.peer!, (s) => s.rssKb ?? s.selfRssKb), fmt: fmtMb },
-      { name: `validate 1 config per process (n=${perProc.ours!.length})`, ours: pick(perProc.ours!, (s) => s.wallMs), peer: pick(perProc.peer!, (s) => s.wallMs), fmt: fmtMs, target: 1.0 },
+      {
+        name: `validate 1 config per process (n=${perProc.ours!.length})`,
+        ours: pick(perProc.ours!, (s) => s.wallMs),
+        peer: pick(perProc.peer!, (s) => s.wallMs),
+        fmt: fmtMs,
+        target: 1.0,
+      },
       { name: '  peak RSS', ours: pick(perProc.ours!, (s) => s.rssKb), peer: pick(perProc.peer!, (s) => s.rssKb), fmt: fmtMb },
-      { name: `collect ${rows} × 10 → Arrow (vs toArrow)`, ours: pick(col.ours!, (s) => s.workMs), peer: pick(col.peerToArrow!, (s) => s.workMs), fmt: fmtMs, target: 1.0 },
-      { name: '  rows/s (at median, p90 time)', ours: rowsPerSec(col.ours!), peer: rowsPerSec(col.peerToArrow!), fmt: (x) => (x === undefined ? '–' : `${Math.round(x / 1000)}k`) },
+      {
+        name: `collect ${rows} × 10 → Arrow (vs toArrow)`,
+        ours: pick(col.ours!, (s) => s.workMs),
+        peer: pick(col.peerToArrow!, (s) => s.workMs),
+        fmt: fmtMs,
+        target: 1.0,
+      },
+      {
+        name: '  rows/s (at median, p90 time)',
+        ours: rowsPerSec(col.ours!),
+        peer: rowsPerSec(col.peerToArrow!),
+        fmt: (x) => (x === undefined ? '–' : `${Math.round(x / 1000)}k`),
+      },
       { name: '  client CPU during the collect', ours: pick(col.ours!, (s) => s.cpuMs), peer: pick(col.peerToArrow!, (s) => s.cpuMs), fmt: fmtMs, target: 1.5 },
       { name: '  peak RSS', ours: pick(col.ours!, (s) => s.rssKb ?? s.selfRssKb), peer: pick(col.peerToArrow!, (s) => s.rssKb ?? s.selfRssKb), fmt: fmtMb },
       { name: '  whole process wall', ours: pick(col.ours!, (s) => s.wallMs), peer: pick(col.peerToArrow!, (s) => s.wallMs), fmt: fmtMs },
       ...Object.entries(streamed).flatMap(([rows, samples]) => [
-        { name: `collect ${Number(rows).toLocaleString('en-US')} × 10 streamed to a sink (ours only)`, ours: pick(samples, (s) => s.workMs), peer: null, fmt: fmtMs },
+        {
+          name: `collect ${Number(rows).toLocaleString('en-US')} × 10 streamed to a sink (ours only)`,
+          ours: pick(samples, (s) => s.workMs),
+          peer: null,
+          fmt: fmtMs,
+        },
         { name: '  client CPU', ours: pick(samples, (s) => s.cpuMs), peer: null, fmt: fmtMs },
         { name: '  peak RSS (target ≤ 150 MB, flat)', ours: pick(samples, (s) => s.rssKb ?? s.selfRssKb), peer: null, fmt: fmtMb },
       ]),
       ...(col.peerCollect?.length
         ? [
-            { name: `collect vs peer collect() → Rows (n=${col.peerCollect.length})`, ours: pick(col.ours!, (s) => s.workMs), peer: pick(col.peerCollect, (s) => s.workMs), fmt: fmtMs },
-            { name: '  peak RSS', ours: pick(col.ours!, (s) => s.rssKb ?? s.selfRssKb), peer: pick(col.peerCollect, (s) => s.rssKb ?? s.selfRssKb), fmt: fmtMb },
+            {
+              name: `collect vs peer collect() → Rows (n=${col.peerCollect.length})`,
+              ours: pick(col.ours!, (s) => s.workMs),
+              peer: pick(col.peerCollect, (s) => s.workMs),
+              fmt: fmtMs,
+            },
+            {
+              name: '  peak RSS',
+              ours: pick(col.ours!, (s) => s.rssKb ?? s.selfRssKb),
+              peer: pick(col.peerCollect, (s) => s.rssKb ?? s.selfRssKb),
+              fmt: fmtMb,
+            },
           ]
         : []),
     ];
@@ -438,9 +522,7 @@ async function main(): Promise<void> {
     process.stdout.write(
       `\n${env.date}  ${env.nproc} CPUs (${env.cpu}), ${env.memGiB} GiB; Node ${env.node}, Python ${env.python}, pyspark-client ${env.pysparkClient}; ${env.server}; load ${env.load.before.toFixed(1)} → ${env.load.after.toFixed(1)}\n\n${text}\n\nbench: ${Math.round((Date.now() - t0) / 1000)} s; raw samples in ${OUT_DIR}/last.json, the table in Markdown in ${OUT_DIR}/last.md\n`,
     );
-    const ratios = Object.fromEntries(
-      lines.filter((l) => !l.name.startsWith('  ') && l.ours && l.peer).map((l) => [l.name, l.ours!.median / l.peer!.median]),
-    );
+    const ratios = Object.fromEntries(lines.filter((l) => !l.name.startsWith('  ') && l.ours && l.peer).map((l) => [l.name, l.ours!.median / l.peer!.median]));
     writeFileSync(join(OUT_DIR, 'last.md'), `${markdown(lines)}\n`);
     writeFileSync(
       join(OUT_DIR, 'last.json'),

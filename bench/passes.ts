@@ -49,7 +49,9 @@ function readEventLog(dir: string): Event[] {
   walk(dir);
   const newest = files.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
   if (!newest) throw new Error(`no event log under ${dir}`);
-  const text = /\.zstd?$/.test(newest) ? execFileSync('zstd', ['-dc', newest], { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] }).toString() : readFileSync(newest, 'utf8');
+  const text = /\.zstd?$/.test(newest)
+    ? execFileSync('zstd', ['-dc', newest], { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] }).toString()
+    : readFileSync(newest, 'utf8');
   const out: Event[] = [];
   for (const line of text.split('\n')) {
     if (!line.trim()) continue;

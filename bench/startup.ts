@@ -118,12 +118,24 @@ async function main(): Promise<void> {
   ]);
   out.push(report('validate, one config per process', v, existsSync(PYTHON) ? 'peer (pyhocon + jsonschema)' : 'node -e 0', 'node -e 0'));
   if (REMOTE) {
-    const peerPing = ['-c', 'import sys\nfrom pyspark.sql.connect.session import SparkSession\nprint(SparkSession.builder.remote(sys.argv[1]).getOrCreate().version)', REMOTE];
+    const peerPing = [
+      '-c',
+      'import sys\nfrom pyspark.sql.connect.session import SparkSession\nprint(SparkSession.builder.remote(sys.argv[1]).getOrCreate().version)',
+      REMOTE,
+    ];
     const p = await interleave('ping', [
       { id: 'node -e 0', cmd: 'node', args: ['-e', '0'] },
       ...clis.map(([id, a]) => ({ id, cmd: 'node', args: [...a, 'ping', '--remote', REMOTE] })),
       ...(existsSync(PYTHON) ? [{ id: 'peer (pyspark-client)', cmd: PYTHON, args: peerPing }] : []),
-      ...(IMAGE ? [{ id: `container ${IMAGE}`, cmd: 'bash', args: ['scripts/container', 'podman', 'run', '--rm', '--network', 'host', IMAGE, 'ping', '--remote', REMOTE] }] : []),
+      ...(IMAGE
+        ? [
+            {
+              id: `container ${IMAGE}`,
+              cmd: 'bash',
+              args: ['scripts/container', 'podman', 'run', '--rm', '--network', 'host', IMAGE, 'ping', '--remote', REMOTE],
+            },
+          ]
+        : []),
     ]);
     out.push(report('cold start → first RPC (ping)', p, existsSync(PYTHON) ? 'peer (pyspark-client)' : 'node -e 0', 'node -e 0'));
   }

@@ -104,4 +104,4 @@ try {
 }
 renameSync(outdir, dist);
 rmSync(old, { recursive: true, force: true });
-process.stderr.write(`build: ${relative(root, dist) || "."}/cli.mjs and ${chunks - 1} chunks, ${(bytes / 1e6).toFixed(1)} MB with source maps\n`);
+process.stderr.write(`build: ${relative(root, dist) || '.'}/cli.mjs and ${chunks - 1} chunks, ${(bytes / 1e6).toFixed(1)} MB with source maps\n`);

@@ -11,7 +11,10 @@ const [reportPath, exitArg] = process.argv.slice(2);
 const exitCode = Number(exitArg ?? 0);
 const SKIPPED = new Set(['pending', 'skipped', 'todo', 'disabled']);
 
-const firstLine = (text) => String(text ?? '').trim().split('\n')[0] ?? '';
+const firstLine = (text) =>
+  String(text ?? '')
+    .trim()
+    .split('\n')[0] ?? '';
 const file = (name) => relative(process.cwd(), name) || name;
 
 let passed = 0;

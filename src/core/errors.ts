@@ -20,17 +20,7 @@ export const ExitCode = {
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
 
-export type ErrorCategory =
-  | 'usage'
-  | 'config'
-  | 'data'
-  | 'input'
-  | 'unavailable'
-  | 'transient'
-  | 'permission'
-  | 'cancelled'
-  | 'spark'
-  | 'internal';
+export type ErrorCategory = 'usage' | 'config' | 'data' | 'input' | 'unavailable' | 'transient' | 'permission' | 'cancelled' | 'spark' | 'internal';
 
 /** One problem in a config, with the path of the offending key (`cdc.primary-key`, `source`). */
 export interface ConfigIssue {
@@ -140,7 +130,10 @@ export class CancelledError extends LakehouseError {
   readonly category = 'cancelled' as const;
   readonly code = 'CANCELLED';
   override readonly retryable = true;
-  constructor(readonly signal: 'SIGINT' | 'SIGTERM', options?: { cause?: unknown }) {
+  constructor(
+    readonly signal: 'SIGINT' | 'SIGTERM',
+    options?: { cause?: unknown },
+  ) {
     super(`cancelled by ${signal}`, options);
     this.exitCode = signal === 'SIGINT' ? ExitCode.sigint : ExitCode.sigterm;
   }

@@ -88,7 +88,8 @@ export function writeStatus(doc: StatusDocument, targets: StatusTargets): void {
   (targets.stdout ?? ((t) => process.stdout.write(t)))(text + '\n');
   if (targets.statusFile) writeAtomically(targets.statusFile, text + '\n');
   if (targets.xcomDir && existsSync(targets.xcomDir)) writeAtomically(join(targets.xcomDir, 'return.json'), text);
-  const termination = targets.terminationLog ?? (targets.terminationLogIfExists && existsAsFile(targets.terminationLogIfExists) ? targets.terminationLogIfExists : undefined);
+  const termination =
+    targets.terminationLog ?? (targets.terminationLogIfExists && existsAsFile(targets.terminationLogIfExists) ? targets.terminationLogIfExists : undefined);
   if (termination && writable(termination)) {
     try {
       writeFileSync(termination, compact(doc));

@@ -36,8 +36,7 @@ export function tenantContext(id: string, storageRoot: string): TenantContext {
         ]);
       return path;
     },
-    table: (catalog: string, layer: Layer, table: string) =>
-      Object.freeze({ catalog, namespace: layerNamespace(id, layer), table }),
+    table: (catalog: string, layer: Layer, table: string) => Object.freeze({ catalog, namespace: layerNamespace(id, layer), table }),
     namespace: (layer: Layer) => layerNamespace(id, layer),
   });
 }

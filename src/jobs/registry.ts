@@ -29,6 +29,9 @@ export const templates: readonly JobTemplate[] = [
 export function findTemplate(name: string): JobTemplate {
   const t = templates.find((x) => x.name === name);
   if (t) return t;
-  const hint = closest(name, templates.map((x) => x.name));
+  const hint = closest(
+    name,
+    templates.map((x) => x.name),
+  );
   throw new UsageError(`unknown template "${name}"${hint ? `; did you mean "${hint}"?` : ''} (known: ${templates.map((x) => x.name).join(', ')})`);
 }

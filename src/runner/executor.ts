@@ -319,7 +319,11 @@ async function awaitStreamingQuery(
 }
 
 function parseProgress(doc: string): StreamProgress {
-  const p = JSON.parse(doc) as { batchId?: number; numInputRows?: number; sources?: { description?: string; startOffset?: unknown; endOffset?: unknown; numInputRows?: number }[] };
+  const p = JSON.parse(doc) as {
+    batchId?: number;
+    numInputRows?: number;
+    sources?: { description?: string; startOffset?: unknown; endOffset?: unknown; numInputRows?: number }[];
+  };
   const offsets = (o: unknown) => (typeof o === 'string' ? (JSON.parse(o) as unknown) : o);
   const sources = p.sources ?? [];
   return {
@@ -344,7 +348,10 @@ async function checkPolicy(step: Step, opts: ExecuteOptions, verdicts: PolicyVer
   if (!opts.policy) throw new InternalError(`step ${step.id} carries config logic but the run has no tenant read policy`);
   const checked = await checkStepPolicy(opts.session, stepRelations(step, subject), opts.policy, subject, { verdicts });
   // Say what was judged now: a step whose relations were all judged by an earlier step was not analysed again.
-  const verdict = checked.relations === 0 && checked.cached > 0 ? 'allowed (its relations were judged earlier in this run)' : `allowed (${checked.relations} relation(s) analysed by the server)`;
+  const verdict =
+    checked.relations === 0 && checked.cached > 0
+      ? 'allowed (its relations were judged earlier in this run)'
+      : `allowed (${checked.relations} relation(s) analysed by the server)`;
   opts.logger.info({ step: step.id, policy: { ...checked, configPaths: subject.configPaths } }, `tenant read policy: ${verdict}`);
 }
 
@@ -446,7 +453,9 @@ async function findBadSourceFile(step: Step, error: unknown, opts: ExecuteOption
     const paths = parquetSourcePaths(step);
     if (paths.length === 0) return error;
     // binaryFile lists the files; without its `content` column it reads none of them.
-    const listing = Query.read('binaryFile', { paths, options: { pathGlobFilter: '*.parquet', recursiveFileLookup: 'true' } }).select('path').limit(DIAGNOSE_MAX_FILES + 1);
+    const listing = Query.read('binaryFile', { paths, options: { pathGlobFilter: '*.parquet', recursiveFileLookup: 'true' } })
+      .select('path')
+      .limit(DIAGNOSE_MAX_FILES + 1);
     const files = (await opts.session.execute(compileRelationPlan(listing.rel, { reveal: true }), { tags: opts.tags, signal: opts.signal })).table;
     const names = (files ? arrowRows(files) : []).map((r) => String(r.path)).sort();
     if (names.length === 0 || names.length > DIAGNOSE_MAX_FILES) return error;
@@ -464,7 +473,10 @@ async function findBadSourceFile(step: Step, error: unknown, opts: ExecuteOption
     }
     const located = error.code === 'SOURCE_TYPE_UNSUPPORTED' ? await illegalTypeColumn(unreadable, schemas, opts) : typeClash(schemas);
     if (!located) return error;
-    opts.logger.info({ step: step.id, file: located.file, column: located.column, durationMs: Math.round(performance.now() - started) }, 'found the bad source file');
+    opts.logger.info(
+      { step: step.id, file: located.file, column: located.column, durationMs: Math.round(performance.now() - started) },
+      'found the bad source file',
+    );
     return new DataError(`source file ${located.file}: ${located.what}. Fix: ${error.hint ?? 'rewrite the file'}`, {
       cause: error,
       code: error.code,
@@ -522,7 +534,11 @@ async function illegalTypeColumn(
       await unset([NANOS_AS_LONG]);
     }
   }
-  return { file, column: column ?? '?', what: `${column ? `column ${column} holds` : 'it holds'} a Parquet type Spark cannot read (nanosecond timestamps)${more}` };
+  return {
+    file,
+    column: column ?? '?',
+    what: `${column ? `column ${column} holds` : 'it holds'} a Parquet type Spark cannot read (nanosecond timestamps)${more}`,
+  };
 }
 
 /** Every path a step reads as Parquet, wherever it sits in the step's plan. */

@@ -56,7 +56,10 @@ export async function startLocalServer(logger: Logger, opts: LocalServerOptions 
       clearInterval(heartbeat);
       const address = out.trim().split('\n').pop() ?? '';
       if (code === 0 && address.startsWith('sc://')) resolve(address);
-      else reject(new UnavailableError(`the local Spark Connect server did not start (scripts/spark-connect exited ${code}); see its log: scripts/spark-connect log`));
+      else
+        reject(
+          new UnavailableError(`the local Spark Connect server did not start (scripts/spark-connect exited ${code}); see its log: scripts/spark-connect log`),
+        );
     });
   });
 }

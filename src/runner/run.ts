@@ -103,12 +103,17 @@ export async function runJob(req: RunRequest): Promise<number> {
       },
       identity,
     );
-    logger.info({ template: loaded.template.name, schemaVersion: loaded.version.version, tenant: loaded.tenant.id, steps: loaded.plan.steps.length }, 'config valid');
+    logger.info(
+      { template: loaded.template.name, schemaVersion: loaded.version.version, tenant: loaded.tenant.id, steps: loaded.plan.steps.length },
+      'config valid',
+    );
     if (req.command === 'validate') {
       // What a run would touch, for the person who reviews the config (the status stays on stdout).
       const access = formatAccess(planAccess(loaded.plan));
       (req.stderr ?? ((t) => process.stderr.write(t)))(
-        scrub(`${req.config}: valid (${loaded.template.name} v${loaded.version.version}, ${loaded.plan.steps.length} steps)${access ? `; a run would:\n${access}` : ''}\n`),
+        scrub(
+          `${req.config}: valid (${loaded.template.name} v${loaded.version.version}, ${loaded.plan.steps.length} steps)${access ? `; a run would:\n${access}` : ''}\n`,
+        ),
       );
       outcome = { state: 'succeeded' };
     } else if (req.command === 'plan') {
@@ -141,7 +146,8 @@ export async function runJob(req: RunRequest): Promise<number> {
         write(scrub(`${error.locations[n] ?? file}: ${path ? `${path}: ` : ''}${i.message}\n`));
       }
     } else if (error instanceof ConfigError)
-      for (const [n, i] of error.issues.entries()) logger.error({ path: i.path, ...(error.locations[n] ? { at: error.locations[n] } : {}) }, `config error: ${i.path ? `${i.path}: ` : ''}${i.message}`);
+      for (const [n, i] of error.issues.entries())
+        logger.error({ path: i.path, ...(error.locations[n] ? { at: error.locations[n] } : {}) }, `config error: ${i.path ? `${i.path}: ` : ''}${i.message}`);
     else if (error instanceof InternalError) {
       // A bug: the stack is what it takes to fix it.
       const cause = error.cause instanceof Error ? error.cause : error;
@@ -158,7 +164,7 @@ export async function runJob(req: RunRequest): Promise<number> {
     stopSignals();
   }
   // undefined: the grace period already ended the run with a cancelled status.
-  return finish(outcome) ?? (spark.cancelledBy?.exitCode ?? ExitCode.internal);
+  return finish(outcome) ?? spark.cancelledBy?.exitCode ?? ExitCode.internal;
 }
 
 interface RunContext {
@@ -320,7 +326,13 @@ async function printPlan(loaded: LoadedJob, format: 'text' | 'json', stdout?: (t
   }
   const [{ planToJson }, { stepPlan }] = await Promise.all([import('../spark/plan/json.js'), import('./executor.js')]);
   const steps = loaded.plan.steps.map((s) => {
-    return { id: s.id, kind: s.kind, title: s.title, plan: planToJson(stepPlan(s, { reveal: false })), ...(explained?.has(s.id) ? { explain: explained.get(s.id) } : {}) };
+    return {
+      id: s.id,
+      kind: s.kind,
+      title: s.title,
+      plan: planToJson(stepPlan(s, { reveal: false })),
+      ...(explained?.has(s.id) ? { explain: explained.get(s.id) } : {}),
+    };
   });
   const doc = { job: { template: loaded.template.name, schemaVersion: loaded.version.version }, tenant: loaded.tenant.id, steps };
   out(scrub(JSON.stringify(doc, null, 2)) + '\n');

@@ -21,18 +21,7 @@
  * Other types (intervals, time, variant) come as apache-arrow returns them.
  */
 import { floorDiv, formatUnscaled, isoMicros } from './values.js';
-import {
-  type Data,
-  type DataType,
-  type RecordBatch,
-  type Schema,
-  Table,
-  TimeUnit,
-  Type,
-  type Vector,
-  makeVector,
-  tableFromIPC,
-} from 'apache-arrow';
+import { type Data, type DataType, type RecordBatch, type Schema, Table, TimeUnit, Type, type Vector, makeVector, tableFromIPC } from 'apache-arrow';
 
 /** Decode the `data` of one ArrowBatch message (a complete Arrow IPC stream). */
 export function decodeArrowBatch(data: Uint8Array): { schema: Schema; batches: RecordBatch[] } {

@@ -10,15 +10,7 @@ import type { RecordBatch, Table } from 'apache-arrow';
 import { createLogger, type Logger } from '../core/logger.js';
 import { InternalError, LakehouseError, UsageError } from '../core/errors.js';
 import { describeRemote, grpcAddress, isLoopback, type ConnectionSpec, type RemoteSpec } from './connection.js';
-import {
-  SparkError,
-  failureFromGrpc,
-  isGrpcCallError,
-  isRetryableGrpcError,
-  withErrorDetails,
-  type SparkFailure,
-  errorClassOf,
-} from './errors.js';
+import { SparkError, failureFromGrpc, isGrpcCallError, isRetryableGrpcError, withErrorDetails, type SparkFailure, errorClassOf } from './errors.js';
 import { Execution, ResultStream, loadArrow, type ExecuteOptions, type ExecuteSummary } from './execution.js';
 import {
   AnalyzePlanRequestSchema,
@@ -518,7 +510,10 @@ export class SparkConfig {
 
   /** Set values; returns the server's warnings (e.g. static or deprecated keys). */
   async set(pairs: Readonly<Record<string, string>>): Promise<string[]> {
-    const r = await this.#config({ case: 'set', value: create(ConfigRequest_SetSchema, { pairs: Object.entries(pairs).map(([key, value]) => ({ key, value })) }) });
+    const r = await this.#config({
+      case: 'set',
+      value: create(ConfigRequest_SetSchema, { pairs: Object.entries(pairs).map(([key, value]) => ({ key, value })) }),
+    });
     return r.warnings;
   }
 

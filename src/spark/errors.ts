@@ -61,8 +61,7 @@ export interface ErrorRule {
   explain?: (f: ClassifiedFailure) => { message: string; hint: string };
 }
 
-type ClassifiedFailure = Pick<SparkFailure, 'grpcCode' | 'errorClass' | 'classes' | 'message'> &
-  Partial<Pick<SparkFailure, 'causes' | 'messageParameters'>>;
+type ClassifiedFailure = Pick<SparkFailure, 'grpcCode' | 'errorClass' | 'classes' | 'message'> & Partial<Pick<SparkFailure, 'causes' | 'messageParameters'>>;
 
 /**
  * Error classes named in the causes' messages (`[FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER] …`): a
@@ -131,7 +130,9 @@ const dataExplanations = {
     const p = f.messageParameters ?? {};
     const left = structFieldsOf(p.left ?? '');
     const right = structFieldsOf(p.right ?? '');
-    const clashes = [...right].filter(([name, type]) => left.has(name) && left.get(name) !== type).map(([name, type]) => `${name} (${left.get(name)} vs ${type})`);
+    const clashes = [...right]
+      .filter(([name, type]) => left.has(name) && left.get(name) !== type)
+      .map(([name, type]) => `${name} (${left.get(name)} vs ${type})`);
     return {
       message: `source files disagree on the type of column${clashes.length === 1 ? '' : 's'} ${clashes.length ? clashes.join(', ') : '(not named by Spark)'}: their schemas cannot be merged`,
       hint: TYPE_CLASH_HINT,
@@ -151,7 +152,8 @@ const dataExplanations = {
   },
 };
 
-const ICEBERG_CONFLICT = /Found (?:new )?conflicting|Missing required files to delete|found new delete for replaced data file|Cannot commit, missing data files/i;
+const ICEBERG_CONFLICT =
+  /Found (?:new )?conflicting|Missing required files to delete|found new delete for replaced data file|Cannot commit, missing data files/i;
 
 /** First match wins; a rule without criteria matches everything. */
 export const errorRules: readonly ErrorRule[] = [
@@ -187,7 +189,8 @@ export const errorRules: readonly ErrorRule[] = [
     code: 'COMMIT_CONFLICT',
     outcome: 'transient',
     errorClass: ['DELTA_CONCURRENT_*', 'DELTA_METADATA_CHANGED', 'DELTA_PROTOCOL_CHANGED'],
-    exception: /\b(?:[\w.$]*\.)?(?:CommitFailedException|Concurrent(?:Append|DeleteRead|DeleteDelete|Transaction|Write)Exception|ProtocolChangedException|MetadataChangedException)\b/,
+    exception:
+      /\b(?:[\w.$]*\.)?(?:CommitFailedException|Concurrent(?:Append|DeleteRead|DeleteDelete|Transaction|Write)Exception|ProtocolChangedException|MetadataChangedException)\b/,
   },
   // Iceberg's conflict validation: its ValidationException also reports other invalid operations,
   // so only its conflict messages count.
@@ -225,7 +228,10 @@ export const errorRules: readonly ErrorRule[] = [
     code: 'SOURCE_FILE_CORRUPT',
     outcome: 'data',
     errorClass: ['FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER', 'FAILED_READ_FILE.NO_HINT'],
-    when: (f) => [f.message, ...(f.causes ?? [])].some((m) => /is not a Parquet file|Could not read footer|ParquetDecodingException|can not read class org\.apache\.parquet/i.test(m)),
+    when: (f) =>
+      [f.message, ...(f.causes ?? [])].some((m) =>
+        /is not a Parquet file|Could not read footer|ParquetDecodingException|can not read class org\.apache\.parquet/i.test(m),
+      ),
     explain: dataExplanations.corrupt,
   },
   {
@@ -277,7 +283,12 @@ const outcomes: Record<Outcome, { exitCode: ExitCode; category: ErrorCategory; r
 
 function classMatches(pattern: string, errorClass: string): boolean {
   if (pattern.includes('*')) {
-    const re = new RegExp(`^${pattern.split('*').map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&')).join('.*')}$`);
+    const re = new RegExp(
+      `^${pattern
+        .split('*')
+        .map((s) => s.replace(/[.+?^${}()|[\]\\]/g, '\\$&'))
+        .join('.*')}$`,
+    );
     return re.test(errorClass);
   }
   return errorClass === pattern || errorClass.startsWith(`${pattern}.`);
@@ -369,9 +380,7 @@ export interface GrpcCallError {
 }
 
 export function isGrpcCallError(e: unknown): e is GrpcCallError {
-  return (
-    typeof e === 'object' && e !== null && typeof (e as GrpcCallError).code === 'number' && typeof (e as GrpcCallError).details === 'string'
-  );
+  return typeof e === 'object' && e !== null && typeof (e as GrpcCallError).code === 'number' && typeof (e as GrpcCallError).details === 'string';
 }
 
 function parseJson<T>(text: string | undefined, guard: (v: unknown) => v is T): T | undefined {
@@ -442,7 +451,7 @@ export function withErrorDetails(f: SparkFailure, details: FetchErrorDetailsResp
   if (t && Object.keys(t.messageParameters).length) out.messageParameters = scrubRecord({ ...t.messageParameters });
   const causes: string[] = [];
   const seen = new Set([rootIdx]);
-  for (let i = root.causeIdx; i !== undefined && !seen.has(i); ) {
+  for (let i = root.causeIdx; i !== undefined && !seen.has(i);) {
     seen.add(i);
     const c = details.errors[i];
     if (!c) break;

@@ -19,11 +19,7 @@ let arrowModule: Promise<typeof import('./arrow.js')> | undefined;
 export const loadArrow = (): Promise<typeof import('./arrow.js')> => (arrowModule ??= import('./arrow.js'));
 import { OperationCancelledError, errorClassOf } from './errors.js';
 import { systemClock } from './retry.js';
-import type {
-  ExecutePlanResponse,
-  ExecutePlanResponse_ExecutionProgress,
-  ExecutePlanResponse_Metrics,
-} from './proto/gen/spark/connect/base_pb.js';
+import type { ExecutePlanResponse, ExecutePlanResponse_ExecutionProgress, ExecutePlanResponse_Metrics } from './proto/gen/spark/connect/base_pb.js';
 import type { Expression_Literal } from './proto/gen/spark/connect/expressions_pb.js';
 import type { Relation } from './proto/gen/spark/connect/relations_pb.js';
 import type { StreamingQueryCommandResult } from './proto/gen/spark/connect/commands_pb.js';
@@ -149,7 +145,7 @@ export class Execution implements AsyncIterable<ExecutePlanResponse> {
 
   /** One step: the next response, opening or reopening a stream as needed. Throws raw errors. */
   async #nextOnce(): Promise<ExecutePlanResponse> {
-    for (let switches = 0; ; ) {
+    for (let switches = 0; ;) {
       const s = this.#stream ?? this.#open();
       let r: IteratorResult<ExecutePlanResponse>;
       try {

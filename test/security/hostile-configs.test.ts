@@ -153,7 +153,12 @@ const hostileEnvValues = {
   LAKEHOUSE_DB_PASSWORD: TOKEN,
 };
 
-async function validate(config: string, set: string[] = [], env: Record<string, string> = {}, platformFile = 'platform.conf'): Promise<{ code: number; paths: string[]; text: string }> {
+async function validate(
+  config: string,
+  set: string[] = [],
+  env: Record<string, string> = {},
+  platformFile = 'platform.conf',
+): Promise<{ code: number; paths: string[]; text: string }> {
   const file = join(dir, `c-${randomBytes(4).toString('hex')}.conf`);
   writeFileSync(file, config);
   const started = performance.now();
@@ -179,9 +184,15 @@ beforeAll(async () => {
   ] as const) {
     await client.execute(compileCommandPlan(sqlCommand(`CREATE NAMESPACE IF NOT EXISTS ${catalog}.${victim.id}_silver`), { reveal: true }));
     await client.execute(
-      compileCommandPlan(rows.writeTo([catalog, `${victim.id}_silver`, 'secrets'], 'create', { provider: format, properties: { location: `${victim.root}/silver/secrets_${format}` } }), {
-        reveal: true,
-      }),
+      compileCommandPlan(
+        rows.writeTo([catalog, `${victim.id}_silver`, 'secrets'], 'create', {
+          provider: format,
+          properties: { location: `${victim.root}/silver/secrets_${format}` },
+        }),
+        {
+          reveal: true,
+        },
+      ),
     );
   }
   await client.execute(compileCommandPlan(rows.writeFiles(`${victim.root}/bronze/orders_cdc`, 'parquet', { mode: 'overwrite' }), { reveal: true }));
@@ -189,10 +200,14 @@ beforeAll(async () => {
   mkdirSync(attacker.root.replace(/^file:\/\//, ''), { recursive: true });
   await client.execute(
     compileCommandPlan(
-      Query.sql(`SELECT 1 AS id, 'mine' AS v, CAST(1 AS BIGINT) AS ts, 'c' AS op, DATE'2026-07-05' AS _snapshot_date`).writeFiles(`${attacker.root}/bronze/orders_cdc`, 'parquet', {
-        mode: 'overwrite',
-        partitionBy: ['_snapshot_date'],
-      }),
+      Query.sql(`SELECT 1 AS id, 'mine' AS v, CAST(1 AS BIGINT) AS ts, 'c' AS op, DATE'2026-07-05' AS _snapshot_date`).writeFiles(
+        `${attacker.root}/bronze/orders_cdc`,
+        'parquet',
+        {
+          mode: 'overwrite',
+          partitionBy: ['_snapshot_date'],
+        },
+      ),
       { reveal: true },
     ),
   );

@@ -22,7 +22,6 @@ export function startPostgres(): Postgres {
     url,
     user: run('user'),
     password: run('password'),
-    psql: (sql) =>
-      execFileSync('bash', [script, 'psql', '-tA', '-q', '-v', 'ON_ERROR_STOP=1', '-f', '-'], { input: sql, encoding: 'utf8' }).trim(),
+    psql: (sql) => execFileSync('bash', [script, 'psql', '-tA', '-q', '-v', 'ON_ERROR_STOP=1', '-f', '-'], { input: sql, encoding: 'utf8' }).trim(),
   };
 }

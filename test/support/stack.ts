@@ -22,12 +22,16 @@ export function connect(): SparkConnectClient {
 
 /** The local stack's lake (Iceberg JDBC catalog on SQLite + warehouse). */
 export function lakeHome(): string {
-  return execFileSync('bash', [join(repoRoot, 'scripts/spark-connect'), 'warehouse']).toString().trim();
+  return execFileSync('bash', [join(repoRoot, 'scripts/spark-connect'), 'warehouse'])
+    .toString()
+    .trim();
 }
 
 /** The local stack's Iceberg REST catalog (scripts/iceberg-rest, port ICEBERG_REST_PORT): the Spark catalog "rest". */
 export function icebergRestUri(): string {
-  return execFileSync('bash', [join(repoRoot, 'scripts/iceberg-rest'), 'uri']).toString().trim();
+  return execFileSync('bash', [join(repoRoot, 'scripts/iceberg-rest'), 'uri'])
+    .toString()
+    .trim();
 }
 
 /** Where PyIceberg finds a catalog of the local stack: "lake" is the SQLite file, "rest" the REST server. */
@@ -46,7 +50,14 @@ export function freshTenant(): { id: string; root: string } {
 
 /** Rows of an Iceberg table read by PyIceberg, not by Spark (from the catalog "lake" unless named). */
 export function readIcebergWithPyIceberg(namespace: string, table: string, catalog = 'lake'): Record<string, unknown>[] {
-  const out = execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support/read_iceberg.py'), pyIcebergCatalog(catalog), namespace, table]);
+  const out = execFileSync('bash', [
+    join(repoRoot, 'scripts/py-tools'),
+    'python',
+    join(repoRoot, 'test/support/read_iceberg.py'),
+    pyIcebergCatalog(catalog),
+    namespace,
+    table,
+  ]);
   return out
     .toString()
     .split('\n')
@@ -56,7 +67,12 @@ export function readIcebergWithPyIceberg(namespace: string, table: string, catal
 
 /** Rows of a Delta table read by delta-rs, not by Spark. */
 export function readDeltaWithDeltaRs(path: string): Record<string, unknown>[] {
-  const out = execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support/read_delta.py'), path.replace(/^file:\/\//, '')]);
+  const out = execFileSync('bash', [
+    join(repoRoot, 'scripts/py-tools'),
+    'python',
+    join(repoRoot, 'test/support/read_delta.py'),
+    path.replace(/^file:\/\//, ''),
+  ]);
   return out
     .toString()
     .split('\n')
@@ -66,13 +82,27 @@ export function readDeltaWithDeltaRs(path: string): Record<string, unknown>[] {
 
 /** The current snapshot's summary of an Iceberg table, read by PyIceberg. */
 export function icebergSnapshotSummary(namespace: string, table: string, catalog = 'lake'): Record<string, string> {
-  const out = execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support/read_iceberg.py'), pyIcebergCatalog(catalog), namespace, table, 'summary']);
+  const out = execFileSync('bash', [
+    join(repoRoot, 'scripts/py-tools'),
+    'python',
+    join(repoRoot, 'test/support/read_iceberg.py'),
+    pyIcebergCatalog(catalog),
+    namespace,
+    table,
+    'summary',
+  ]);
   return JSON.parse(out.toString()) as Record<string, string>;
 }
 
 /** The latest commit info of a Delta table, read by delta-rs. */
 export function deltaLastCommit(path: string): Record<string, unknown> {
-  const out = execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support/read_delta.py'), path.replace(/^file:\/\//, ''), 'history']);
+  const out = execFileSync('bash', [
+    join(repoRoot, 'scripts/py-tools'),
+    'python',
+    join(repoRoot, 'test/support/read_delta.py'),
+    path.replace(/^file:\/\//, ''),
+    'history',
+  ]);
   return JSON.parse(out.toString()) as Record<string, unknown>;
 }
 

@@ -27,7 +27,13 @@ describe('lakehouse-jobs CLI without Spark', () => {
   it('validates the example with the platform config (exit 0, status on stdout)', async () => {
     const r = await runCli(['validate', '--config', example, '--env', platform], env);
     expect(r.code, r.stderr).toBe(0);
-    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'succeeded', exitCode: 0, command: 'validate', tenant: 'acme', job: { template: 'cdc-silver-merge', schemaVersion: 1 } });
+    expect(JSON.parse(r.stdout)).toMatchObject({
+      status: 'succeeded',
+      exitCode: 0,
+      command: 'validate',
+      tenant: 'acme',
+      job: { template: 'cdc-silver-merge', schemaVersion: 1 },
+    });
   });
 
   it('prints the plans it would submit as readable operator trees, and nothing else on stdout', async () => {
@@ -70,7 +76,10 @@ describe('lakehouse-jobs CLI without Spark', () => {
     const r = await runCli(['validate', '--config', example, '--env', join(dir, 'platform.conf')], env);
     expect(r.code).toBe(78);
     // The line the bad value was written on, in the platform config's own file.
-    const line = readFileSync(join(dir, 'platform.conf'), 'utf8').split('\n').findIndex((l) => l.includes('inline-urls = sometimes')) + 1;
+    const line =
+      readFileSync(join(dir, 'platform.conf'), 'utf8')
+        .split('\n')
+        .findIndex((l) => l.includes('inline-urls = sometimes')) + 1;
     expect(r.stderr).toContain(`${join(dir, 'platform.conf')}:${line}:8: jdbc.inline-urls: must be one of "deny", "allow"`);
     expect(r.stderr).not.toContain(`${example}: (platform)`);
   });

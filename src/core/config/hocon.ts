@@ -180,7 +180,16 @@ class SyntaxProblem extends Error {
 
 /** Characters HOCON reserves: they end an unquoted string. */
 const FORBIDDEN = new Set('$"{}[]:=,+#`^?!@*&\\');
-const PUNCT = new Map<string, Punct>([['\n', 'nl'], ['{', '{'], ['}', '}'], ['[', '['], [']', ']'], [',', ','], [':', 'sep'], ['=', 'sep']]);
+const PUNCT = new Map<string, Punct>([
+  ['\n', 'nl'],
+  ['{', '{'],
+  ['}', '}'],
+  ['[', '['],
+  [']', ']'],
+  [',', ','],
+  [':', 'sep'],
+  ['=', 'sep'],
+]);
 const ESCAPES = new Map(Object.entries({ '"': '"', '\\': '\\', '/': '/', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t' }));
 /** Characters a quoted string takes as they are (no quote, backslash or control character). */
 const PLAIN_RUN = /[^"\\\x00-\x1f]+/y;
@@ -217,7 +226,7 @@ function* tokenize(text: string, file: string): Generator<Tok, void, undefined> 
       return v;
     }
     let v = '';
-    for (advance(1); text[i] !== '"'; ) {
+    for (advance(1); text[i] !== '"';) {
       PLAIN_RUN.lastIndex = i;
       const run = PLAIN_RUN.exec(text);
       if (run) {
@@ -643,7 +652,8 @@ class Loader {
     const n = Buffer.byteLength(text);
     if (n > fileLimit) return (this.limit(display, `larger than ${fmtBytes(fileLimit)} (the limit for one file)`), false);
     this.bytes += n;
-    if (this.bytes > HOCON_LIMITS.totalBytes) return (this.limit(display, `the config and its includes are larger than ${fmtBytes(HOCON_LIMITS.totalBytes)} together`), false);
+    if (this.bytes > HOCON_LIMITS.totalBytes)
+      return (this.limit(display, `the config and its includes are larger than ${fmtBytes(HOCON_LIMITS.totalBytes)} together`), false);
     return true;
   }
 
@@ -716,7 +726,8 @@ class Loader {
       return;
     }
     if (f.stack.includes(found.real)) return refuse('include cycle');
-    if (++this.included > HOCON_LIMITS.includes) return this.limit(at, `${where(s.loc)}: include "${s.target}" refused: more than ${HOCON_LIMITS.includes} includes (limit)`);
+    if (++this.included > HOCON_LIMITS.includes)
+      return this.limit(at, `${where(s.loc)}: include "${s.target}" refused: more than ${HOCON_LIMITS.includes} includes (limit)`);
     let read: { text: string } | { tooLarge: true };
     try {
       read = await readBounded(found.real, HOCON_LIMITS.fileBytes);
@@ -891,7 +902,11 @@ class Loader {
       if (!this.copy(length, 0, at)) return FAILED;
       return this.made((values as Json[][]).flat(1), at);
     }
-    if (kinds.has('an object')) return this.made((values as Record<string, Json>[]).reduce((a, b) => this.deepMerge(a, b)), at);
+    if (kinds.has('an object'))
+      return this.made(
+        (values as Record<string, Json>[]).reduce((a, b) => this.deepMerge(a, b)),
+        at,
+      );
     // A substitution resolving to null concatenates as "" (the spec); literal text is already a string.
     const texts = rs.map((r): string => ('ws' in r ? (r.ws ?? '') : r.v === undefined || r.v === null ? '' : String(r.v)));
     const length = texts.reduce((n, t) => n + t.length, 0);
@@ -917,7 +932,8 @@ class Loader {
     if (!this.copy(children.length, 0, at)) return FAILED;
     if (shape.d > HOCON_LIMITS.depth + 1) return this.limit(fmtPath(at), `resolves to values nested deeper than ${HOCON_LIMITS.depth} levels (limit)`);
     if (shape.n > HOCON_LIMITS.nodes) return this.limit(fmtPath(at), `resolves to more than ${HOCON_LIMITS.nodes} values (limit; substitutions expanding?)`);
-    if (shape.c > HOCON_LIMITS.resolvedChars) return this.limit(fmtPath(at), `resolves to more than ${HOCON_LIMITS.resolvedChars} characters of strings (limit; substitutions expanding?)`);
+    if (shape.c > HOCON_LIMITS.resolvedChars)
+      return this.limit(fmtPath(at), `resolves to more than ${HOCON_LIMITS.resolvedChars} characters of strings (limit; substitutions expanding?)`);
     return v;
   }
 
@@ -1000,7 +1016,11 @@ class Loader {
       const v = this.env[name];
       if (v !== undefined) return v;
     } else if (/^[A-Z_][A-Z0-9_]*$/.test(name)) {
-      const why = isSecretLikeName(name) ? ' (a name for credentials: secrets are references, never substituted)' : this.options.envHint ? ` (${this.options.envHint})` : '';
+      const why = isSecretLikeName(name)
+        ? ' (a name for credentials: secrets are references, never substituted)'
+        : this.options.envHint
+          ? ` (${this.options.envHint})`
+          : '';
       return this.issue(fmtPath(s.at), `${where(s.loc)}: ${ref} reads environment variable ${name}, which configs may not read${why}`);
     }
     if (s.optional) return undefined;
@@ -1046,7 +1066,6 @@ function obj(): Obj {
 }
 
 /** A new value over an existing one: lists and scalars replace; anything unresolved may still merge. */
-
 
 function dig(v: Json | undefined, rest: string[]): Json | undefined | typeof NOT_FOUND {
   for (const k of rest) {

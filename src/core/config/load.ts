@@ -39,7 +39,7 @@ export async function readJobConfig(req: LoadRequest, platform: PlatformConfig, 
     env: req.env,
     envAllowList: (name) => allowed.has(name),
     envHint: req.envFile
-      ? 'job configs read only the variables listed in the platform config\'s config-env.allow'
+      ? "job configs read only the variables listed in the platform config's config-env.allow"
       : 'without a platform config (--env), job configs read no environment variables',
     overrides: req.overrides ?? [],
   });
@@ -83,7 +83,11 @@ export async function loadPlatform(file: string, env: Record<string, string | un
   if (parsed.success) registerConnectionSecrets(parsed.data.spark.remote);
   else if (isObject(raw.spark) && typeof raw.spark.remote === 'string') registerConnectionSecrets(raw.spark.remote);
   if (parsed.success) return parsed.data;
-  for (const i of toConfigIssues(parsed.error, (p) => keysAt(platformSchema, p), (p) => originOf(origins, p)))
+  for (const i of toConfigIssues(
+    parsed.error,
+    (p) => keysAt(platformSchema, p),
+    (p) => originOf(origins, p),
+  ))
     issues.push({ ...i, path: `(platform) ${i.path}` });
   return localPlatformDefaults;
 }
@@ -98,7 +102,9 @@ function tenantPolicy(config: Record<string, unknown>, platform: PlatformConfig)
   const allowed = platform.tenants[id];
   if (!allowed) return [{ path: 'tenant.id', message: `tenant "${id}" is not known to the platform config` }];
   if (typeof root === 'string' && !isUnderRoot(root, allowed['storage-roots']))
-    return [{ path: 'tenant.storage-root', message: `is outside the storage roots the platform allows tenant "${id}" (${allowed['storage-roots'].join(', ')})` }];
+    return [
+      { path: 'tenant.storage-root', message: `is outside the storage roots the platform allows tenant "${id}" (${allowed['storage-roots'].join(', ')})` },
+    ];
   return [];
 }
 

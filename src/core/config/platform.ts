@@ -10,8 +10,22 @@ import { catalogName, name, storageUri } from './validate.js';
  */
 
 export const secretRef = z.union([
-  z.object({ env: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name').describe('The environment variable holding the secret.') }).strict(),
-  z.object({ file: z.string().startsWith('/', 'a mounted file must be an absolute path').describe('The mounted file holding the secret (e.g. a Kubernetes secret volume).') }).strict(),
+  z
+    .object({
+      env: z
+        .string()
+        .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')
+        .describe('The environment variable holding the secret.'),
+    })
+    .strict(),
+  z
+    .object({
+      file: z
+        .string()
+        .startsWith('/', 'a mounted file must be an absolute path')
+        .describe('The mounted file holding the secret (e.g. a Kubernetes secret volume).'),
+    })
+    .strict(),
 ]);
 export type SecretRef = z.infer<typeof secretRef>;
 
@@ -20,7 +34,8 @@ const configEnvName = z
   .string()
   .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name')
   .refine((n) => !isSecretLikeName(n), {
-    message: 'names a variable that can hold a credential (TOKEN, PASSWORD, SECRET, KEY, CREDENTIAL, AUTH, SPARK_REMOTE): job configs may never read it; pass secrets as references',
+    message:
+      'names a variable that can hold a credential (TOKEN, PASSWORD, SECRET, KEY, CREDENTIAL, AUTH, SPARK_REMOTE): job configs may never read it; pass secrets as references',
   });
 
 /**
@@ -34,7 +49,10 @@ const lineageTransport = z.discriminatedUnion('type', [
     .object({
       type: z.literal('http'),
       url: z.string().regex(/^https?:\/\/[^\s/@]+(\/[^\s]*)?$/, 'an http(s) url without credentials (give a token reference instead)'),
-      endpoint: z.string().regex(/^[A-Za-z0-9_./-]*$/, 'a url path').default('api/v1/lineage'),
+      endpoint: z
+        .string()
+        .regex(/^[A-Za-z0-9_./-]*$/, 'a url path')
+        .default('api/v1/lineage'),
       token: secretRef.optional(),
     })
     .strict(),
@@ -43,7 +61,10 @@ const lineageTransport = z.discriminatedUnion('type', [
 const lineageSchema = z
   .object({
     // The job namespace is `<namespace>.<tenant>`: one namespace per tenant on one platform.
-    namespace: z.string().regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/, 'letters, digits and _ . : -').default('lakehouse-jobs'),
+    namespace: z
+      .string()
+      .regex(/^[A-Za-z0-9][A-Za-z0-9_.:-]*$/, 'letters, digits and _ . : -')
+      .default('lakehouse-jobs'),
     // Each event's sending (all transports at once) ends after this long: lineage never holds a job up longer.
     'timeout-ms': z.number().int().min(1).max(60_000).default(5_000),
     transports: z.array(lineageTransport).default([]),
@@ -90,7 +111,10 @@ const catalogSchema = z
         'client-secret': secretRef,
         /** The token endpoint; default `<uri>/v1/oauth/tokens` (the REST spec's, deprecated there). */
         'server-uri': httpUrl.optional(),
-        scope: z.string().regex(/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/, 'OAuth2 scopes separated by single spaces').optional(),
+        scope: z
+          .string()
+          .regex(/^[\x21\x23-\x5b\x5d-\x7e]+( [\x21\x23-\x5b\x5d-\x7e]+)*$/, 'OAuth2 scopes separated by single spaces')
+          .optional(),
       })
       .strict()
       .optional(),
@@ -104,7 +128,8 @@ const catalogSchema = z
   .superRefine((c, ctx) => {
     if (c.type === undefined) {
       for (const key of SETTINGS)
-        if (c[key] !== undefined) ctx.addIssue({ code: 'custom', path: [key], message: `needs a catalog type (type = ${Object.keys(CATALOG_TYPES).join(' | ')})` });
+        if (c[key] !== undefined)
+          ctx.addIssue({ code: 'custom', path: [key], message: `needs a catalog type (type = ${Object.keys(CATALOG_TYPES).join(' | ')})` });
       return;
     }
     if (c.format !== 'iceberg') {
@@ -114,7 +139,8 @@ const catalogSchema = z
     const { required, allowed } = CATALOG_TYPES[c.type];
     for (const key of required) if (c[key] === undefined) ctx.addIssue({ code: 'custom', path: [key], message: `is required for a ${c.type} catalog` });
     for (const key of SETTINGS)
-      if (c[key] !== undefined && !(allowed as readonly string[]).includes(key)) ctx.addIssue({ code: 'custom', path: [key], message: `is not a setting of a ${c.type} catalog (${allowed.join(', ')})` });
+      if (c[key] !== undefined && !(allowed as readonly string[]).includes(key))
+        ctx.addIssue({ code: 'custom', path: [key], message: `is not a setting of a ${c.type} catalog (${allowed.join(', ')})` });
     if (c.oauth2 && c.token) ctx.addIssue({ code: 'custom', path: ['token'], message: 'give oauth2 or token, not both' });
     const uriProblem = c.uri === undefined ? undefined : catalogUriProblem(c.type, c.uri);
     if (uriProblem) ctx.addIssue({ code: 'custom', path: ['uri'], message: uriProblem });
@@ -135,7 +161,8 @@ function catalogUriProblem(type: CatalogType, uri: string): string | undefined {
     if (/[?&;:](password|pwd)=/i.test(uri)) return 'must not carry a password: give it as password = { env = NAME }';
     return undefined;
   }
-  if (type === 'hive') return /^thrift:\/\/[A-Za-z0-9.-]+:\d+(,thrift:\/\/[A-Za-z0-9.-]+:\d+)*$/.test(uri) ? undefined : 'thrift://host:port, several separated by commas';
+  if (type === 'hive')
+    return /^thrift:\/\/[A-Za-z0-9.-]+:\d+(,thrift:\/\/[A-Za-z0-9.-]+:\d+)*$/.test(uri) ? undefined : 'thrift://host:port, several separated by commas';
   return undefined;
 }
 /** The platform's default retention floor for table maintenance: 7 days (Delta's own default check). */
@@ -172,7 +199,9 @@ export const platformSchema = z
         connections: z
           .record(
             name(),
-            z.object({ url: z.string().startsWith('jdbc:'), user: z.string().optional(), password: secretRef.optional(), driver: z.string().optional() }).strict(),
+            z
+              .object({ url: z.string().startsWith('jdbc:'), user: z.string().optional(), password: secretRef.optional(), driver: z.string().optional() })
+              .strict(),
           )
           .default({}),
         /**
@@ -243,7 +272,10 @@ export const platformSchema = z
       .strict()
       .default({ clusters: {} }),
     /** The environment variables job configs may read with `${VAR}` / `${?VAR}`: none unless listed. */
-    'config-env': z.object({ allow: z.array(configEnvName).default([]) }).strict().default({ allow: [] }),
+    'config-env': z
+      .object({ allow: z.array(configEnvName).default([]) })
+      .strict()
+      .default({ allow: [] }),
     lineage: lineageSchema.optional(),
     /**
      * Table maintenance (the table-maintenance template): no snapshot, removed file or orphan younger

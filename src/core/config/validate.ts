@@ -11,14 +11,11 @@ export { closest } from './closest.js';
  * config issues (`path: message`), with "did you mean" hints for unknown keys.
  */
 
-export const name = () =>
-  z.string().regex(NAME_PATTERN, `must match ${NAME_PATTERN.source} (a lower-case letter, then lower-case letters, digits or _)`);
+export const name = () => z.string().regex(NAME_PATTERN, `must match ${NAME_PATTERN.source} (a lower-case letter, then lower-case letters, digits or _)`);
 
-export const columnName = () =>
-  z.string().regex(COLUMN_PATTERN, `a column name must match ${COLUMN_PATTERN.source}`);
+export const columnName = () => z.string().regex(COLUMN_PATTERN, `a column name must match ${COLUMN_PATTERN.source}`);
 
-export const catalogName = () =>
-  z.string().regex(CATALOG_PATTERN, `a catalog name must match ${CATALOG_PATTERN.source}`);
+export const catalogName = () => z.string().regex(CATALOG_PATTERN, `a catalog name must match ${CATALOG_PATTERN.source}`);
 
 /**
  * An absolute, literal storage URI: `s3a://bucket/prefix`, `file:///var/lake/acme`, `abfss://…`.
@@ -78,13 +75,18 @@ export const tenantSection = () =>
   z
     .object({
       id: name().describe('The tenant: its namespaces are <catalog>.<id>_bronze|silver|gold; the platform config may list the known tenants.'),
-      'storage-root': storageUri().describe("The tenant's storage root (s3a://…, abfss://…, file:///…), under which every layer's files live; must be one of the platform's roots for the tenant."),
+      'storage-root': storageUri().describe(
+        "The tenant's storage root (s3a://…, abfss://…, file:///…), under which every layer's files live; must be one of the platform's roots for the tenant.",
+      ),
     })
     .strict()
     .describe('Whose data this job reads and writes.');
 
 export function formatPath(path: readonly PropertyKey[]): string {
-  return path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replaceAll('.[', '[');
+  return path
+    .map((p) => (typeof p === 'number' ? `[${p}]` : String(p)))
+    .join('.')
+    .replaceAll('.[', '[');
 }
 
 /**

@@ -95,9 +95,19 @@ export const FUNCTIONS: ReadonlyMap<string, FunctionSpec> = new Map([
 /** Why some well-known functions are refused, for a clearer message than "not allowed". */
 export const REFUSED_FUNCTIONS: ReadonlyMap<string, string> = new Map([
   ...['reflect', 'java_method', 'try_reflect'].map((n) => [n, 'reflection runs Java code on the shared server'] as const),
-  ...['input_file_name', 'input_file_block_start', 'input_file_block_length', 'current_user', 'user', 'session_user', 'current_database', 'current_schema', 'current_catalog', 'version', 'spark_partition_id'].map(
-    (n) => [n, 'it discloses the server and session, not the row'] as const,
-  ),
+  ...[
+    'input_file_name',
+    'input_file_block_start',
+    'input_file_block_length',
+    'current_user',
+    'user',
+    'session_user',
+    'current_database',
+    'current_schema',
+    'current_catalog',
+    'version',
+    'spark_partition_id',
+  ].map((n) => [n, 'it discloses the server and session, not the row'] as const),
   ...['rand', 'random', 'randn', 'uuid', 'shuffle', 'monotonically_increasing_id', 'current_date', 'current_timestamp', 'now', 'curdate', 'localtimestamp'].map(
     (n) => [n, 'it is not deterministic: a rerun must select the same rows'] as const,
   ),

@@ -89,7 +89,8 @@ export function tokenize(text: string): Token[] {
       if (end < 0) return fail(start, 'unterminated backticked name', '`');
       const name = text.slice(i + 1, end);
       // A doubled backtick would be a backtick inside the name, which no column name has.
-      if (!COLUMN_PATTERN.test(name) || text[end + 1] === '`') return fail(start, `a column name must match ${COLUMN_PATTERN.source}`, text.slice(start, end + 1));
+      if (!COLUMN_PATTERN.test(name) || text[end + 1] === '`')
+        return fail(start, `a column name must match ${COLUMN_PATTERN.source}`, text.slice(start, end + 1));
       out.push({ t: 'ident', text: name, upper: name.toUpperCase(), quoted: true, pos: start + 1 });
       i = end + 1;
       continue;
@@ -104,8 +105,7 @@ export function tokenize(text: string): Token[] {
         i += 2;
         while (isDigit(text[i])) i++;
       }
-      if (isIdentPart(text[i]) || text[i] === '.')
-        return fail(i, 'a number must end here (type suffixes such as 10L are not supported: use CAST)');
+      if (isIdentPart(text[i]) || text[i] === '.') return fail(i, 'a number must end here (type suffixes such as 10L are not supported: use CAST)');
       out.push({ t: 'number', text: text.slice(start, i), pos: start + 1 });
       continue;
     }

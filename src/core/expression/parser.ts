@@ -47,12 +47,40 @@ const REFUSED_WORDS: ReadonlyMap<string, string> = new Map([
   ['DISTINCT', 'DISTINCT is not allowed: an expression sees only its row'],
 ]);
 /** Grammar words: never a bare column name (backticks make them one: `end`). */
-const KEYWORDS = new Set(['AND', 'OR', 'NOT', 'IS', 'IN', 'BETWEEN', 'LIKE', 'ESCAPE', 'CASE', 'WHEN', 'THEN', 'ELSE', 'END', 'CAST', 'AS', 'NULL', 'TRUE', 'FALSE']);
+const KEYWORDS = new Set([
+  'AND',
+  'OR',
+  'NOT',
+  'IS',
+  'IN',
+  'BETWEEN',
+  'LIKE',
+  'ESCAPE',
+  'CASE',
+  'WHEN',
+  'THEN',
+  'ELSE',
+  'END',
+  'CAST',
+  'AS',
+  'NULL',
+  'TRUE',
+  'FALSE',
+]);
 /**
  * Names Spark reads as a function call when the row has no such column (its "literal functions"),
  * quoted or not: as column names they would let a typo read the session's user or clock.
  */
-const FUNCTION_LIKE_COLUMNS = new Set(['current_date', 'current_timestamp', 'current_time', 'current_user', 'user', 'session_user', 'localtimestamp', 'grouping__id']);
+const FUNCTION_LIKE_COLUMNS = new Set([
+  'current_date',
+  'current_timestamp',
+  'current_time',
+  'current_user',
+  'user',
+  'session_user',
+  'localtimestamp',
+  'grouping__id',
+]);
 
 const COMPARISONS: ReadonlyMap<string, ComparisonOp> = new Map([
   ['=', '='],
@@ -102,7 +130,8 @@ class Parser {
   parse(): Node {
     const node = this.expr();
     const t = this.peek();
-    if (t.t !== 'eof') this.unexpected(t, t.t === 'ident' && REFUSED_WORDS.has(t.upper) && !t.quoted ? REFUSED_WORDS.get(t.upper) : 'expected an operator or the end');
+    if (t.t !== 'eof')
+      this.unexpected(t, t.t === 'ident' && REFUSED_WORDS.has(t.upper) && !t.quoted ? REFUSED_WORDS.get(t.upper) : 'expected an operator or the end');
     return node;
   }
 
@@ -355,7 +384,8 @@ class Parser {
     if (t.t === 'ident' && !t.quoted) {
       const refused = REFUSED_WORDS.get(t.upper);
       if (refused) return this.unexpected(t, refused);
-      if (['TRUE', 'FALSE', 'NULL'].includes(t.upper) || ((t.upper === 'DATE' || t.upper === 'TIMESTAMP') && this.peek(1).t === 'string')) return this.primary();
+      if (['TRUE', 'FALSE', 'NULL'].includes(t.upper) || ((t.upper === 'DATE' || t.upper === 'TIMESTAMP') && this.peek(1).t === 'string'))
+        return this.primary();
     }
     return this.unexpected(t, why);
   }
@@ -489,6 +519,7 @@ function typedLiteral(keyword: string, t: Extract<Token, { t: 'string' }>): Lite
   }
   const m = TIMESTAMP.exec(t.value);
   const ok = m !== null && validDate(m[1]!) && Number(m[2] ?? 0) < 24 && Number(m[3] ?? 0) < 60 && Number(m[4] ?? 0) < 60;
-  if (!ok) throw new ExpressionSyntaxError(t.pos, `TIMESTAMP ${t.text} is not a timestamp like '2026-07-05 10:30:00' (optionally with .ffffff and Z or ±hh:mm)`);
+  if (!ok)
+    throw new ExpressionSyntaxError(t.pos, `TIMESTAMP ${t.text} is not a timestamp like '2026-07-05 10:30:00' (optionally with .ffffff and Z or ±hh:mm)`);
   return { type: 'timestamp', value: t.value };
 }

@@ -34,7 +34,6 @@ import {
 
 const TEMPLATE = 'jdbc-snapshot-ingest';
 
-
 /**
  * JDBC sub-protocols an inline `source.url` may use, each with the driver classes it may name. A
  * tenant never picks an arbitrary class: the server would load and instantiate it.
@@ -65,13 +64,16 @@ const LITERAL_PASSWORD =
 
 const bound = z.union([
   z.number().int('must be a whole number'),
-  z.string().regex(/^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?)?$/, 'must be a whole number, a date (2026-07-05) or a timestamp (2026-07-05 12:00:00)'),
+  z
+    .string()
+    .regex(/^\d{4}-\d{2}-\d{2}([ T]\d{2}:\d{2}:\d{2}(\.\d{1,6})?)?$/, 'must be a whole number, a date (2026-07-05) or a timestamp (2026-07-05 12:00:00)'),
 ]);
-
 
 const targetBase = z
   .object({
-    table: name().describe('The bronze table: parquet under <storage-root>/bronze/<table> (v1), or <catalog>.<tenant>_bronze.<table> (v2 format iceberg/delta).'),
+    table: name().describe(
+      'The bronze table: parquet under <storage-root>/bronze/<table> (v1), or <catalog>.<tenant>_bronze.<table> (v2 format iceberg/delta).',
+    ),
     'snapshot-date': isoDate().describe('The date this snapshot stands for, e.g. --set target.snapshot-date={{ ds }}; its partition is replaced on a rerun.'),
     'partition-by': z.array(columnName()).default([]).describe('Source columns to partition by, after _snapshot_date.'),
   })
@@ -92,95 +94,113 @@ const TARGET = 'The bronze snapshot to write.';
 const targetV1 = targetBase.superRefine(checkPartitionBy).describe(TARGET);
 
 /** v2: the bronze layer may be an Iceberg or Delta table instead of bare parquet. */
-const targetV2 = targetBase.extend(bronzeFormatKeys).superRefine((t, ctx) => {
-  checkPartitionBy(t, ctx);
-  checkBronzeCatalog(t, ctx);
-}).describe(TARGET);
+const targetV2 = targetBase
+  .extend(bronzeFormatKeys)
+  .superRefine((t, ctx) => {
+    checkPartitionBy(t, ctx);
+    checkBronzeCatalog(t, ctx);
+  })
+  .describe(TARGET);
 
 const source = z
-      .object({
-        table: z
-          .string()
-          .regex(SOURCE_TABLE, 'must be a table name, optionally schema-qualified (public.orders): letters, digits, _ and $ in up to 3 dot-separated parts')
-          .optional()
-          .describe('The table to snapshot, as the database names it. Exactly one of table and query.'),
-        query: z
-          .string()
-          .trim()
-          .min(1, 'must not be empty')
-          .max(100_000, 'is too long')
-          .optional()
-          .describe("The tenant's own SQL, run by the database with the connection's rights (Spark's JDBC `query` option). Exactly one of table and query."),
-        where: expression('source.where')
-          .optional()
-          .describe('A condition on the rows of source.table in the config expression language (docs/expressions.md); Spark pushes what it can down to the database.'),
-        connection: name().optional().describe('A named connection of the platform config (jdbc.connections.<name>): url, user and password come from there.'),
-        url: z
-          .string()
-          .regex(new RegExp(`^jdbc:(${INLINE_PROTOCOLS.join('|')}):`), `must be a JDBC url of one of: ${INLINE_PROTOCOLS.map((p) => `jdbc:${p}:`).join(', ')}`)
-          .optional()
-          .describe('The JDBC url, when the platform allows inline urls (jdbc.inline-urls = allow); no credentials in it. Else name source.connection.'),
-        user: z.string().min(1).optional().describe('The database user (with source.url).'),
-        password: z
-          .union([secretRef, z.string().describe(`Refused (exit 78): ${LITERAL_PASSWORD}`)])
-          .optional()
-          .describe('The database password by reference: { env = "NAME" } or { file = "/mounted/secret" } (with source.url); never a literal.'),
-        driver: z
-          .string()
-          .regex(/^[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)+$/, 'must be a Java class name such as org.postgresql.Driver')
-          .optional()
-          .describe("The JDBC driver class; must be the url protocol's own driver (org.postgresql.Driver for jdbc:postgresql:)."),
-        'partition-column': columnName().optional().describe('A numeric, date or timestamp column: Spark reads num-partitions ranges of it in parallel.'),
-        'lower-bound': bound.optional().describe('The low end of partition-column\'s range (a number, date or timestamp); rows below it are still read, by the first partition.'),
-        'upper-bound': bound.optional().describe('The high end of partition-column\'s range; rows above it are still read, by the last partition.'),
-        'num-partitions': z.number().int().min(1).max(256, 'at most 256 parallel connections').optional().describe('How many ranges (and connections) partition-column is split into.'),
-        'fetch-size': z.number().int().min(1).max(1_000_000).optional().describe('Rows the JDBC driver fetches per round trip.'),
-      })
-      .strict()
-      .describe('The database table or query to snapshot.')
-      .superRefine((s, ctx) => {
-        const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: path ? [path] : [], message });
-        // Seed v1 configs carried `password = "…"`: they keep working once the password is a reference.
-        if (typeof s.password === 'string') issue('password', LITERAL_PASSWORD);
-        if (s.table === undefined && s.query === undefined) issue('table', 'is required (or source.query)');
-        if (s.table !== undefined && s.query !== undefined) issue('query', 'cannot be combined with source.table: give one of them');
-        if (s.query !== undefined && s.where !== undefined) issue('where', 'filters source.table; with source.query put the condition inside the query');
-        if (s.query !== undefined && s['partition-column'] !== undefined)
-          issue('partition-column', 'needs source.table (Spark cannot partition a source.query); use source.table with source.where');
-        if (s.connection !== undefined) {
-          for (const k of ['url', 'user', 'password', 'driver'] as const)
-            if (s[k] !== undefined) issue(k, `comes from the platform connection "${s.connection}"; remove it here`);
-        } else if (s.url === undefined) {
-          issue('connection', 'is required: name a platform connection (jdbc.connections.<name>) or give source.url');
-        } else if (/\/\/[^/?#]*@/.test(s.url) || REFUSED_URL_PARAMS.test(s.url)) {
-          issue('url', 'must not carry credentials or driver plug-ins (user, password, socket/ssl factories, …): use source.user and source.password { env = "NAME" }');
-        } else if (s.driver !== undefined) {
-          const protocol = /^jdbc:([a-z0-9]+):/.exec(s.url)?.[1] as keyof typeof INLINE_DRIVERS | undefined;
-          const allowed: readonly string[] = protocol ? INLINE_DRIVERS[protocol] ?? [] : [];
-          if (!allowed.includes(s.driver)) issue('driver', `must be the ${protocol ?? 'url'}'s driver: ${allowed.join(' or ') || 'none known'}`);
-        }
-        const partitioned = ['lower-bound', 'upper-bound', 'num-partitions'] as const;
-        if (s['partition-column'] === undefined) {
-          for (const k of partitioned) if (s[k] !== undefined) issue(k, 'needs source.partition-column (the column whose range is split)');
-        } else {
-          for (const k of partitioned) if (s[k] === undefined) issue(k, 'is required with source.partition-column');
-          const lo = s['lower-bound'];
-          const hi = s['upper-bound'];
-          if (lo !== undefined && hi !== undefined) {
-            if (typeof lo !== typeof hi) issue('upper-bound', 'must be of the same kind as lower-bound (both numbers, or both dates/timestamps)');
-            else if (lo >= hi) issue('upper-bound', 'must be greater than lower-bound');
-          }
-        }
-      });
+  .object({
+    table: z
+      .string()
+      .regex(SOURCE_TABLE, 'must be a table name, optionally schema-qualified (public.orders): letters, digits, _ and $ in up to 3 dot-separated parts')
+      .optional()
+      .describe('The table to snapshot, as the database names it. Exactly one of table and query.'),
+    query: z
+      .string()
+      .trim()
+      .min(1, 'must not be empty')
+      .max(100_000, 'is too long')
+      .optional()
+      .describe("The tenant's own SQL, run by the database with the connection's rights (Spark's JDBC `query` option). Exactly one of table and query."),
+    where: expression('source.where')
+      .optional()
+      .describe(
+        'A condition on the rows of source.table in the config expression language (docs/expressions.md); Spark pushes what it can down to the database.',
+      ),
+    connection: name().optional().describe('A named connection of the platform config (jdbc.connections.<name>): url, user and password come from there.'),
+    url: z
+      .string()
+      .regex(new RegExp(`^jdbc:(${INLINE_PROTOCOLS.join('|')}):`), `must be a JDBC url of one of: ${INLINE_PROTOCOLS.map((p) => `jdbc:${p}:`).join(', ')}`)
+      .optional()
+      .describe('The JDBC url, when the platform allows inline urls (jdbc.inline-urls = allow); no credentials in it. Else name source.connection.'),
+    user: z.string().min(1).optional().describe('The database user (with source.url).'),
+    password: z
+      .union([secretRef, z.string().describe(`Refused (exit 78): ${LITERAL_PASSWORD}`)])
+      .optional()
+      .describe('The database password by reference: { env = "NAME" } or { file = "/mounted/secret" } (with source.url); never a literal.'),
+    driver: z
+      .string()
+      .regex(/^[A-Za-z_$][A-Za-z0-9_$]*(\.[A-Za-z_$][A-Za-z0-9_$]*)+$/, 'must be a Java class name such as org.postgresql.Driver')
+      .optional()
+      .describe("The JDBC driver class; must be the url protocol's own driver (org.postgresql.Driver for jdbc:postgresql:)."),
+    'partition-column': columnName().optional().describe('A numeric, date or timestamp column: Spark reads num-partitions ranges of it in parallel.'),
+    'lower-bound': bound
+      .optional()
+      .describe("The low end of partition-column's range (a number, date or timestamp); rows below it are still read, by the first partition."),
+    'upper-bound': bound.optional().describe("The high end of partition-column's range; rows above it are still read, by the last partition."),
+    'num-partitions': z
+      .number()
+      .int()
+      .min(1)
+      .max(256, 'at most 256 parallel connections')
+      .optional()
+      .describe('How many ranges (and connections) partition-column is split into.'),
+    'fetch-size': z.number().int().min(1).max(1_000_000).optional().describe('Rows the JDBC driver fetches per round trip.'),
+  })
+  .strict()
+  .describe('The database table or query to snapshot.')
+  .superRefine((s, ctx) => {
+    const issue = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: path ? [path] : [], message });
+    // Seed v1 configs carried `password = "…"`: they keep working once the password is a reference.
+    if (typeof s.password === 'string') issue('password', LITERAL_PASSWORD);
+    if (s.table === undefined && s.query === undefined) issue('table', 'is required (or source.query)');
+    if (s.table !== undefined && s.query !== undefined) issue('query', 'cannot be combined with source.table: give one of them');
+    if (s.query !== undefined && s.where !== undefined) issue('where', 'filters source.table; with source.query put the condition inside the query');
+    if (s.query !== undefined && s['partition-column'] !== undefined)
+      issue('partition-column', 'needs source.table (Spark cannot partition a source.query); use source.table with source.where');
+    if (s.connection !== undefined) {
+      for (const k of ['url', 'user', 'password', 'driver'] as const)
+        if (s[k] !== undefined) issue(k, `comes from the platform connection "${s.connection}"; remove it here`);
+    } else if (s.url === undefined) {
+      issue('connection', 'is required: name a platform connection (jdbc.connections.<name>) or give source.url');
+    } else if (/\/\/[^/?#]*@/.test(s.url) || REFUSED_URL_PARAMS.test(s.url)) {
+      issue(
+        'url',
+        'must not carry credentials or driver plug-ins (user, password, socket/ssl factories, …): use source.user and source.password { env = "NAME" }',
+      );
+    } else if (s.driver !== undefined) {
+      const protocol = /^jdbc:([a-z0-9]+):/.exec(s.url)?.[1] as keyof typeof INLINE_DRIVERS | undefined;
+      const allowed: readonly string[] = protocol ? (INLINE_DRIVERS[protocol] ?? []) : [];
+      if (!allowed.includes(s.driver)) issue('driver', `must be the ${protocol ?? 'url'}'s driver: ${allowed.join(' or ') || 'none known'}`);
+    }
+    const partitioned = ['lower-bound', 'upper-bound', 'num-partitions'] as const;
+    if (s['partition-column'] === undefined) {
+      for (const k of partitioned) if (s[k] !== undefined) issue(k, 'needs source.partition-column (the column whose range is split)');
+    } else {
+      for (const k of partitioned) if (s[k] === undefined) issue(k, 'is required with source.partition-column');
+      const lo = s['lower-bound'];
+      const hi = s['upper-bound'];
+      if (lo !== undefined && hi !== undefined) {
+        if (typeof lo !== typeof hi) issue('upper-bound', 'must be of the same kind as lower-bound (both numbers, or both dates/timestamps)');
+        else if (lo >= hi) issue('upper-bound', 'must be greater than lower-bound');
+      }
+    }
+  });
 
 const v2 = defineVersion(2, { sections: { source, target: targetV2 } });
 /** The spec the plan is built from: the newest version's config. */
 export type JdbcSnapshotIngestSpec = SpecOf<typeof v2.sections>;
 
 /** v1 is the seed project's shape: parquet bronze only. */
-const v1 = defineVersion(1, { sections: { source, target: targetV1 } }).migrate(
-  (c): JdbcSnapshotIngestSpec => ({ tenant: c.tenant, source: c.source, target: { ...c.target, format: 'parquet' } }),
-);
+const v1 = defineVersion(1, { sections: { source, target: targetV1 } }).migrate((c): JdbcSnapshotIngestSpec => ({
+  tenant: c.tenant,
+  source: c.source,
+  target: { ...c.target, format: 'parquet' },
+}));
 
 function plan(ctx: JobContext, config: JdbcSnapshotIngestSpec): JobPlan {
   const { tenant } = ctx;
@@ -190,7 +210,11 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestSpec): JobPlan {
   const connection = source.connection !== undefined ? ctx.jdbcConnection(source.connection, 'source.connection') : undefined;
   if (!connection && !ctx.inlineJdbcUrls)
     throw new ConfigError([
-      { path: 'source.url', message: 'the platform config does not allow job configs to give their own JDBC url (jdbc.inline-urls = deny): name a platform connection in source.connection' },
+      {
+        path: 'source.url',
+        message:
+          'the platform config does not allow job configs to give their own JDBC url (jdbc.inline-urls = deny): name a platform connection in source.connection',
+      },
     ]);
   const url = connection?.url ?? source.url!;
   const user = connection?.user ?? source.user;
@@ -233,14 +257,15 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestSpec): JobPlan {
     // An empty snapshot would replace nothing (a dynamic overwrite only replaces partitions it
     // writes): say so and skip rather than report a success that left an older copy in place.
     query: rows.select(alias(lit(1), 'one')).limit(1),
-    interpret: (r) =>
-      r.length === 0 ? { skip: `the source ${origin} returned no rows: nothing written for snapshot-date ${target['snapshot-date']}` } : {},
+    interpret: (r) => (r.length === 0 ? { skip: `the source ${origin} returned no rows: nothing written for snapshot-date ${target['snapshot-date']}` } : {}),
   };
   const count: Step = {
     kind: 'query',
     id: 'count-snapshot',
     title: `Count the rows of ${SNAPSHOT_DATE}=${target['snapshot-date']} in ${bronze.name}`,
-    query: readBronze(bronze).rows.filter(eq(col(SNAPSHOT_DATE), snapshotDate)).aggregate([], [alias(fn('count', lit(1)), 'rows')]),
+    query: readBronze(bronze)
+      .rows.filter(eq(col(SNAPSHOT_DATE), snapshotDate))
+      .aggregate([], [alias(fn('count', lit(1)), 'rows')]),
     interpret: (r) => {
       const n = Number(r[0]?.rows ?? 0);
       return { output: { ...output, metrics: { rowsWritten: n } }, metrics: { rowsRead: n, rowsWritten: n } };

@@ -163,14 +163,26 @@ export function readBronze(ref: BronzeRef, snapshotDates?: readonly string[]): B
           title: `Check that the bronze partitions of ${snapshotDates.join(', ')} exist in ${ref.location}`,
           paths: partitions,
           interpret: (missing) =>
-            missing.length === 0 ? {} : { skip: noSnapshot(snapshotDates.filter((_, i) => missing.includes(partitions[i]!)), ref) },
+            missing.length === 0
+              ? {}
+              : {
+                  skip: noSnapshot(
+                    snapshotDates.filter((_, i) => missing.includes(partitions[i]!)),
+                    ref,
+                  ),
+                },
         },
       ],
     };
   }
   const table = Query.table(tableParts(ref.table));
   if (!snapshotDates) return { rows: table, checks: [] };
-  const selected = table.filter(isIn(col(SNAPSHOT_DATE), snapshotDates.map((d) => lit({ date: d }))));
+  const selected = table.filter(
+    isIn(
+      col(SNAPSHOT_DATE),
+      snapshotDates.map((d) => lit({ date: d })),
+    ),
+  );
   return {
     rows: selected,
     checks: [

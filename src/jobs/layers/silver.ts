@@ -18,7 +18,11 @@ export interface SilverRef {
 }
 
 /** The tenant's silver table `name` (the catalog checked against `format`; errors at `<section>.catalog|format`). */
-export function silverRef(ctx: JobContext, spec: { table: string; catalog?: string | undefined; format?: SilverFormat | undefined }, section = 'target'): SilverRef {
+export function silverRef(
+  ctx: JobContext,
+  spec: { table: string; catalog?: string | undefined; format?: SilverFormat | undefined },
+  section = 'target',
+): SilverRef {
   const catalog = tableCatalog(ctx, spec.catalog, spec.format, section);
   return { catalog, table: ctx.tenant.table(catalog.name, 'silver', spec.table), location: ctx.tenant.location('silver', spec.table) };
 }

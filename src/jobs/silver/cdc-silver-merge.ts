@@ -30,7 +30,16 @@ import { Query, sqlCommand } from '../../spark/plan/query.js';
 import type { ColumnSource, DatasetRef, Facts, JobContext, JobPlan, PlanLineage, SchemaDiff, Step } from '../template.js';
 import { createNamespaceStep, readCommitStep, tableProperties } from '../tables.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
-import { BRONZE_SESSION_CONF, BRONZE_STAMPS, type BronzeFormat, type BronzeRef, bronzeFormatKeys, bronzeRef, checkBronzeCatalog, readBronze } from '../layers/bronze.js';
+import {
+  BRONZE_SESSION_CONF,
+  BRONZE_STAMPS,
+  type BronzeFormat,
+  type BronzeRef,
+  bronzeFormatKeys,
+  bronzeRef,
+  checkBronzeCatalog,
+  readBronze,
+} from '../layers/bronze.js';
 import { SILVER_FORMATS, type SilverFormat, silverCompanion, silverRef } from '../layers/silver.js';
 
 /**
@@ -96,17 +105,20 @@ const PRIMARY_KEY = () =>
 const SEQUENCE_BY =
   'The column that orders the events of one key (a log sequence number, a commit timestamp): the highest wins; a tie or NULL fails the run (65).';
 const OP_COLUMN = () => columnName().optional().describe('The column holding the operation (e.g. op = c/u/d); with delete-values, which events are deletes.');
-const DELETE_VALUES = () =>
-  z.array(z.string().min(1)).min(1).optional().describe('The op-column values that mean a delete, e.g. ["d", "D"].');
+const DELETE_VALUES = () => z.array(z.string().min(1)).min(1).optional().describe('The op-column values that mean a delete, e.g. ["d", "D"].');
 const TARGET_TABLE = () => name().describe('The silver table: <catalog>.<tenant>_silver.<table>, stored at <storage-root>/silver/<table>.');
-const TARGET_CATALOG = () => catalogName().optional().describe("A catalog of the platform config (its default when omitted).");
+const TARGET_CATALOG = () => catalogName().optional().describe('A catalog of the platform config (its default when omitted).');
 
 const source = z
   .object({
-    table: name().describe('The bronze table holding the CDC events: <storage-root>/bronze/<table> (parquet), or <catalog>.<tenant>_bronze.<table> with v2 source.format.'),
+    table: name().describe(
+      'The bronze table holding the CDC events: <storage-root>/bronze/<table> (parquet), or <catalog>.<tenant>_bronze.<table> with v2 source.format.',
+    ),
     where: expression('source.where')
       .optional()
-      .describe('A config expression (docs/expressions.md) that keeps only matching events, e.g. "region = \'eu\'"; evaluated before the latest event per key is chosen.'),
+      .describe(
+        'A config expression (docs/expressions.md) that keeps only matching events, e.g. "region = \'eu\'"; evaluated before the latest event per key is chosen.',
+      ),
   })
   .strict()
   .describe('Where the CDC events come from.');
@@ -120,45 +132,51 @@ const columnType = () =>
   z
     .string()
     .transform((t) => t.trim().toLowerCase().replace(/\s+/g, ''))
-    .refine((t) => {
-      if (SCALAR_TYPES.includes(t)) return true;
-      const m = /^decimal\((\d{1,2}),(\d{1,2})\)$/.exec(t);
-      return m !== null && Number(m[1]) >= 1 && Number(m[1]) <= 38 && Number(m[2]) <= Number(m[1]);
-    }, `must be one of ${SCALAR_TYPES.join(', ')} or decimal(p,s) with 1 <= p <= 38 and s <= p`);
+    .refine(
+      (t) => {
+        if (SCALAR_TYPES.includes(t)) return true;
+        const m = /^decimal\((\d{1,2}),(\d{1,2})\)$/.exec(t);
+        return m !== null && Number(m[1]) >= 1 && Number(m[1]) <= 38 && Number(m[2]) <= Number(m[1]);
+      },
+      `must be one of ${SCALAR_TYPES.join(', ')} or decimal(p,s) with 1 <= p <= 38 and s <= p`,
+    );
 
 /**
  * v2: which bronze partitions to read (`--set source.snapshot-date={{ ds }}`), without it all of
  * them; and which bronze format (what jdbc-snapshot-ingest's target.format wrote).
  */
-const sourceV2 = source.extend({
-  ...bronzeFormatKeys,
-  'snapshot-date': z
-    .union([isoDate(), z.array(isoDate()).min(1)])
-    .transform((v) => (Array.isArray(v) ? v : [v]))
-    .refine((dates) => new Set(dates).size === dates.length, 'lists a date twice')
-    .optional()
-    .describe(
-      'The bronze snapshot date(s) to merge, e.g. --set source.snapshot-date={{ ds }}: exactly <bronze>/_snapshot_date=<date> is read for each (a table: filtered by that literal date), no other partition is listed or read; a date without a partition skips the run (99). Without it, every partition is read.',
-    ),
-}).superRefine(checkBronzeCatalog).describe('Where the CDC events come from.');
+const sourceV2 = source
+  .extend({
+    ...bronzeFormatKeys,
+    'snapshot-date': z
+      .union([isoDate(), z.array(isoDate()).min(1)])
+      .transform((v) => (Array.isArray(v) ? v : [v]))
+      .refine((dates) => new Set(dates).size === dates.length, 'lists a date twice')
+      .optional()
+      .describe(
+        'The bronze snapshot date(s) to merge, e.g. --set source.snapshot-date={{ ds }}: exactly <bronze>/_snapshot_date=<date> is read for each (a table: filtered by that literal date), no other partition is listed or read; a date without a partition skips the run (99). Without it, every partition is read.',
+      ),
+  })
+  .superRefine(checkBronzeCatalog)
+  .describe('Where the CDC events come from.');
 
 const v1Sections = {
-    source,
-    cdc: z
-      .object({
-        'primary-key': PRIMARY_KEY(),
-        'sequence-by': columnName().describe(SEQUENCE_BY),
-        'op-column': OP_COLUMN(),
-        'delete-values': DELETE_VALUES(),
-      })
-      .strict()
-      .superRefine((cdc, ctx) => {
-        cdcChecks({ keys: cdc['primary-key'], sequence: [cdc['sequence-by']], op: cdc['op-column'] }, ctx, 'sequence-by');
-        if (cdc['delete-values'] && cdc['op-column'] === undefined)
-          ctx.addIssue({ code: 'custom', path: ['delete-values'], message: 'needs cdc.op-column (which column holds the operation?)' });
-      })
-      .describe(CDC),
-    target: z.object({ table: TARGET_TABLE(), catalog: TARGET_CATALOG() }).strict().describe('The silver table the events are merged into.'),
+  source,
+  cdc: z
+    .object({
+      'primary-key': PRIMARY_KEY(),
+      'sequence-by': columnName().describe(SEQUENCE_BY),
+      'op-column': OP_COLUMN(),
+      'delete-values': DELETE_VALUES(),
+    })
+    .strict()
+    .superRefine((cdc, ctx) => {
+      cdcChecks({ keys: cdc['primary-key'], sequence: [cdc['sequence-by']], op: cdc['op-column'] }, ctx, 'sequence-by');
+      if (cdc['delete-values'] && cdc['op-column'] === undefined)
+        ctx.addIssue({ code: 'custom', path: ['delete-values'], message: 'needs cdc.op-column (which column holds the operation?)' });
+    })
+    .describe(CDC),
+  target: z.object({ table: TARGET_TABLE(), catalog: TARGET_CATALOG() }).strict().describe('The silver table the events are merged into.'),
 };
 
 const v2 = defineVersion(2, {
@@ -222,10 +240,12 @@ const v2 = defineVersion(2, {
   refine: (c, ctx) => {
     const protectedCols = [...c.cdc['primary-key'], ...c.cdc['sequence-by']];
     for (const [i, x] of (c.columns?.exclude ?? []).entries())
-      if (protectedCols.includes(x)) ctx.addIssue({ code: 'custom', path: ['columns', 'exclude', i], message: `"${x}" is a key or sequence column and cannot be excluded` });
+      if (protectedCols.includes(x))
+        ctx.addIssue({ code: 'custom', path: ['columns', 'exclude', i], message: `"${x}" is a key or sequence column and cannot be excluded` });
     for (const x of Object.keys(c.columns?.types ?? {})) {
       const path = ['columns', 'types', x];
-      if ((BRONZE_STAMPS as readonly string[]).includes(x)) ctx.addIssue({ code: 'custom', path, message: `"${x}" is a bronze metadata column and never reaches silver` });
+      if ((BRONZE_STAMPS as readonly string[]).includes(x))
+        ctx.addIssue({ code: 'custom', path, message: `"${x}" is a bronze metadata column and never reaches silver` });
       else if (x === c.cdc['op-column']) ctx.addIssue({ code: 'custom', path, message: `"${x}" is cdc.op-column and never reaches silver` });
       else if (c.columns?.exclude?.includes(x)) ctx.addIssue({ code: 'custom', path, message: `"${x}" is excluded (columns.exclude)` });
       else if (c.columns?.include && !c.columns.include.includes(x) && !protectedCols.includes(x))
@@ -238,21 +258,19 @@ const v2 = defineVersion(2, {
 export type CdcSilverMergeSpec = SpecOf<typeof v2.sections>;
 
 /** v1 is the seed project's shape: parquet bronze, one sequence column, op values. */
-const v1 = defineVersion(1, { sections: v1Sections }).migrate(
-  (c): CdcSilverMergeSpec => ({
-    tenant: c.tenant,
-    source: { ...c.source, format: 'parquet' },
-    cdc: {
-      'primary-key': c.cdc['primary-key'],
-      'sequence-by': [c.cdc['sequence-by']],
-      'op-column': c.cdc['op-column'],
-      'delete-values': c.cdc['delete-values'],
-      'tombstone-retention-days': 30,
-    },
-    'schema-evolution': 'fail',
-    target: c.target,
-  }),
-);
+const v1 = defineVersion(1, { sections: v1Sections }).migrate((c): CdcSilverMergeSpec => ({
+  tenant: c.tenant,
+  source: { ...c.source, format: 'parquet' },
+  cdc: {
+    'primary-key': c.cdc['primary-key'],
+    'sequence-by': [c.cdc['sequence-by']],
+    'op-column': c.cdc['op-column'],
+    'delete-values': c.cdc['delete-values'],
+    'tombstone-retention-days': 30,
+  },
+  'schema-evolution': 'fail',
+  target: c.target,
+}));
 
 /** Both versions, normalised: what the plan is built from. */
 interface MergeSpec {
@@ -336,7 +354,9 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   const silverColumns = latest.drop(DELETE_FLAG);
 
   // Tombstones known before this run decide whether an upsert is newer than a delete.
-  const knownTombstones = Query.table(tableParts(tombstones)).select(...keyAndSeq).as(TOMB);
+  const knownTombstones = Query.table(tableParts(tombstones))
+    .select(...keyAndSeq)
+    .as(TOMB);
   const tombstoneMatch = and(...keys.map((k) => eqNullSafe(col(RESOLVED, k), col(TOMB, k))));
   const source = latest
     .as(RESOLVED)
@@ -479,7 +499,9 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       kind: 'query',
       id: 'count-expired',
       title: `Count tombstones older than ${spec.tombstoneRetentionDays} days`,
-      query: Query.table(tableParts(tombstones)).filter(expired(spec.tombstoneRetentionDays)).aggregate([], [alias(fn('count', lit(1)), 'rows')]),
+      query: Query.table(tableParts(tombstones))
+        .filter(expired(spec.tombstoneRetentionDays))
+        .aggregate([], [alias(fn('count', lit(1)), 'rows')]),
       interpret: () => ({}),
     },
     {
@@ -524,8 +546,7 @@ function columnLineage(bronze: BronzeRef, target: TableName, tombstones: TableNa
  * unless `schema-evolution = add-columns`, which adds them (and only them) first.
  */
 export function schemaDecision(diff: SchemaDiff, table: string, parts: string[], evolution: 'fail' | 'add-columns'): { fail?: DataError; commands?: Cmd[] } {
-  if (diff.missing.length)
-    return { fail: new DataError(`the batch lacks columns that ${table} has: ${diff.missing.join(', ')}`, { code: 'SCHEMA_CHANGED' }) };
+  if (diff.missing.length) return { fail: new DataError(`the batch lacks columns that ${table} has: ${diff.missing.join(', ')}`, { code: 'SCHEMA_CHANGED' }) };
   if (diff.changed.length)
     return {
       fail: new DataError(

@@ -239,4 +239,3 @@ function schemaProblem(diff: SchemaDiff, table: string): DataError | undefined {
 export function fact(facts: Facts, step: string, column: string): number {
   return Number(facts[step]?.[0]?.[column] ?? 0);
 }
-

@@ -2,12 +2,7 @@ import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
 import { type Any, AnySchema } from '@bufbuild/protobuf/wkt';
 import { type Plan, PlanSchema } from '../proto/gen/spark/connect/base_pb.js';
-import {
-  type Command,
-  CommandSchema,
-  WriteOperation_SaveMode,
-  WriteOperationV2_Mode,
-} from '../proto/gen/spark/connect/commands_pb.js';
+import { type Command, CommandSchema, WriteOperation_SaveMode, WriteOperationV2_Mode } from '../proto/gen/spark/connect/commands_pb.js';
 import {
   type Expression,
   type Expression_Literal,
@@ -60,14 +55,20 @@ export type StreamingQueryAction = { await: { timeoutMs: number } } | 'recentPro
  */
 export function compileCheckpointCommand(rel: Rel, opts: CompileOptions): Plan {
   return create(PlanSchema, {
-    opType: { case: 'command', value: create(CommandSchema, { commandType: { case: 'checkpointCommand', value: { relation: relation(rel, opts), local: true, eager: true } } }) },
+    opType: {
+      case: 'command',
+      value: create(CommandSchema, { commandType: { case: 'checkpointCommand', value: { relation: relation(rel, opts), local: true, eager: true } } }),
+    },
   });
 }
 
 /** Forget the rows a checkpoint kept (by the id its answer named). */
 export function compileRemoveCachedRelation(relationId: string): Plan {
   return create(PlanSchema, {
-    opType: { case: 'command', value: create(CommandSchema, { commandType: { case: 'removeCachedRemoteRelationCommand', value: { relation: { relationId } } } }) },
+    opType: {
+      case: 'command',
+      value: create(CommandSchema, { commandType: { case: 'removeCachedRemoteRelationCommand', value: { relation: { relationId } } } }),
+    },
   });
 }
 
@@ -96,7 +97,10 @@ export function relation(rel: Rel, opts: CompileOptions): Relation {
       return create(RelationSchema, { relType: { case: 'sql', value: { query: rel.query, namedArguments: mapValues(rel.args, e) } } });
     case 'table':
       return create(RelationSchema, {
-        relType: { case: 'read', value: { readType: { case: 'namedTable', value: { unparsedIdentifier: quoteName(rel.parts), options: { ...rel.options } } } } },
+        relType: {
+          case: 'read',
+          value: { readType: { case: 'namedTable', value: { unparsedIdentifier: quoteName(rel.parts), options: { ...rel.options } } } },
+        },
       });
     case 'source':
       return create(RelationSchema, {
@@ -154,11 +158,18 @@ export function relation(rel: Rel, opts: CompileOptions): Relation {
       return create(RelationSchema, {
         relType: {
           case: 'aggregate',
-          value: { input: r(rel.input), groupType: Aggregate_GroupType.GROUPBY, groupingExpressions: rel.groupBy.map(e), aggregateExpressions: rel.aggregates.map(e) },
+          value: {
+            input: r(rel.input),
+            groupType: Aggregate_GroupType.GROUPBY,
+            groupingExpressions: rel.groupBy.map(e),
+            aggregateExpressions: rel.aggregates.map(e),
+          },
         },
       });
     case 'sort':
-      return create(RelationSchema, { relType: { case: 'sort', value: { input: r(rel.input), order: rel.orders.map((o) => sortOrder(o, opts)), isGlobal: true } } });
+      return create(RelationSchema, {
+        relType: { case: 'sort', value: { input: r(rel.input), order: rel.orders.map((o) => sortOrder(o, opts)), isGlobal: true } },
+      });
     case 'limit':
       return create(RelationSchema, { relType: { case: 'limit', value: { input: r(rel.input), limit: rel.n } } });
     case 'alias':
@@ -198,7 +209,10 @@ export function expression(x: Expr, opts: CompileOptions): Expression {
       });
     case 'window':
       return create(ExpressionSchema, {
-        exprType: { case: 'window', value: { windowFunction: e(x.fn), partitionSpec: x.partitionBy.map(e), orderSpec: x.orderBy.map((o) => sortOrder(o, opts)) } },
+        exprType: {
+          case: 'window',
+          value: { windowFunction: e(x.fn), partitionSpec: x.partitionBy.map(e), orderSpec: x.orderBy.map((o) => sortOrder(o, opts)) },
+        },
       });
   }
 }
@@ -256,7 +270,8 @@ export function command(cmd: Cmd, opts: CompileOptions): Command {
             mode: SAVE_MODES[cmd.mode],
             partitioningColumns: [...cmd.partitionBy],
             options: options(cmd.options, opts),
-            saveType: cmd.path !== undefined ? { case: 'path', value: cmd.path } : { case: 'table', value: { tableName: quoteName(cmd.table ?? []), saveMethod: 1 } },
+            saveType:
+              cmd.path !== undefined ? { case: 'path', value: cmd.path } : { case: 'table', value: { tableName: quoteName(cmd.table ?? []), saveMethod: 1 } },
           },
         },
       });

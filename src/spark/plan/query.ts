@@ -106,7 +106,11 @@ export class Query {
   // ---- commands ----
 
   /** DataFrameWriter (v1) to files at `path`. */
-  writeFiles(path: string, format: string, opts: { mode: 'append' | 'overwrite' | 'error' | 'ignore'; partitionBy?: string[]; options?: Record<string, OptionValue> }): Cmd {
+  writeFiles(
+    path: string,
+    format: string,
+    opts: { mode: 'append' | 'overwrite' | 'error' | 'ignore'; partitionBy?: string[]; options?: Record<string, OptionValue> },
+  ): Cmd {
     return Object.freeze({
       kind: 'write',
       input: this.rel,

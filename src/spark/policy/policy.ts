@@ -92,7 +92,9 @@ export class PolicyVerdicts {
 
 /** A relation's identity: the SHA-256 of its compiled plan (secrets included, so kept only as a hash, in memory). */
 export function relationFingerprint(rel: Rel): string {
-  return createHash('sha256').update(toBinary(PlanSchema, compileRelationPlan(rel, { reveal: true }))).digest('hex');
+  return createHash('sha256')
+    .update(toBinary(PlanSchema, compileRelationPlan(rel, { reveal: true })))
+    .digest('hex');
 }
 
 /** Glob characters Hadoop expands in paths: a path with them could match another tenant's files. */
@@ -113,9 +115,7 @@ export async function checkStepPolicy(
   const refuse = (messages: string[]) => {
     const path = subject.configPaths.join(', ');
     const unique = [...new Set(messages)];
-    return new ConfigError(
-      unique.map((m) => ({ path, message: `refused by the tenant read policy (step ${subject.step}): ${m}` })),
-    );
+    return new ConfigError(unique.map((m) => ({ path, message: `refused by the tenant read policy (step ${subject.step}): ${m}` })));
   };
   // Before anything is sent: the sources the plan names itself (so Spark never lists or infers the
   // schema of files outside the roots), in the whole of every relation.
@@ -231,7 +231,9 @@ export function commandInputs(cmd: Cmd, subject: PolicySubject): Rel[] {
 
 function unverifiable(subject: PolicySubject, what: string): InternalError {
   // A template bug, not the tenant's: a step flagged as carrying config logic must put it where the policy can see it.
-  return new InternalError(`step ${subject.step} carries config logic (${subject.configPaths.join(', ')}) in ${what}, which the tenant read policy cannot analyse`);
+  return new InternalError(
+    `step ${subject.step} carries config logic (${subject.configPaths.join(', ')}) in ${what}, which the tenant read policy cannot analyse`,
+  );
 }
 
 function children(rel: Rel): Rel[] {

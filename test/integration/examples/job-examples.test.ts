@@ -48,7 +48,10 @@ con.commit()`,
 /** `scripts/lakehouse-jobs …` from the repository root, as the examples' comments write it. */
 function lakehouseJobs(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    const child = spawn('bash', [join(repoRoot, 'scripts/lakehouse-jobs'), ...args, '--log-level', 'warn'], { cwd: repoRoot, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('bash', [join(repoRoot, 'scripts/lakehouse-jobs'), ...args, '--log-level', 'warn'], {
+      cwd: repoRoot,
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
@@ -63,8 +66,7 @@ async function ok(args: string[]): Promise<any> {
   return JSON.parse(r.stdout);
 }
 
-const silver = (rows: Record<string, unknown>[]) =>
-  rows.map((r) => ({ id: Number(r.id), status: r.status })).sort((a, b) => a.id - b.id);
+const silver = (rows: Record<string, unknown>[]) => rows.map((r) => ({ id: Number(r.id), status: r.status })).sort((a, b) => a.id - b.id);
 const EXPECTED = [
   { id: 1, status: 'PAID' },
   { id: 2, status: 'SHIPPED' },
@@ -75,9 +77,27 @@ describe('configs/examples, run as their comments say', () => {
   it('v1: jdbc-snapshot-ingest.v1.conf into parquet bronze, cdc-silver-merge.v1.conf into Iceberg silver (the quickstart)', async () => {
     for (const day of ['2026-07-05', '2026-07-06'] as const) {
       cdcEvents(day);
-      const ingest = await ok(['--job', 'jdbc-snapshot-ingest', '--config', 'configs/examples/jdbc-snapshot-ingest.v1.conf', '--env', platform, '--set', `target.snapshot-date=${day}`]);
+      const ingest = await ok([
+        '--job',
+        'jdbc-snapshot-ingest',
+        '--config',
+        'configs/examples/jdbc-snapshot-ingest.v1.conf',
+        '--env',
+        platform,
+        '--set',
+        `target.snapshot-date=${day}`,
+      ]);
       expect(ingest.outputs[0]).toMatchObject({ path: `file://${home}/acme/bronze/orders_cdc`, format: 'parquet' });
-      const merge = await ok(['--job', 'cdc-silver-merge', '--config', 'configs/examples/cdc-silver-merge.v1.conf', '--env', platform, '--set', `source.where="_snapshot_date = '${day}'"`]);
+      const merge = await ok([
+        '--job',
+        'cdc-silver-merge',
+        '--config',
+        'configs/examples/cdc-silver-merge.v1.conf',
+        '--env',
+        platform,
+        '--set',
+        `source.where="_snapshot_date = '${day}'"`,
+      ]);
       expect(merge.outputs[0]).toMatchObject({ table: 'lake.acme_silver.orders', format: 'iceberg' });
     }
     expect(silver(readIcebergWithPyIceberg('acme_silver', 'orders'))).toEqual(EXPECTED);
@@ -115,66 +135,74 @@ describe('configs/examples, run as their comments say', () => {
       .toString()
       .trim();
 
-  it('raw vault: dv-hub, dv-link and dv-satellite .v1.conf from the Iceberg bronze of jdbc-snapshot-ingest.v2.conf, two days, read back by PyIceberg; a rerun inserts nothing', async () => {
-    for (const day of ['2026-07-05', '2026-07-06'] as const) {
-      const [hub, link, sat] = await rawVaultDay(day);
-      expect(hub.outputs[0]).toMatchObject({ table: 'lake.acme_silver.hub_order', format: 'iceberg' });
-      expect(link.outputs[0]).toMatchObject({ table: 'lake.acme_silver.link_order_customer', format: 'iceberg' });
-      expect(sat.outputs[0]).toMatchObject({ table: 'lake.acme_silver.sat_order', format: 'iceberg' });
-    }
-    // Every order once with its key as Python's hashlib computes it, and the ghost record (business key NULL).
-    const hub = readIcebergWithPyIceberg('acme_silver', 'hub_order');
-    expect(hub.map((r) => [r.order_id, r.hk_order, r.record_source]).sort((a, b) => String(a[0]).localeCompare(String(b[0])))).toEqual([
-      ...['1', '2', '3', '4', '5'].map((id) => [id, orderKey(id), 'shop.orders']),
-      [null, '0'.repeat(32), 'SYSTEM'],
-    ]);
-    const link = readIcebergWithPyIceberg('acme_silver', 'link_order_customer').filter((r) => r.record_source !== 'SYSTEM');
-    expect(link.map((r) => r.hk_order).sort()).toEqual(['1', '2', '3', '4', '5'].map(orderKey).sort());
-    // Day one: 1 NEW then PAID, 2, 3 and 4 NEW (3's delete left out); day two: 2 SHIPPED, 5 NEW; 3's late copy repeats its state.
-    const sat = readIcebergWithPyIceberg('acme_silver', 'sat_order').filter((r) => r.record_source !== 'SYSTEM');
-    expect(sat.map((r) => `${String(r.load_date).slice(0, 10)} ${r.load_seq} ${r.customer} ${r.status}`).sort()).toEqual([
-      '2026-07-05 1 alice NEW',
-      '2026-07-05 1 bob NEW',
-      '2026-07-05 1 carol NEW',
-      '2026-07-05 1 dave NEW',
-      '2026-07-05 2 alice PAID',
-      '2026-07-06 1 bob SHIPPED',
-      '2026-07-06 1 erin NEW',
-    ]);
-    for (const output of (await rawVaultDay('2026-07-06')).map((r) => r.outputs[0]))
-      expect(output).toMatchObject({ committed: false, metrics: { inserted: 0 } });
-  }, VAULT_TIMEOUT);
+  it(
+    'raw vault: dv-hub, dv-link and dv-satellite .v1.conf from the Iceberg bronze of jdbc-snapshot-ingest.v2.conf, two days, read back by PyIceberg; a rerun inserts nothing',
+    async () => {
+      for (const day of ['2026-07-05', '2026-07-06'] as const) {
+        const [hub, link, sat] = await rawVaultDay(day);
+        expect(hub.outputs[0]).toMatchObject({ table: 'lake.acme_silver.hub_order', format: 'iceberg' });
+        expect(link.outputs[0]).toMatchObject({ table: 'lake.acme_silver.link_order_customer', format: 'iceberg' });
+        expect(sat.outputs[0]).toMatchObject({ table: 'lake.acme_silver.sat_order', format: 'iceberg' });
+      }
+      // Every order once with its key as Python's hashlib computes it, and the ghost record (business key NULL).
+      const hub = readIcebergWithPyIceberg('acme_silver', 'hub_order');
+      expect(hub.map((r) => [r.order_id, r.hk_order, r.record_source]).sort((a, b) => String(a[0]).localeCompare(String(b[0])))).toEqual([
+        ...['1', '2', '3', '4', '5'].map((id) => [id, orderKey(id), 'shop.orders']),
+        [null, '0'.repeat(32), 'SYSTEM'],
+      ]);
+      const link = readIcebergWithPyIceberg('acme_silver', 'link_order_customer').filter((r) => r.record_source !== 'SYSTEM');
+      expect(link.map((r) => r.hk_order).sort()).toEqual(['1', '2', '3', '4', '5'].map(orderKey).sort());
+      // Day one: 1 NEW then PAID, 2, 3 and 4 NEW (3's delete left out); day two: 2 SHIPPED, 5 NEW; 3's late copy repeats its state.
+      const sat = readIcebergWithPyIceberg('acme_silver', 'sat_order').filter((r) => r.record_source !== 'SYSTEM');
+      expect(sat.map((r) => `${String(r.load_date).slice(0, 10)} ${r.load_seq} ${r.customer} ${r.status}`).sort()).toEqual([
+        '2026-07-05 1 alice NEW',
+        '2026-07-05 1 bob NEW',
+        '2026-07-05 1 carol NEW',
+        '2026-07-05 1 dave NEW',
+        '2026-07-05 2 alice PAID',
+        '2026-07-06 1 bob SHIPPED',
+        '2026-07-06 1 erin NEW',
+      ]);
+      for (const output of (await rawVaultDay('2026-07-06')).map((r) => r.outputs[0]))
+        expect(output).toMatchObject({ committed: false, metrics: { inserted: 0 } });
+    },
+    VAULT_TIMEOUT,
+  );
 
-  it('raw vault to gold: bronze, hub, link, satellite, then gold-publish.vault.v1.conf over the hub and the satellite’s current rows into Delta, read back by delta-rs; a rerun commits nothing', async () => {
-    const gold = (day: string) => ok(['--config', 'configs/examples/gold-publish.vault.v1.conf', '--env', platform, '--logical-date', day]);
-    for (const day of ['2026-07-05', '2026-07-06'] as const) {
-      await rawVaultDay(day);
-      expect((await gold(day)).outputs[0]).toMatchObject({ table: 'spark_catalog.acme_gold.orders_current', format: 'delta' });
-    }
-    // The hub's load date of each order, read by PyIceberg: when the vault first saw it.
-    const firstLoaded = new Map(readIcebergWithPyIceberg('acme_silver', 'hub_order').map((r) => [String(r.order_id), String(r.load_date).slice(0, 10)]));
-    const rows = readDeltaWithDeltaRs(`${home}/acme/gold/orders_current`)
-      .map((r) => ({ ...r, order_id: Number(r.order_id), first_loaded: String(r.first_loaded).slice(0, 10), changed_on: String(r.changed_on).slice(0, 10) }))
-      .sort((a, b) => a.order_id - b.order_id);
-    // The satellite keeps states, not deletes: 3 and 4 keep their last state (NEW).
-    expect(rows).toEqual(
-      [
-        { order_id: 1, customer: 'alice', status: 'PAID', amount: '10.00', changed_on: '2026-07-05' },
-        { order_id: 2, customer: 'bob', status: 'SHIPPED', amount: '25.50', changed_on: '2026-07-06' },
-        { order_id: 3, customer: 'carol', status: 'NEW', amount: '7.25', changed_on: '2026-07-05' },
-        { order_id: 4, customer: 'dave', status: 'NEW', amount: '99.99', changed_on: '2026-07-05' },
-        { order_id: 5, customer: 'erin', status: 'NEW', amount: '42.00', changed_on: '2026-07-06' },
-      ].map((r) => ({ ...r, first_loaded: firstLoaded.get(String(r.order_id)) })),
-    );
-    const rerun = await gold('2026-07-06');
-    expect(rerun.outputs[0]).toMatchObject({ table: 'spark_catalog.acme_gold.orders_current', committed: false, metrics: { rows: 5 } });
-    expect(rerun.outputs[0].expectations.map((e: any) => [e.name, e.outcome, e.failedRows])).toEqual([
-      ['customer_present', 'passed', 0],
-      ['known_status', 'passed', 0],
-      ['amount_positive', 'passed', 0],
-      ['grain_unique', 'passed', 0],
-    ]);
-  }, VAULT_TIMEOUT);
+  it(
+    'raw vault to gold: bronze, hub, link, satellite, then gold-publish.vault.v1.conf over the hub and the satellite’s current rows into Delta, read back by delta-rs; a rerun commits nothing',
+    async () => {
+      const gold = (day: string) => ok(['--config', 'configs/examples/gold-publish.vault.v1.conf', '--env', platform, '--logical-date', day]);
+      for (const day of ['2026-07-05', '2026-07-06'] as const) {
+        await rawVaultDay(day);
+        expect((await gold(day)).outputs[0]).toMatchObject({ table: 'spark_catalog.acme_gold.orders_current', format: 'delta' });
+      }
+      // The hub's load date of each order, read by PyIceberg: when the vault first saw it.
+      const firstLoaded = new Map(readIcebergWithPyIceberg('acme_silver', 'hub_order').map((r) => [String(r.order_id), String(r.load_date).slice(0, 10)]));
+      const rows = readDeltaWithDeltaRs(`${home}/acme/gold/orders_current`)
+        .map((r) => ({ ...r, order_id: Number(r.order_id), first_loaded: String(r.first_loaded).slice(0, 10), changed_on: String(r.changed_on).slice(0, 10) }))
+        .sort((a, b) => a.order_id - b.order_id);
+      // The satellite keeps states, not deletes: 3 and 4 keep their last state (NEW).
+      expect(rows).toEqual(
+        [
+          { order_id: 1, customer: 'alice', status: 'PAID', amount: '10.00', changed_on: '2026-07-05' },
+          { order_id: 2, customer: 'bob', status: 'SHIPPED', amount: '25.50', changed_on: '2026-07-06' },
+          { order_id: 3, customer: 'carol', status: 'NEW', amount: '7.25', changed_on: '2026-07-05' },
+          { order_id: 4, customer: 'dave', status: 'NEW', amount: '99.99', changed_on: '2026-07-05' },
+          { order_id: 5, customer: 'erin', status: 'NEW', amount: '42.00', changed_on: '2026-07-06' },
+        ].map((r) => ({ ...r, first_loaded: firstLoaded.get(String(r.order_id)) })),
+      );
+      const rerun = await gold('2026-07-06');
+      expect(rerun.outputs[0]).toMatchObject({ table: 'spark_catalog.acme_gold.orders_current', committed: false, metrics: { rows: 5 } });
+      expect(rerun.outputs[0].expectations.map((e: any) => [e.name, e.outcome, e.failedRows])).toEqual([
+        ['customer_present', 'passed', 0],
+        ['known_status', 'passed', 0],
+        ['amount_positive', 'passed', 0],
+        ['grain_unique', 'passed', 0],
+      ]);
+    },
+    VAULT_TIMEOUT,
+  );
 
   it('iceberg-zero-copy-append.v1.conf appends lake.acme_silver.orders_2025 to orders_history by reference; a rerun appends nothing', async () => {
     const client = connect();
@@ -182,8 +210,13 @@ describe('configs/examples, run as their comments say', () => {
     try {
       await sql('CREATE NAMESPACE IF NOT EXISTS lake.acme_silver');
       for (const t of ['orders_2025', 'orders_history'])
-        await sql(`CREATE TABLE IF NOT EXISTS lake.acme_silver.${t} (id BIGINT, status STRING) USING iceberg LOCATION 'file://${home}/acme/silver/${t}' TBLPROPERTIES ('format-version' = '2')`);
-      const [count] = (await client.execute(compileRelationPlan(Query.sql('SELECT count(*) AS n FROM lake.acme_silver.orders_2025').rel, { reveal: true }))).table?.toArray() ?? [];
+        await sql(
+          `CREATE TABLE IF NOT EXISTS lake.acme_silver.${t} (id BIGINT, status STRING) USING iceberg LOCATION 'file://${home}/acme/silver/${t}' TBLPROPERTIES ('format-version' = '2')`,
+        );
+      const [count] =
+        (
+          await client.execute(compileRelationPlan(Query.sql('SELECT count(*) AS n FROM lake.acme_silver.orders_2025').rel, { reveal: true }))
+        ).table?.toArray() ?? [];
       if (Number(count?.n) === 0) await sql("INSERT INTO lake.acme_silver.orders_2025 VALUES (1, 'PAID'), (2, 'SHIPPED')");
     } finally {
       client.close();
@@ -193,8 +226,14 @@ describe('configs/examples, run as their comments say', () => {
     expect(first.outputs[0]).toMatchObject({ table: 'lake.acme_silver.orders_history', format: 'iceberg' });
     const rerun = await ok(args);
     expect(rerun.outputs[0]).toMatchObject({ committed: false, snapshotId: first.outputs[0].snapshotId });
-    const history = readIcebergWithPyIceberg('acme_silver', 'orders_history').map((r) => Number(r.id)).sort();
-    expect(history).toEqual(readIcebergWithPyIceberg('acme_silver', 'orders_2025').map((r) => Number(r.id)).sort());
+    const history = readIcebergWithPyIceberg('acme_silver', 'orders_history')
+      .map((r) => Number(r.id))
+      .sort();
+    expect(history).toEqual(
+      readIcebergWithPyIceberg('acme_silver', 'orders_2025')
+        .map((r) => Number(r.id))
+        .sort(),
+    );
   });
 
   it('scd2-dim-load.v1.conf: the status history of lake.acme_silver.orders (the v1 chain above) in an Iceberg gold dimension; a reload writes nothing', async () => {
@@ -208,14 +247,26 @@ describe('configs/examples, run as their comments say', () => {
 
   it('scd2-dim-load.v2.conf: the bronze change feed of the v2 chain above, day by day, into a Delta gold dimension with tombstones; a rerun writes nothing', async () => {
     for (const day of ['2026-07-05', '2026-07-06'])
-      expect((await ok(['--config', 'configs/examples/scd2-dim-load.v2.conf', '--env', platform, '--set', `source.snapshot-date=${day}`])).outputs[0]).toMatchObject({
+      expect(
+        (await ok(['--config', 'configs/examples/scd2-dim-load.v2.conf', '--env', platform, '--set', `source.snapshot-date=${day}`])).outputs[0],
+      ).toMatchObject({
         table: 'spark_catalog.acme_gold.dim_orders',
         format: 'delta',
       });
     const rows = readDeltaWithDeltaRs(`${home}/acme/gold/dim_orders`);
     const current = rows.filter((r) => r._scd_current === true);
-    expect(current.filter((r) => r._scd_deleted === false).map((r) => ({ id: Number(r.id), status: r.status })).sort((a, b) => a.id - b.id)).toEqual(EXPECTED);
-    expect(current.filter((r) => r._scd_deleted === true).map((r) => Number(r.id)).sort()).toEqual([3, 4]);
+    expect(
+      current
+        .filter((r) => r._scd_deleted === false)
+        .map((r) => ({ id: Number(r.id), status: r.status }))
+        .sort((a, b) => a.id - b.id),
+    ).toEqual(EXPECTED);
+    expect(
+      current
+        .filter((r) => r._scd_deleted === true)
+        .map((r) => Number(r.id))
+        .sort(),
+    ).toEqual([3, 4]);
     // 1: NEW, PAID; 2: NEW, SHIPPED; 3: NEW, deleted; 4: NEW, deleted; 5: NEW.
     expect(rows).toHaveLength(9);
     const rerun = await ok(['--config', 'configs/examples/scd2-dim-load.v2.conf', '--env', platform, '--set', 'source.snapshot-date=2026-07-06']);
@@ -252,7 +303,15 @@ describe('configs/examples, run as their comments say', () => {
   });
 
   it('jdbc-snapshot-ingest.postgres.v1.conf validates with its platform config (running it needs scripts/postgres on its port)', async () => {
-    const r = await ok(['validate', '--job', 'jdbc-snapshot-ingest', '--config', 'configs/examples/jdbc-snapshot-ingest.postgres.v1.conf', '--env', 'configs/examples/jdbc-snapshot-ingest.platform.conf']);
+    const r = await ok([
+      'validate',
+      '--job',
+      'jdbc-snapshot-ingest',
+      '--config',
+      'configs/examples/jdbc-snapshot-ingest.postgres.v1.conf',
+      '--env',
+      'configs/examples/jdbc-snapshot-ingest.platform.conf',
+    ]);
     expect(r.status).toBe('succeeded');
   });
 });

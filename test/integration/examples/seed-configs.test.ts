@@ -29,7 +29,9 @@ beforeAll(async () => {
   client = connect();
   const q = Query.sql(`SELECT *, 'x' AS _lake_tenant, 'seed' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'2026-07-05' AS _snapshot_date
     FROM VALUES (1, 1, 'c', 'one'), (1, 2, 'u', 'one*'), (2, 1, 'c', 'two'), (3, 1, 'c', 'three'), (3, 2, 'd', 'three') AS t(id, ts, op, name)`);
-  await client.execute(compileCommandPlan(q.writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }), { reveal: true }));
+  await client.execute(
+    compileCommandPlan(q.writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }), { reveal: true }),
+  );
 });
 afterAll(async () => {
   await client?.releaseSession().catch(() => undefined);
@@ -45,6 +47,10 @@ describe("the seed's v1 configs on the embedded default", () => {
     const r = await runCli(['--config', join(dir, 'seed-cdc.conf'), '--status-file', statusFile]);
     expect(r.code, r.stderr).toBe(0);
     const status = JSON.parse(readFileSync(statusFile, 'utf8'));
-    expect(status.outputs[0]).toMatchObject({ table: `hms.${tenant.id}_silver.orders`, format: 'iceberg', metrics: { inserted: 2, updated: 0, deleted: 0, late: 0 } });
+    expect(status.outputs[0]).toMatchObject({
+      table: `hms.${tenant.id}_silver.orders`,
+      format: 'iceberg',
+      metrics: { inserted: 2, updated: 0, deleted: 0, late: 0 },
+    });
   });
 });

@@ -111,9 +111,15 @@ beforeAll(async () => {
   for (const name of Object.keys(files)) chmodSync(join(dir, name), 0o644);
   client = connect();
   await client.execute(
-    compileCommandPlan(Query.sql(BRONZE).writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'overwrite', partitionBy: ['_snapshot_date'] }), { reveal: true }),
+    compileCommandPlan(Query.sql(BRONZE).writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'overwrite', partitionBy: ['_snapshot_date'] }), {
+      reveal: true,
+    }),
   );
-  const events = Query.sql(`SELECT id, TIMESTAMP'2026-07-05 00:00:00' AS ts, 'x' AS v FROM range(2000000)`).writeFiles(`${tenant.root}/bronze/events`, 'parquet', { mode: 'overwrite' });
+  const events = Query.sql(`SELECT id, TIMESTAMP'2026-07-05 00:00:00' AS ts, 'x' AS v FROM range(2000000)`).writeFiles(
+    `${tenant.root}/bronze/events`,
+    'parquet',
+    { mode: 'overwrite' },
+  );
   await client.execute(compileCommandPlan(events, { reveal: true }));
 }, 1_500_000);
 
@@ -128,14 +134,22 @@ describe('container image', () => {
     const xcom = writableDir(join(dir, 'xcom'));
     const t0 = Date.now();
     const { done } = podmanRun(`lakehouse-it-ok-${tenant.id}`, { [dir]: '/conf', [xcom]: '/airflow/xcom' }, [
-      '--job', 'cdc-silver-merge',
-      '--config', '/conf/job.conf',
-      '--env', '/conf/platform.conf',
-      '--remote', remote(),
-      '--set', `source.where="_snapshot_date = '2026-07-05'"`,
-      '--run-id', 'scheduled__2026-07-05T00:00:00+00:00',
-      '--logical-date', '2026-07-05',
-      '--status-file', '/conf/status.json',
+      '--job',
+      'cdc-silver-merge',
+      '--config',
+      '/conf/job.conf',
+      '--env',
+      '/conf/platform.conf',
+      '--remote',
+      remote(),
+      '--set',
+      `source.where="_snapshot_date = '2026-07-05'"`,
+      '--run-id',
+      'scheduled__2026-07-05T00:00:00+00:00',
+      '--logical-date',
+      '2026-07-05',
+      '--status-file',
+      '/conf/status.json',
     ]);
     const r = await done;
     console.log(`cdc-silver-merge in the container: ${Date.now() - t0} ms`);
@@ -162,10 +176,14 @@ describe('container image', () => {
   it('a broken config exits 78 with a failed status listing every problem', async () => {
     const term = writableDir(join(dir, 'term-broken'));
     const { done } = podmanRun(`lakehouse-it-78-${tenant.id}`, { [dir]: '/conf', [term]: '/term' }, [
-      '--config', '/conf/broken.conf',
-      '--remote', remote(),
-      '--status-file', '/conf/status-broken.json',
-      '--termination-log', '/term/message',
+      '--config',
+      '/conf/broken.conf',
+      '--remote',
+      remote(),
+      '--status-file',
+      '/conf/status-broken.json',
+      '--termination-log',
+      '/term/message',
     ]);
     const r = await done;
     expect(r.code, r.stderr).toBe(78);
@@ -185,11 +203,16 @@ describe('container image', () => {
     const term = writableDir(join(dir, 'term-stop'));
     const name = `lakehouse-it-stop-${tenant.id}`;
     const { child, done } = podmanRun(name, { [dir]: '/conf', [term]: '/term' }, [
-      '--config', '/conf/slow.conf',
-      '--remote', remote(),
-      '--status-file', '/conf/status-stop.json',
-      '--termination-log', '/term/message',
-      '--run-id', 'it_image_stop',
+      '--config',
+      '/conf/slow.conf',
+      '--remote',
+      remote(),
+      '--status-file',
+      '/conf/status-stop.json',
+      '--termination-log',
+      '/term/message',
+      '--run-id',
+      'it_image_stop',
     ]);
     let stderr = '';
     child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));

@@ -64,16 +64,10 @@ batches[B2] = [
   ...range(31, 40).map((k): [number, number, string, string] => [k, 5, 'c', `b-late-${k}`]),
   ...range(21, 30).map((k): [number, number, string, string] => [k, 5, 'u', `b-upd-${k}`]),
 ];
-const oracle2 = [
-  ...range(1, 20).map((k) => ({ id: k, ts: 1, v: `v1-${k}` })),
-  ...range(21, 30).map((k) => ({ id: k, ts: 5, v: `b-upd-${k}` })),
-];
+const oracle2 = [...range(1, 20).map((k) => ({ id: k, ts: 1, v: `v1-${k}` })), ...range(21, 30).map((k) => ({ id: k, ts: 5, v: `b-upd-${k}` }))];
 
 /** What silver must hold after both batches, in any order. */
-const oracle = [
-  ...range(11, 20).map((k) => ({ id: k, ts: 10, v: `a-upd-${k}` })),
-  ...range(21, 30).map((k) => ({ id: k, ts: 5, v: `b-upd-${k}` })),
-];
+const oracle = [...range(11, 20).map((k) => ({ id: k, ts: 10, v: `a-upd-${k}` })), ...range(21, 30).map((k) => ({ id: k, ts: 5, v: `b-upd-${k}` }))];
 
 const config = (format: 'iceberg' | 'delta', table: string) => `
 job    { template = "cdc-silver-merge", schema-version = 2, name = "it-concurrency" }

@@ -19,7 +19,16 @@ import { mulberry32, shuffledIndices } from '../../support/random.js';
  * right; keys are composite.
  */
 
-interface Event { id: number; region: string; s1: number; s2: number; op: 'u' | 'd'; v: number; note: string; batch: number }
+interface Event {
+  id: number;
+  region: string;
+  s1: number;
+  s2: number;
+  op: 'u' | 'd';
+  v: number;
+  note: string;
+  batch: number;
+}
 
 const BATCHES = 4;
 
@@ -101,7 +110,9 @@ async function mergeHistory(seed: number, format: 'iceberg' | 'delta') {
   const values = events.map((e) => `(${e.id}, '${e.region}', ${e.s1}, ${e.s2}, '${e.op}', ${e.v}, '${e.note}', DATE'2026-01-0${e.batch + 1}')`).join(',\n');
   const bronze = Query.sql(`SELECT *, 'x' AS _lake_tenant, 'prop' AS _lake_source, current_timestamp() AS _lake_ingested_at
     FROM VALUES ${values} AS t(id, region, s1, s2, op, v, note, _snapshot_date)`);
-  await client.execute(compileCommandPlan(bronze.writeFiles(`${tenant.root}/bronze/events`, 'parquet', { mode: 'overwrite', partitionBy: ['_snapshot_date'] }), { reveal: true }));
+  await client.execute(
+    compileCommandPlan(bronze.writeFiles(`${tenant.root}/bronze/events`, 'parquet', { mode: 'overwrite', partitionBy: ['_snapshot_date'] }), { reveal: true }),
+  );
 
   const catalog = format === 'iceberg' ? 'lake' : 'spark_catalog';
   const dir = tempFiles({
@@ -126,12 +137,15 @@ target { table = "state", format = ${format}, catalog = "${catalog}" }
       env: {},
       runId: `prop-${seed}-${b}`,
     });
-    await executePlan(job.plan, { session: client, logger, tags: [`prop-${seed}`], signal: new AbortController().signal, policy: tenantReadPolicy(job.platform, job.tenant) });
+    await executePlan(job.plan, {
+      session: client,
+      logger,
+      tags: [`prop-${seed}`],
+      signal: new AbortController().signal,
+      policy: tenantReadPolicy(job.platform, job.tenant),
+    });
   }
-  const actual =
-    format === 'iceberg'
-      ? readIcebergWithPyIceberg(`${tenant.id}_silver`, 'state')
-      : readDeltaWithDeltaRs(`${tenant.root}/silver/state`);
+  const actual = format === 'iceberg' ? readIcebergWithPyIceberg(`${tenant.id}_silver`, 'state') : readDeltaWithDeltaRs(`${tenant.root}/silver/state`);
   return {
     expected: oracle(events),
     naive: naiveMerge(events, order),
@@ -141,7 +155,11 @@ target { table = "state", format = ${format}, catalog = "${catalog}" }
 }
 
 describe('cdc-silver-merge equals the oracle on random histories in random batch order', () => {
-  for (const [seed, format] of [[11, 'iceberg'], [14, 'iceberg'], [13, 'delta']] as const) {
+  for (const [seed, format] of [
+    [11, 'iceberg'],
+    [14, 'iceberg'],
+    [13, 'delta'],
+  ] as const) {
     it(`seed ${seed} on ${format}`, async () => {
       const { expected, naive, actual, order } = await mergeHistory(seed, format);
       expect(expected.length).toBeGreaterThan(0);

@@ -5,7 +5,16 @@ import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, deltaLastCommit, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, runCli } from '../../support/stack.js';
+import {
+  connect,
+  deltaLastCommit,
+  freshTenant,
+  icebergSnapshotSummary,
+  readDeltaWithDeltaRs,
+  readIcebergWithPyIceberg,
+  remote,
+  runCli,
+} from '../../support/stack.js';
 
 /**
  * cdc-silver-merge v2 through the CLI: a two-column sequence, delete-when, excluded columns, schema
@@ -35,13 +44,32 @@ target { table = "accounts", format = ${format}, catalog = "${catalog}" }
 `;
 
   async function bronze(select: string, date: string) {
-    const q = Query.sql(`SELECT *, 'x' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'${date}' AS _snapshot_date FROM (${select})`);
-    await client.execute(compileCommandPlan(q.writeFiles(`${tenant.root}/bronze/accounts_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }), { reveal: true }));
+    const q = Query.sql(
+      `SELECT *, 'x' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'${date}' AS _snapshot_date FROM (${select})`,
+    );
+    await client.execute(
+      compileCommandPlan(q.writeFiles(`${tenant.root}/bronze/accounts_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }), { reveal: true }),
+    );
   }
 
   async function run(file: string, date: string) {
     const statusFile = join(dir, `status-${Date.now()}.json`);
-    const r = await runCli(['--config', join(dir, file), '--env', join(dir, 'platform.conf'), '--remote', remote(), '--set', `source.where="_snapshot_date = DATE'${date}'"`, '--run-id', `it-v2-${date}`, '--logical-date', date, '--status-file', statusFile]);
+    const r = await runCli([
+      '--config',
+      join(dir, file),
+      '--env',
+      join(dir, 'platform.conf'),
+      '--remote',
+      remote(),
+      '--set',
+      `source.where="_snapshot_date = DATE'${date}'"`,
+      '--run-id',
+      `it-v2-${date}`,
+      '--logical-date',
+      date,
+      '--status-file',
+      statusFile,
+    ]);
     return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
   }
 
@@ -70,49 +98,56 @@ target { table = "accounts", format = ${format}, catalog = "${catalog}" }
     client?.close();
   });
 
-    it('merges with a two-column sequence and delete-when, excluding columns', async () => {
-      const r = await run('fail.conf', '2026-08-01');
-      expect(r.code, r.stderr).toBe(0);
-      expect(r.status.outputs[0]).toMatchObject({ table: `${catalog}.${tenant.id}_silver.accounts`, format, snapshotId: expect.stringMatching(/^-?\d+$/), metrics: { inserted: 3, updated: 0, deleted: 0, late: 0 } });
-      expect(table()).toEqual([
-        { account: 'a', source_ts: 100, kafka_offset: 2, balance: 11 },
-        { account: 'b', source_ts: 100, kafka_offset: 1, balance: 20 },
-        { account: 'd', source_ts: 100, kafka_offset: 1, balance: 40 }, // a NULL kind is an upsert
-      ]);
-      if (format === 'delta') {
-        const commit = deltaLastCommit(`${tenant.root}/silver/accounts`);
-        expect(JSON.parse(String(commit.userMetadata))).toEqual({ 'lakehouse-jobs': { runId: 'it-v2-2026-08-01', job: 'cdc-silver-merge/v2/it-accounts', logicalDate: '2026-08-01' } });
-      } else {
-        // The snapshot the REST catalog holds is the one the status names, stamped with the run.
-        expect(icebergSnapshotSummary(`${tenant.id}_silver`, 'accounts', catalog)).toMatchObject({
-          snapshot_id: r.status.outputs[0].snapshotId,
-          'lakehouse-jobs.run-id': 'it-v2-2026-08-01',
-          'lakehouse-jobs.job': 'cdc-silver-merge/v2/it-accounts',
-        });
-      }
+  it('merges with a two-column sequence and delete-when, excluding columns', async () => {
+    const r = await run('fail.conf', '2026-08-01');
+    expect(r.code, r.stderr).toBe(0);
+    expect(r.status.outputs[0]).toMatchObject({
+      table: `${catalog}.${tenant.id}_silver.accounts`,
+      format,
+      snapshotId: expect.stringMatching(/^-?\d+$/),
+      metrics: { inserted: 3, updated: 0, deleted: 0, late: 0 },
     });
+    expect(table()).toEqual([
+      { account: 'a', source_ts: 100, kafka_offset: 2, balance: 11 },
+      { account: 'b', source_ts: 100, kafka_offset: 1, balance: 20 },
+      { account: 'd', source_ts: 100, kafka_offset: 1, balance: 40 }, // a NULL kind is an upsert
+    ]);
+    if (format === 'delta') {
+      const commit = deltaLastCommit(`${tenant.root}/silver/accounts`);
+      expect(JSON.parse(String(commit.userMetadata))).toEqual({
+        'lakehouse-jobs': { runId: 'it-v2-2026-08-01', job: 'cdc-silver-merge/v2/it-accounts', logicalDate: '2026-08-01' },
+      });
+    } else {
+      // The snapshot the REST catalog holds is the one the status names, stamped with the run.
+      expect(icebergSnapshotSummary(`${tenant.id}_silver`, 'accounts', catalog)).toMatchObject({
+        snapshot_id: r.status.outputs[0].snapshotId,
+        'lakehouse-jobs.run-id': 'it-v2-2026-08-01',
+        'lakehouse-jobs.job': 'cdc-silver-merge/v2/it-accounts',
+      });
+    }
+  });
 
-    it('stops on a new bronze column (65) unless schema-evolution = add-columns adds it', async () => {
-      await bronze(
-        `SELECT * FROM VALUES ('a', 100, 3, 'UPDATE', 12, '{}', 'gold'), ('e', 102, 0, 'INSERT', 50, '{}', 'basic'), ('c', 100, 5, 'INSERT', 35, '{}', 'late')
+  it('stops on a new bronze column (65) unless schema-evolution = add-columns adds it', async () => {
+    await bronze(
+      `SELECT * FROM VALUES ('a', 100, 3, 'UPDATE', 12, '{}', 'gold'), ('e', 102, 0, 'INSERT', 50, '{}', 'basic'), ('c', 100, 5, 'INSERT', 35, '{}', 'late')
        AS t(account, source_ts, kafka_offset, kind, balance, raw, tier)`,
-        '2026-08-02',
-      );
-      const before = table();
-      const refused = await run('fail.conf', '2026-08-02');
-      expect(refused.code).toBe(65);
-      expect(refused.status.error).toMatchObject({ code: 'SCHEMA_CHANGED', message: expect.stringContaining('tier string') });
-      expect(table()).toEqual(before);
+      '2026-08-02',
+    );
+    const before = table();
+    const refused = await run('fail.conf', '2026-08-02');
+    expect(refused.code).toBe(65);
+    expect(refused.status.error).toMatchObject({ code: 'SCHEMA_CHANGED', message: expect.stringContaining('tier string') });
+    expect(table()).toEqual(before);
 
-      const evolved = await run('evolve.conf', '2026-08-02');
-      expect(evolved.code, evolved.stderr).toBe(0);
-      // c's insert (100, 5) is older than its delete (101, 0): the tombstone keeps it deleted.
-      expect(evolved.status.outputs[0].metrics).toEqual({ inserted: 1, updated: 1, deleted: 0, late: 1 });
-      expect(table()).toEqual([
-        { account: 'a', source_ts: 100, kafka_offset: 3, balance: 12, tier: 'gold' },
-        { account: 'b', source_ts: 100, kafka_offset: 1, balance: 20, tier: null },
-        { account: 'd', source_ts: 100, kafka_offset: 1, balance: 40, tier: null },
-        { account: 'e', source_ts: 102, kafka_offset: 0, balance: 50, tier: 'basic' },
-      ]);
-    });
+    const evolved = await run('evolve.conf', '2026-08-02');
+    expect(evolved.code, evolved.stderr).toBe(0);
+    // c's insert (100, 5) is older than its delete (101, 0): the tombstone keeps it deleted.
+    expect(evolved.status.outputs[0].metrics).toEqual({ inserted: 1, updated: 1, deleted: 0, late: 1 });
+    expect(table()).toEqual([
+      { account: 'a', source_ts: 100, kafka_offset: 3, balance: 12, tier: 'gold' },
+      { account: 'b', source_ts: 100, kafka_offset: 1, balance: 20, tier: null },
+      { account: 'd', source_ts: 100, kafka_offset: 1, balance: 40, tier: null },
+      { account: 'e', source_ts: 102, kafka_offset: 0, balance: 50, tier: 'basic' },
+    ]);
+  });
 });

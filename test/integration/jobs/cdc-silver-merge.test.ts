@@ -50,14 +50,22 @@ tenants { ${tenant.id} { storage-roots = ["${tenant.root}"] } }
 async function run(day: string) {
   const statusFile = join(dir, `status-${day}-${Date.now()}.json`);
   const result = await runCli([
-    '--job', 'cdc-silver-merge',
-    '--config', join(dir, 'job.conf'),
-    '--env', join(dir, 'platform.conf'),
-    '--remote', remote(),
-    '--set', `source.where="_snapshot_date = '${day}'"`,
-    '--run-id', `it__${day}`,
-    '--logical-date', day,
-    '--status-file', statusFile,
+    '--job',
+    'cdc-silver-merge',
+    '--config',
+    join(dir, 'job.conf'),
+    '--env',
+    join(dir, 'platform.conf'),
+    '--remote',
+    remote(),
+    '--set',
+    `source.where="_snapshot_date = '${day}'"`,
+    '--run-id',
+    `it__${day}`,
+    '--logical-date',
+    day,
+    '--status-file',
+    statusFile,
   ]);
   const status = JSON.parse(readFileSync(statusFile, 'utf8'));
   expect(JSON.parse(result.stdout)).toEqual(status);
@@ -69,7 +77,9 @@ async function appendBronze(values: string) {
   const q = Query.sql(`SELECT id, name, CAST(amount AS DECIMAL(12,2)) AS amount, CAST(ts AS TIMESTAMP) AS ts, op,
     'x' AS _lake_tenant, 'it.orders' AS _lake_source, current_timestamp() AS _lake_ingested_at, CAST(d AS DATE) AS _snapshot_date
     FROM VALUES ${values} AS t(id, name, amount, ts, op, d)`);
-  await client.execute(compileCommandPlan(q.writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }), { reveal: true }));
+  await client.execute(
+    compileCommandPlan(q.writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }), { reveal: true }),
+  );
 }
 
 function silver() {
@@ -135,7 +145,10 @@ describe('cdc-silver-merge v1 on the real stack', () => {
 
   it('changes nothing when the same batch runs again', async () => {
     const before = silver();
-    const snapshots = () => [icebergSnapshotSummary(`${tenant.id}_silver`, 'orders').snapshot_id, icebergSnapshotSummary(`${tenant.id}_silver`, 'orders__cdc_tombstones').snapshot_id];
+    const snapshots = () => [
+      icebergSnapshotSummary(`${tenant.id}_silver`, 'orders').snapshot_id,
+      icebergSnapshotSummary(`${tenant.id}_silver`, 'orders__cdc_tombstones').snapshot_id,
+    ];
     const snapshotsBefore = snapshots();
     const { code, status } = await run('2026-07-05');
     expect(code).toBe(0);
@@ -159,7 +172,9 @@ describe('cdc-silver-merge v1 on the real stack', () => {
   });
 
   it('never resurrects a deleted key with a late insert, but a newer insert brings it back', async () => {
-    await appendBronze(`(3, 'three-late', '3.30', '2026-07-05 09:30:00', 'c', '2026-07-09'), (3, 'three-new', '3.40', '2026-07-05 11:00:00', 'c', '2026-07-10')`);
+    await appendBronze(
+      `(3, 'three-late', '3.30', '2026-07-05 09:30:00', 'c', '2026-07-09'), (3, 'three-new', '3.40', '2026-07-05 11:00:00', 'c', '2026-07-10')`,
+    );
     const late = await run('2026-07-09');
     expect(late.code).toBe(0);
     expect(late.status.outputs[0].metrics).toEqual({ inserted: 0, updated: 0, deleted: 0, late: 1 });
@@ -189,8 +204,9 @@ describe('cdc-silver-merge v1 on the real stack', () => {
   });
 
   it('rejects a batch with a NULL key (65), writing nothing', async () => {
-    const write = Query.sql(`SELECT CAST(NULL AS INT) AS id, 'x' AS name, CAST(1 AS DECIMAL(12,2)) AS amount, TIMESTAMP'2026-07-08 00:00:00' AS ts, 'c' AS op, DATE'2026-07-08' AS _snapshot_date`)
-      .writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] });
+    const write = Query.sql(
+      `SELECT CAST(NULL AS INT) AS id, 'x' AS name, CAST(1 AS DECIMAL(12,2)) AS amount, TIMESTAMP'2026-07-08 00:00:00' AS ts, 'c' AS op, DATE'2026-07-08' AS _snapshot_date`,
+    ).writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] });
     await client.execute(compileCommandPlan(write, { reveal: true }));
     const before = silver();
     const { code, status } = await run('2026-07-08');
@@ -200,7 +216,10 @@ describe('cdc-silver-merge v1 on the real stack', () => {
   });
 
   it('validate on a broken config prints every error with its path and exits 78', async () => {
-    writeFileSync(join(dir, 'broken.conf'), jobConfig().replace('primary-key = ["id"]', 'primary-kee = ["id"]').replace('table = "orders",', 'table = "Orders",'));
+    writeFileSync(
+      join(dir, 'broken.conf'),
+      jobConfig().replace('primary-key = ["id"]', 'primary-kee = ["id"]').replace('table = "orders",', 'table = "Orders",'),
+    );
     const result = await runCli(['validate', '--config', join(dir, 'broken.conf')]);
     expect(result.code).toBe(78);
     // A misspelled required key is one problem, reported once at the misspelling with its fix.

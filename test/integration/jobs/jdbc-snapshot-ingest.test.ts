@@ -103,13 +103,20 @@ async function ingest(date: string, opts: { source?: string; command?: string; e
   const result = await runCli(
     [
       ...(opts.command ? [opts.command] : []),
-      '--job', 'jdbc-snapshot-ingest',
-      '--config', join(files, name),
-      '--env', join(dir, 'platform.conf'),
-      '--remote', remote(),
-      '--set', `target.snapshot-date=${date}`,
-      '--run-id', `it__${date}`,
-      '--status-file', statusFile,
+      '--job',
+      'jdbc-snapshot-ingest',
+      '--config',
+      join(files, name),
+      '--env',
+      join(dir, 'platform.conf'),
+      '--remote',
+      remote(),
+      '--set',
+      `target.snapshot-date=${date}`,
+      '--run-id',
+      `it__${date}`,
+      '--status-file',
+      statusFile,
     ],
     { PG_TEST_PASSWORD: pg.password, ...opts.env },
   );
@@ -174,7 +181,9 @@ describe('jdbc-snapshot-ingest v1 from PostgreSQL', () => {
   });
 
   it('reads the same rows in parallel ranges of a partition column', async () => {
-    const { code, stderr } = await ingest('2026-07-07', { source: ', partition-column = "id", lower-bound = 1, upper-bound = 6, num-partitions = 3, fetch-size = 2' });
+    const { code, stderr } = await ingest('2026-07-07', {
+      source: ', partition-column = "id", lower-bound = 1, upper-bound = 6, num-partitions = 3, fetch-size = 2',
+    });
     expect(code, stderr).toBe(0);
     const rows = bronze(tenant.root, 'customers');
     expect(payload(rows, '2026-07-07')).toEqual(payload(rows, '2026-07-06'));
@@ -238,9 +247,12 @@ db.commit()`,
     ]);
     const env = { LAKEHOUSE_LAKE_HOME: lakeHome };
     const args = [
-      '--config', join(repoRoot, 'configs/examples/jdbc-snapshot-ingest.v1.conf'),
-      '--env', join(repoRoot, 'configs/examples/platform-local.conf'),
-      '--remote', remote(),
+      '--config',
+      join(repoRoot, 'configs/examples/jdbc-snapshot-ingest.v1.conf'),
+      '--env',
+      join(repoRoot, 'configs/examples/platform-local.conf'),
+      '--remote',
+      remote(),
     ];
     for (let i = 0; i < 2; i++) {
       const { code, stdout, stderr } = await runCli(args, env);
@@ -259,13 +271,21 @@ db.commit()`,
 
 describe('jdbc-snapshot-ingest v2 into bronze Iceberg and Delta tables', () => {
   // Iceberg twice: the JDBC catalog "lake" and the REST catalog "rest" (scripts/iceberg-rest).
-  for (const [format, catalog] of [['iceberg', 'lake'], ['iceberg', 'rest'], ['delta', 'spark_catalog']] as const) {
+  for (const [format, catalog] of [
+    ['iceberg', 'lake'],
+    ['iceberg', 'rest'],
+    ['delta', 'spark_catalog'],
+  ] as const) {
     it(`replaces exactly the snapshot date in a ${format} table of ${catalog}, read back by a second engine`, async () => {
       const t = freshTenant();
       const dbDir = tempFiles({});
       const db = join(dbDir, 'shop.db');
       const fill = (rows: string) =>
-        execFileSync('python3', ['-c', `import sqlite3, sys\ndb = sqlite3.connect(sys.argv[1])\ndb.execute("CREATE TABLE IF NOT EXISTS orders (id INTEGER, name TEXT)")\ndb.execute("DELETE FROM orders")\ndb.executemany("INSERT INTO orders VALUES (?, ?)", ${rows})\ndb.commit()`, db]);
+        execFileSync('python3', [
+          '-c',
+          `import sqlite3, sys\ndb = sqlite3.connect(sys.argv[1])\ndb.execute("CREATE TABLE IF NOT EXISTS orders (id INTEGER, name TEXT)")\ndb.execute("DELETE FROM orders")\ndb.executemany("INSERT INTO orders VALUES (?, ?)", ${rows})\ndb.commit()`,
+          db,
+        ]);
       const conf = tempFiles({
         'job.conf': `
 job    { template = "jdbc-snapshot-ingest", schema-version = 2 }
@@ -276,7 +296,16 @@ target { table = "orders", snapshot-date = "2026-07-05", format = ${format}, cat
         'platform.conf': `catalogs { lake { format = iceberg }, rest { format = iceberg }, spark_catalog { format = delta } }\njdbc { inline-urls = allow }`,
       });
       const ingest = async (date: string) => {
-        const r = await runCli(['--config', join(conf, 'job.conf'), '--env', join(conf, 'platform.conf'), '--remote', remote(), '--set', `target.snapshot-date=${date}`]);
+        const r = await runCli([
+          '--config',
+          join(conf, 'job.conf'),
+          '--env',
+          join(conf, 'platform.conf'),
+          '--remote',
+          remote(),
+          '--set',
+          `target.snapshot-date=${date}`,
+        ]);
         expect(r.code, r.stderr).toBe(0);
         return JSON.parse(r.stdout);
       };
@@ -287,7 +316,12 @@ target { table = "orders", snapshot-date = "2026-07-05", format = ${format}, cat
 
       fill(`[(1, "one"), (2, "two")]`);
       const first = await ingest('2026-07-05');
-      expect(first.outputs[0]).toMatchObject({ table: `${catalog}.${t.id}_bronze.orders`, format, location: `${t.root}/bronze/orders`, metrics: { rowsWritten: 2 } });
+      expect(first.outputs[0]).toMatchObject({
+        table: `${catalog}.${t.id}_bronze.orders`,
+        format,
+        location: `${t.root}/bronze/orders`,
+        metrics: { rowsWritten: 2 },
+      });
       fill(`[(1, "one*"), (2, "two"), (3, "three")]`);
       await ingest('2026-07-05'); // rerun of the same date with changed source rows: replaced, not appended
       await ingest('2026-07-06');

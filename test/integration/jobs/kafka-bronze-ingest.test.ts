@@ -152,7 +152,11 @@ target { table = "orders_delta", format = delta, catalog = "spark_catalog" }
       ]);
       const r1 = await run(job(source, target));
       expect(r1.code, r1.stderr).toBe(0);
-      expect(r1.status.outputs[0]).toMatchObject({ table: `spark_catalog.${tenant.id}_bronze.orders_events_delta`, format: 'delta', metrics: { rowsWritten: 4 } });
+      expect(r1.status.outputs[0]).toMatchObject({
+        table: `spark_catalog.${tenant.id}_bronze.orders_events_delta`,
+        format: 'delta',
+        metrics: { rowsWritten: 4 },
+      });
       const bronze = () => readDeltaWithDeltaRs(`${tenant.root}/bronze/orders_events_delta`);
       expect(landed(bronze())).toEqual(keys(first));
       expect(bronze().find((r) => r._kafka_partition === 1 && r._kafka_offset === 1)).toMatchObject({ id: 1, status: 'PAID', op: 'u', _cdc_ts_ms: 1200 });
@@ -167,7 +171,11 @@ target { table = "orders_delta", format = delta, catalog = "spark_catalog" }
       ]);
 
       // The next day's events: a delete (with Debezium's tombstone after it) and an update.
-      const second = produce(topic, [debezium(2, 'd', 'NEW', 2000), { key: JSON.stringify({ id: 2 }), partition: 0, value: null }, debezium(3, 'u', 'SHIPPED', 2100)]);
+      const second = produce(topic, [
+        debezium(2, 'd', 'NEW', 2000),
+        { key: JSON.stringify({ id: 2 }), partition: 0, value: null },
+        debezium(3, 'u', 'SHIPPED', 2100),
+      ]);
       const r2 = await run(job(source, target));
       expect(r2.code, r2.stderr).toBe(0);
       expect(r2.status.outputs[0].metrics).toMatchObject({ rowsWritten: 3 });
@@ -206,7 +214,10 @@ describe('a streaming query that fails on the server (STREAM_FAILED)', () => {
       produce(topic, [{ value: 'd' }, { value: 'e' }, { value: 'f' }]);
       deleteRecords(topic, 0, 5);
       const r2 = await run(config, ['--log-level', 'info']);
-      const log = r2.stderr.split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as { msg: string; attempt?: number });
+      const log = r2.stderr
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { msg: string; attempt?: number });
       expect(log.filter((l) => l.msg === 'streaming query started').map((l) => l.attempt)).toEqual([1, 2]);
       expect(log.filter((l) => l.msg === 'streaming query failed; restarting it once from its checkpoint')).toHaveLength(1);
       // Lost offsets are lost data: 65, not retryable (a rerun cannot bring them back).
@@ -290,7 +301,13 @@ describe('exactly once across failures', () => {
       const { child, done } = spawnCli(['--config', path, '--env', join(dir, 'platform.conf'), '--remote', remote(), '--log-level', 'info']);
       let log = '';
       child.stderr!.on('data', (b: Buffer) => (log += b.toString()));
-      await until(() => log.includes('streaming query started'), 300_000, 'the stream started', child, () => log);
+      await until(
+        () => log.includes('streaming query started'),
+        300_000,
+        'the stream started',
+        child,
+        () => log,
+      );
       // Let at least one micro-batch commit, then kill the runner without a chance to clean up.
       const checkpoint = join(tenant.root.replace(/^file:\/\//, ''), '_checkpoints/kill_runner/commits');
       await until(
@@ -338,7 +355,13 @@ describe('exactly once across failures', () => {
       ]);
       let log = '';
       child.stderr!.on('data', (b: Buffer) => (log += b.toString()));
-      await until(() => log.includes('streaming query started'), 300_000, 'the stream started', child, () => log);
+      await until(
+        () => log.includes('streaming query started'),
+        300_000,
+        'the stream started',
+        child,
+        () => log,
+      );
       const checkpoint = join(tenant.root.replace(/^file:\/\//, ''), '_checkpoints/kill_spark/offsets');
       await until(
         () => {

@@ -25,8 +25,12 @@ const sql = async (text: string) => {
 };
 
 async function bronze(root: string, date: string, select = `SELECT * FROM VALUES (1, 1, 'c', 'one'), (2, 1, 'c', 'two') AS t(id, ts, op, name)`) {
-  const q = Query.sql(`SELECT *, 'it' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'${date}' AS _snapshot_date FROM (${select})`);
-  await client.execute(compileCommandPlan(q.writeFiles(`${root}/bronze/orders_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }), { reveal: true }));
+  const q = Query.sql(
+    `SELECT *, 'it' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'${date}' AS _snapshot_date FROM (${select})`,
+  );
+  await client.execute(
+    compileCommandPlan(q.writeFiles(`${root}/bronze/orders_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }), { reveal: true }),
+  );
 }
 
 const config = (t: { id: string; root: string }, format: 'iceberg' | 'delta') => `
@@ -40,9 +44,24 @@ target { table = "orders", format = ${format}, catalog = ${format === 'iceberg' 
 async function run(t: { id: string; root: string }, format: 'iceberg' | 'delta', set: string[] = []) {
   const file = join(dir, `${t.id}-${format}.conf`);
   writeFileSync(file, config(t, format));
-  writeFileSync(join(dir, `${t.id}.platform.conf`), `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }\ntenants { ${t.id} { storage-roots = ["${t.root}"] } }`);
+  writeFileSync(
+    join(dir, `${t.id}.platform.conf`),
+    `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }\ntenants { ${t.id} { storage-roots = ["${t.root}"] } }`,
+  );
   const statusFile = join(dir, `status-${t.id}-${Date.now()}.json`);
-  const r = await runCli(['--config', file, '--env', join(dir, `${t.id}.platform.conf`), '--remote', remote(), '--run-id', `it-paths-${t.id}`, '--status-file', statusFile, ...set.flatMap((s) => ['--set', s])]);
+  const r = await runCli([
+    '--config',
+    file,
+    '--env',
+    join(dir, `${t.id}.platform.conf`),
+    '--remote',
+    remote(),
+    '--run-id',
+    `it-paths-${t.id}`,
+    '--status-file',
+    statusFile,
+    ...set.flatMap((s) => ['--set', s]),
+  ]);
   return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
 }
 
@@ -65,9 +84,12 @@ describe('bronze partitions', () => {
     // The old date goes bad: a file that is no parquet at all, and one whose id is text.
     writeFileSync(join(partition('2026-09-01'), 'part-99999-corrupt.snappy.parquet'), 'this is not parquet');
     await client.execute(
-      compileCommandPlan(Query.sql(`SELECT 'x' AS id, 9 AS ts, 'c' AS op, 'bad' AS name`).writeFiles(`file://${join(dir, 'mistyped')}`, 'parquet', { mode: 'overwrite' }), {
-        reveal: true,
-      }),
+      compileCommandPlan(
+        Query.sql(`SELECT 'x' AS id, 9 AS ts, 'c' AS op, 'bad' AS name`).writeFiles(`file://${join(dir, 'mistyped')}`, 'parquet', { mode: 'overwrite' }),
+        {
+          reveal: true,
+        },
+      ),
     );
     const mistyped = readdirSync(join(dir, 'mistyped')).find((f) => f.endsWith('.parquet'))!;
     writeFileSync(join(partition('2026-09-01'), 'part-99998-mistyped.snappy.parquet'), readFileSync(join(dir, 'mistyped', mistyped)));
@@ -159,7 +181,10 @@ describe('the tombstones table at another location', () => {
     await sql(`CREATE TABLE ${name} (id INT, ts INT, _cdc_deleted_at TIMESTAMP, _lake_run_id STRING) USING iceberg LOCATION '${elsewhere}'`);
     const r = await run(tenant, 'iceberg');
     expect(r.code, r.stderr).toBe(78);
-    expect(r.status.error).toMatchObject({ path: 'target.table', message: expect.stringContaining(`${name} already exists at ${elsewhere.replace(/^file:\/\//, 'file:')}`) });
+    expect(r.status.error).toMatchObject({
+      path: 'target.table',
+      message: expect.stringContaining(`${name} already exists at ${elsewhere.replace(/^file:\/\//, 'file:')}`),
+    });
     // The silver table was created (an earlier step) but nothing was merged into it.
     expect(await sql(`SELECT count(*) AS n FROM lake.${tenant.id}_silver.orders`)).toEqual([{ n: 0n }]);
   });
@@ -182,14 +207,21 @@ target { table = "orders", snapshot-date = "2026-09-01", format = ${format}, cat
 `,
       'platform.conf': 'catalogs { lake { format = iceberg }, spark_catalog { format = delta } }\njdbc { inline-urls = allow }',
     });
-    execFileSync('python3', ['-c', 'import sqlite3, sys\ndb = sqlite3.connect(sys.argv[1])\ndb.execute("CREATE TABLE IF NOT EXISTS orders (id INTEGER, name TEXT)")\ndb.execute("DELETE FROM orders")\ndb.execute("INSERT INTO orders VALUES (1, \'one\')")\ndb.commit()', join(dir, 'shop.db')]);
+    execFileSync('python3', [
+      '-c',
+      'import sqlite3, sys\ndb = sqlite3.connect(sys.argv[1])\ndb.execute("CREATE TABLE IF NOT EXISTS orders (id INTEGER, name TEXT)")\ndb.execute("DELETE FROM orders")\ndb.execute("INSERT INTO orders VALUES (1, \'one\')")\ndb.commit()',
+      join(dir, 'shop.db'),
+    ]);
     await sql(`CREATE NAMESPACE IF NOT EXISTS ${catalog}.${t.id}_bronze`);
     await sql(`CREATE TABLE ${name} (id BIGINT, name STRING, _snapshot_date DATE) USING ${format} LOCATION '${elsewhere}'`);
     await sql(`INSERT INTO ${name} VALUES (7, 'old home', DATE'2026-09-01')`);
     const r = await runCli(['--config', join(conf, 'job.conf'), '--env', join(conf, 'platform.conf'), '--remote', remote()]);
     expect(r.code, r.stderr).toBe(78);
     const status = JSON.parse(r.stdout);
-    expect(status.error).toMatchObject({ path: 'target.table', message: expect.stringContaining(`${name} already exists at ${elsewhere.replace(/^file:\/\//, 'file:')}, not at ${t.root}/bronze/orders`) });
+    expect(status.error).toMatchObject({
+      path: 'target.table',
+      message: expect.stringContaining(`${name} already exists at ${elsewhere.replace(/^file:\/\//, 'file:')}, not at ${t.root}/bronze/orders`),
+    });
     expect(await sql(`SELECT id, name FROM ${name}`)).toEqual([{ id: 7n, name: 'old home' }]);
   });
 });

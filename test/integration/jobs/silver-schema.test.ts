@@ -36,12 +36,25 @@ async function bronze(select: string, date: string) {
     _snapshot_date: `DATE'${date}'`,
   };
   const q = Query.sql(`SELECT *, ${BRONZE_STAMPS.map((c) => `${stamps[c]} AS ${c}`).join(', ')} FROM (${select})`);
-  await client.execute(compileCommandPlan(q.writeFiles(`${tenant.root}/bronze/payments_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }), { reveal: true }));
+  await client.execute(
+    compileCommandPlan(q.writeFiles(`${tenant.root}/bronze/payments_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }), { reveal: true }),
+  );
 }
 
 async function run(file: string, date: string) {
   const statusFile = join(dir, `status-${file}-${date}.json`);
-  const r = await runCli(['--config', join(dir, file), '--env', join(dir, 'platform.conf'), '--remote', remote(), '--set', `source.snapshot-date=${date}`, '--status-file', statusFile]);
+  const r = await runCli([
+    '--config',
+    join(dir, file),
+    '--env',
+    join(dir, 'platform.conf'),
+    '--remote',
+    remote(),
+    '--set',
+    `source.snapshot-date=${date}`,
+    '--status-file',
+    statusFile,
+  ]);
   return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
 }
 

@@ -76,17 +76,25 @@ describe('bad source files exit 65 with the file, the column and the fix', () =>
     const job = cdcJob();
     await writeBronze(`${job.bronze}/_snapshot_date=2026-07-04`, `${EVENT}, 'x' AS v`);
     const dir = `${localPath(job.bronze)}/_snapshot_date=2026-07-05`;
-    execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', '-c', `
+    execFileSync('bash', [
+      join(repoRoot, 'scripts/py-tools'),
+      'python',
+      '-c',
+      `
 import os, sys, pyarrow as pa, pyarrow.parquet as pq
 os.makedirs(sys.argv[1], exist_ok=True)
 t = pa.table({"id": pa.array([1], pa.int64()), "ts": pa.array([1_000_000_000], pa.timestamp("ns")), "v": ["x"]})
 pq.write_table(t, os.path.join(sys.argv[1], "nanos.parquet"), version="2.6", coerce_timestamps=None)
-`, dir]);
+`,
+      dir,
+    ]);
     const r = await job.run();
     expect(r.code, r.stderr).toBe(65);
     expect(r.status.error).toMatchObject({ code: 'SOURCE_TYPE_UNSUPPORTED', category: 'data', retryable: false });
     // Spark names neither file nor column: the runner finds both.
-    expect(r.status.error.message).toMatch(/^source file file:.*_snapshot_date=2026-07-05\/nanos\.parquet: column ts holds a Parquet type Spark cannot read \(nanosecond timestamps\)/);
+    expect(r.status.error.message).toMatch(
+      /^source file file:.*_snapshot_date=2026-07-05\/nanos\.parquet: column ts holds a Parquet type Spark cannot read \(nanosecond timestamps\)/,
+    );
     expect(r.status.error.hint).toContain('coerce_timestamps="us"');
   });
 
@@ -99,7 +107,9 @@ pq.write_table(t, os.path.join(sys.argv[1], "nanos.parquet"), version="2.6", coe
     expect(r.status.error).toMatchObject({ code: 'SOURCE_TYPE_MISMATCH', category: 'data', retryable: false });
     // Schema merging (the template reads bronze with mergeSchema) names the column, not the file:
     // the runner finds the file.
-    expect(r.status.error.message).toMatch(/^source file file:.*_snapshot_date=2026-07-0[56]\/part-[^ ]*\.parquet: column amount is (int|string) in this file, (string|int) in 1 other file of the source\. Fix: /);
+    expect(r.status.error.message).toMatch(
+      /^source file file:.*_snapshot_date=2026-07-0[56]\/part-[^ ]*\.parquet: column amount is (int|string) in this file, (string|int) in 1 other file of the source\. Fix: /,
+    );
     expect(r.status.error.hint).toContain('cast');
     console.log('type clash:', r.status.error.message);
   });
@@ -169,7 +179,11 @@ describe('commit conflicts exit 75 (retryable)', () => {
     const ns = `it_conflict_${Date.now()}`;
     const table = `lake.${ns}.t`;
     await client.execute(compileCommandPlan(sqlCommand(`CREATE NAMESPACE IF NOT EXISTS lake.${ns}`), { reveal: true }));
-    await client.execute(compileCommandPlan(sqlCommand(`CREATE TABLE ${table} (id BIGINT, v STRING) USING iceberg TBLPROPERTIES ('write.merge.mode' = 'copy-on-write')`), { reveal: true }));
+    await client.execute(
+      compileCommandPlan(sqlCommand(`CREATE TABLE ${table} (id BIGINT, v STRING) USING iceberg TBLPROPERTIES ('write.merge.mode' = 'copy-on-write')`), {
+        reveal: true,
+      }),
+    );
     await client.execute(compileCommandPlan(sqlCommand(`INSERT INTO ${table} SELECT id, 'x' FROM range(200)`), { reveal: true }));
     const e = await conflict(table);
     console.log('iceberg conflict:', e.classes[0], e.message.slice(0, 120));

@@ -65,12 +65,7 @@ target { table = "events", catalog = "lake" }
 `,
     });
     const statusFile = join(dir, 'status.json');
-    const { child, done } = spawnCli([
-      '--config', join(dir, 'job.conf'),
-      '--remote', address,
-      '--retry-budget', String(BUDGET_S),
-      '--status-file', statusFile,
-    ]);
+    const { child, done } = spawnCli(['--config', join(dir, 'job.conf'), '--remote', address, '--retry-budget', String(BUDGET_S), '--status-file', statusFile]);
     let stderr = '';
     child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
     const deadline = Date.now() + 300_000;

@@ -28,7 +28,11 @@ target { table = "events", catalog = "lake" }
 beforeAll(async () => {
   dir = tempFiles({ 'job.conf': slowJob });
   client = connect();
-  const write = Query.sql(`SELECT id, TIMESTAMP'2026-07-05 00:00:00' AS ts, 'x' AS v FROM range(2000000)`).writeFiles(`${tenant.root}/bronze/events`, 'parquet', { mode: 'overwrite' });
+  const write = Query.sql(`SELECT id, TIMESTAMP'2026-07-05 00:00:00' AS ts, 'x' AS v FROM range(2000000)`).writeFiles(
+    `${tenant.root}/bronze/events`,
+    'parquet',
+    { mode: 'overwrite' },
+  );
   await client.execute(compileCommandPlan(write, { reveal: true }));
 });
 
@@ -72,7 +76,9 @@ describe('signals', () => {
 
   it('the interrupted operation no longer holds the server: a new query answers at once', async () => {
     const started = Date.now();
-    const r = await client.execute((await import('../../../src/spark/plan/compile.js')).compileRelationPlan(Query.sql('SELECT 1 AS one').rel, { reveal: true }));
+    const r = await client.execute(
+      (await import('../../../src/spark/plan/compile.js')).compileRelationPlan(Query.sql('SELECT 1 AS one').rel, { reveal: true }),
+    );
     expect(r.rowCount).toBe(1);
     expect(Date.now() - started).toBeLessThan(10_000);
   });

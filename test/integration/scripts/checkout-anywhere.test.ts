@@ -100,7 +100,10 @@ describe('scripts from a private folder whose path has a space', () => {
     expect(script('postgres', ['start']).last, 'a second start reuses the server').toBe(started.last);
 
     const postmaster = Number(readFileSync(join(cluster, 'data/postmaster.pid'), 'utf8').split('\n')[0]);
-    const children = spawnSync('pgrep', ['-P', String(postmaster)], { encoding: 'utf8' }).stdout.split('\n').filter(Boolean).map(Number);
+    const children = spawnSync('pgrep', ['-P', String(postmaster)], { encoding: 'utf8' })
+      .stdout.split('\n')
+      .filter(Boolean)
+      .map(Number);
     expect(alive(postmaster)).toBe(true);
     expect(children.length).toBeGreaterThan(0);
 
@@ -168,7 +171,13 @@ describe('scripts from a private folder whose path has a space', () => {
 
   it('scripts/lakehouse-jobs validates the example with the local platform config', () => {
     const r = script('lakehouse-jobs', [
-      'validate', '--config', 'configs/examples/cdc-silver-merge.v1.conf', '--env', 'configs/examples/platform-local.conf', '--log-level', 'warn',
+      'validate',
+      '--config',
+      'configs/examples/cdc-silver-merge.v1.conf',
+      '--env',
+      'configs/examples/platform-local.conf',
+      '--log-level',
+      'warn',
     ]);
     expect(r.code, r.stderr).toBe(0);
     expect(JSON.parse(r.stdout)).toMatchObject({ status: 'succeeded', exitCode: 0, command: 'validate', tenant: 'acme' });

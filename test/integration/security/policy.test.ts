@@ -52,7 +52,9 @@ beforeAll(async () => {
   await sql(`CREATE NAMESPACE IF NOT EXISTS spark_catalog.${victim.id}_silver`);
   await sql(`CREATE TABLE ${V.delta} (id INT, name STRING) USING delta LOCATION '${victim.root}/silver/d'`);
   await sql(`INSERT INTO ${V.delta} VALUES (1, '${CANARY}')`);
-  await client.execute(compileCommandPlan(Query.sql(`SELECT 1 AS id, '${CANARY}' AS name`).writeFiles(V.files, 'parquet', { mode: 'overwrite' }), { reveal: true }));
+  await client.execute(
+    compileCommandPlan(Query.sql(`SELECT 1 AS id, '${CANARY}' AS name`).writeFiles(V.files, 'parquet', { mode: 'overwrite' }), { reveal: true }),
+  );
   await client.execute(compileCommandPlan(Query.table(V.iceberg.split('.')).createView('victim_view'), { reveal: true }));
   // The attacker: its own bronze CDC events and an Iceberg table.
   const events = Query.sql(
@@ -64,7 +66,10 @@ beforeAll(async () => {
   await sql(`CREATE TABLE lake.${acme.id}_silver.o (id INT, name STRING) USING iceberg LOCATION '${acme.root}/silver/o'`);
   // An application database for jdbc-snapshot-ingest (SQLite, opened by the server).
   dir = tempFiles({});
-  execFileSync('python3', ['-c', `import sqlite3; c = sqlite3.connect('${dir}/shop.db'); c.execute("CREATE TABLE orders (id INTEGER, customer TEXT, amount DECIMAL(12,2))"); c.execute("INSERT INTO orders VALUES (1, 'alice', 10.5)"); c.commit()`]);
+  execFileSync('python3', [
+    '-c',
+    `import sqlite3; c = sqlite3.connect('${dir}/shop.db'); c.execute("CREATE TABLE orders (id INTEGER, customer TEXT, amount DECIMAL(12,2))"); c.execute("INSERT INTO orders VALUES (1, 'alice', 10.5)"); c.commit()`,
+  ]);
 });
 
 afterAll(() => {
@@ -103,7 +108,11 @@ describe('plans reading another tenant’s data are refused, without the canary'
     ['IN (TABLE …)', () => ownSql('*', `(id, name) IN (TABLE ${V.iceberg})`), outside(V.iceberg)],
     ['a scalar subquery', () => ownSql('*', `name = (SELECT max(name) FROM ${V.iceberg})`), outside(V.iceberg)],
     ['pipe syntax', () => Query.sql(`FROM ${V.iceberg} |> WHERE id = 1 |> SELECT name`), outside(V.iceberg)],
-    ['LATERAL', () => Query.sql(`SELECT * FROM lake.${acme.id}_silver.o, LATERAL (SELECT name AS n FROM ${V.iceberg} v WHERE v.id = o.id)`), outside(V.iceberg)],
+    [
+      'LATERAL',
+      () => Query.sql(`SELECT * FROM lake.${acme.id}_silver.o, LATERAL (SELECT name AS n FROM ${V.iceberg} v WHERE v.id = o.id)`),
+      outside(V.iceberg),
+    ],
     ['a CTE', () => Query.sql(`WITH x AS (SELECT * FROM ${V.iceberg}) SELECT * FROM x`), outside(V.iceberg)],
     ['IDENTIFIER(…)', () => Query.sql(`SELECT * FROM IDENTIFIER('${V.iceberg}')`), outside(V.iceberg)],
     ['a view over the other tenant’s table', () => Query.sql('SELECT * FROM victim_view'), outside(V.iceberg)],
@@ -123,7 +132,11 @@ describe('plans reading another tenant’s data are refused, without the canary'
     ['parquet.`path` in SQL', () => Query.sql(`SELECT * FROM parquet.\`${V.files}\``), "file(s) outside the tenant's storage roots"],
     ['a glob in SQL', () => Query.sql(`SELECT * FROM parquet.\`${victim.root}/bronze/*\``), "file(s) outside the tenant's storage roots"],
     ['delta.`path`', () => Query.sql(`SELECT * FROM delta.\`${victim.root}/silver/d\``), "file(s) outside the tenant's storage roots"],
-    ['read_files(…)', () => Query.sql(`SELECT * FROM read_files('${V.files}', format => 'parquet')`), 'the plan does not analyse (UNRESOLVABLE_TABLE_VALUED_FUNCTION)'],
+    [
+      'read_files(…)',
+      () => Query.sql(`SELECT * FROM read_files('${V.files}', format => 'parquet')`),
+      'the plan does not analyse (UNRESOLVABLE_TABLE_VALUED_FUNCTION)',
+    ],
     ['a column list mismatch quoting the other table', () => ownSql('*', `id IN (TABLE ${V.iceberg})`), 'the plan does not analyse (DATATYPE_MISMATCH'],
   ])('%s', async (name, rel, expected) => {
     const e = await refused(name, rel().rel);
@@ -160,7 +173,11 @@ describe('plans reading another tenant’s data are refused, without the canary'
   it('the executor runs nothing of a refused step', async () => {
     const before = client.stats.operations;
     const e = await executePlan(
-      { steps: [{ kind: 'query', id: 'probe', title: 'probe', query: Query.sql(`SELECT name FROM ${V.iceberg}`), interpret: () => ({}), untrusted: ['source.where'] }] },
+      {
+        steps: [
+          { kind: 'query', id: 'probe', title: 'probe', query: Query.sql(`SELECT name FROM ${V.iceberg}`), interpret: () => ({}), untrusted: ['source.where'] },
+        ],
+      },
       { session: client, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal, policy },
     ).catch((x: unknown) => x);
     expect(e).toBeInstanceOf(ConfigError);
@@ -184,7 +201,11 @@ describe('the templates’ own plans pass', () => {
 
   it.each([
     ['cdc-silver-merge.v1.conf', [`source.where="_snapshot_date = '2026-07-05'"`], ['check-batch', 'create-table', 'create-tombstones', 'check-schema']],
-    ['cdc-silver-merge.v2.conf', [`source.where="_snapshot_date = '2026-07-05'"`], ['check-batch', 'create-table', 'create-tombstones', 'check-schema', 'record-tombstones']],
+    [
+      'cdc-silver-merge.v2.conf',
+      [`source.where="_snapshot_date = '2026-07-05'"`],
+      ['check-batch', 'create-table', 'create-tombstones', 'check-schema', 'record-tombstones'],
+    ],
     ['jdbc-snapshot-ingest.v1.conf', ['source.table=orders', `source.where="amount > 1 AND lower(customer) LIKE 'a%'"`], ['probe-source', 'write-snapshot']],
     ['jdbc-snapshot-ingest.v2.conf', ['source.table=orders', `source.where="amount > 1"`], ['probe-source', 'create-table', 'write-snapshot']],
   ])('%s', async (file, set, steps) => {
@@ -193,7 +214,10 @@ describe('the templates’ own plans pass', () => {
     expect(flagged.map((s) => s.id)).toEqual(steps);
     const p = tenantReadPolicy(platform, loaded.tenant);
     for (const step of flagged) {
-      const report = await checkStepPolicy(client, stepRelations(step, { step: step.id, configPaths: step.untrusted! }), p, { step: step.id, configPaths: step.untrusted! });
+      const report = await checkStepPolicy(client, stepRelations(step, { step: step.id, configPaths: step.untrusted! }), p, {
+        step: step.id,
+        configPaths: step.untrusted!,
+      });
       durations[`${file} ${step.id}`] = report.durationMs;
     }
   });
@@ -210,8 +234,16 @@ describe('the templates’ own plans pass', () => {
     });
     const status = join(files, 'status.json');
     const r = await runCli([
-      '--config', join(files, 'job.conf'), '--env', join(files, 'platform.conf'), '--remote', remote(),
-      '--set', `source.where="_snapshot_date = DATE'2026-07-05'"`, '--status-file', status,
+      '--config',
+      join(files, 'job.conf'),
+      '--env',
+      join(files, 'platform.conf'),
+      '--remote',
+      remote(),
+      '--set',
+      `source.where="_snapshot_date = DATE'2026-07-05'"`,
+      '--status-file',
+      status,
     ]);
     const doc = JSON.parse(readFileSync(status, 'utf8'));
     expect(doc.error).toBeUndefined();

@@ -59,9 +59,7 @@ describe('SQL round trip through Arrow', () => {
   });
 
   it('keeps nulls in every column and many rows in order', async () => {
-    const result = await client.execute(
-      sql(`SELECT * FROM VALUES (1, NULL, NULL), (NULL, 'x', CAST(0.10 AS DECIMAL(12,2))) AS t(a, b, c)`),
-    );
+    const result = await client.execute(sql(`SELECT * FROM VALUES (1, NULL, NULL), (NULL, 'x', CAST(0.10 AS DECIMAL(12,2))) AS t(a, b, c)`));
     expect(rows(result.table!)).toEqual([
       { a: 1, b: null, c: null },
       { a: null, b: 'x', c: '0.10' },

@@ -35,16 +35,7 @@ beforeAll(() => {
   // A server left on this port by an earlier run has other options (or another token).
   stack(['stop', '--port', PORT]);
   const out = stack(
-    [
-      'start',
-      '--port',
-      PORT,
-      '--token-from-env',
-      '--conf',
-      'spark.connect.execute.reattachable.senderMaxStreamDuration=1s',
-      '--conf',
-      'spark.sql.extensions=',
-    ],
+    ['start', '--port', PORT, '--token-from-env', '--conf', 'spark.connect.execute.reattachable.senderMaxStreamDuration=1s', '--conf', 'spark.sql.extensions='],
     { SPARK_CONNECT_AUTHENTICATE_TOKEN: token },
   );
   address = out.trim().split('\n').pop() ?? '';

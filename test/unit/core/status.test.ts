@@ -30,7 +30,12 @@ describe('status writer', () => {
     mkdirSync(join(dir, 'xcom'));
     let out = '';
     const d = doc({ error: new ConfigError([{ path: 'cdc.primary-key', message: 'is required' }]).report() });
-    writeStatus(d, { statusFile: join(dir, 'out', 'status.json'), xcomDir: join(dir, 'xcom'), terminationLog: join(dir, 'termination-log'), stdout: (t) => (out += t) });
+    writeStatus(d, {
+      statusFile: join(dir, 'out', 'status.json'),
+      xcomDir: join(dir, 'xcom'),
+      terminationLog: join(dir, 'termination-log'),
+      stdout: (t) => (out += t),
+    });
     expect(JSON.parse(out)).toEqual(d);
     expect(JSON.parse(readFileSync(join(dir, 'out', 'status.json'), 'utf8'))).toEqual(d);
     expect(JSON.parse(readFileSync(join(dir, 'xcom', 'return.json'), 'utf8'))).toEqual(d);
@@ -77,14 +82,21 @@ describe('status writer', () => {
   });
 
   it('keeps the termination message within 4096 bytes', () => {
-    const outputs = Array.from({ length: 200 }, (_, i) => ({ table: `lake.acme_silver.table_${i}`, format: 'iceberg', snapshotId: String(1e15 + i), metrics: { inserted: i } }));
+    const outputs = Array.from({ length: 200 }, (_, i) => ({
+      table: `lake.acme_silver.table_${i}`,
+      format: 'iceberg',
+      snapshotId: String(1e15 + i),
+      metrics: { inserted: i },
+    }));
     expect(Buffer.byteLength(compact(doc({ outputs, status: 'succeeded', exitCode: 0 })))).toBeLessThanOrEqual(4096);
   });
 
   it('never prints a secret that reached a message', () => {
     const s = new Secret('hunter2-very-secret');
     let out = '';
-    writeStatus(doc({ error: { code: 'X', category: 'spark', message: `login failed for password=${s.reveal()}`, retryable: false } }), { stdout: (t) => (out += t) });
+    writeStatus(doc({ error: { code: 'X', category: 'spark', message: `login failed for password=${s.reveal()}`, retryable: false } }), {
+      stdout: (t) => (out += t),
+    });
     expect(out).not.toContain('hunter2-very-secret');
     expect(out).toContain('[redacted]');
     expect(JSON.stringify({ s })).toBe('{"s":"[redacted]"}');

@@ -21,7 +21,9 @@ interface Service {
   volumes?: string[];
 }
 const compose = JSON.parse(
-  execFileSync(python, ['-c', 'import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))', join(repo, 'compose.yaml')], { encoding: 'utf8' }),
+  execFileSync(python, ['-c', 'import json, sys, yaml; print(json.dumps(yaml.safe_load(open(sys.argv[1]))))', join(repo, 'compose.yaml')], {
+    encoding: 'utf8',
+  }),
 ) as { services: Record<string, Service> };
 const spark = compose.services['spark-connect']!;
 const jars = compose.services['spark-jars']!;
@@ -69,7 +71,10 @@ describe('compose.yaml', () => {
     const placeholders = new Set([...stackConf.matchAll(/\$\{([A-Z_]+)\}/g)].map((m) => m[1]));
     expect([...placeholders].sort()).toEqual(['ICEBERG_REST_URI', 'LAKE_HOME', 'STATE_DIR']);
     const expected = settings(
-      stackConf.replaceAll('${LAKE_HOME}', join(dir, 'lake')).replaceAll('${STATE_DIR}', join(dir, 'state')).replaceAll('${ICEBERG_REST_URI}', 'http://127.0.0.1:18181/'),
+      stackConf
+        .replaceAll('${LAKE_HOME}', join(dir, 'lake'))
+        .replaceAll('${STATE_DIR}', join(dir, 'state'))
+        .replaceAll('${ICEBERG_REST_URI}', 'http://127.0.0.1:18181/'),
     );
     expect(Object.fromEntries(produced)).toEqual(Object.fromEntries(expected));
     expect(produced.size).toBeGreaterThan(10);

@@ -46,7 +46,11 @@ describe('cdc-silver-merge v1 config', () => {
     // Writes that would change nothing are not sent: no empty commit on a rerun.
     const when = Object.fromEntries(job.plan.steps.filter((s) => s.when).map((s) => [s.id, s.when!]));
     expect(Object.keys(when)).toEqual(['record-tombstones', 'merge', 'delete-resurrected', 'expire-tombstones']);
-    const nothing = { measure: [{ inserted: 0, updated: 0, deleted: 0, late: 3, tombstones: 0 }], 'find-resurrected': [{ rows: 0 }], 'count-expired': [{ rows: 0 }] };
+    const nothing = {
+      measure: [{ inserted: 0, updated: 0, deleted: 0, late: 3, tombstones: 0 }],
+      'find-resurrected': [{ rows: 0 }],
+      'count-expired': [{ rows: 0 }],
+    };
     for (const f of Object.values(when)) expect(f(nothing)).toBe(false);
     expect(when['merge']!({ measure: [{ inserted: 0, updated: 1, deleted: 0 }] })).toBe(true);
     expect(when['record-tombstones']!({ measure: [{ tombstones: 2 }] })).toBe(true);
@@ -81,7 +85,10 @@ target { table = "orders; DROP TABLE x" }
     expect(err).toBeInstanceOf(ConfigError);
     expect((err as ConfigError).issues).toEqual([
       // The catalog grows: the known templates are whatever the registry lists.
-      { path: 'job.template', message: `unknown template "cdc-silver-merg"; did you mean "cdc-silver-merge"? (known: ${templates.map((t) => t.name).join(', ')})` },
+      {
+        path: 'job.template',
+        message: `unknown template "cdc-silver-merg"; did you mean "cdc-silver-merge"? (known: ${templates.map((t) => t.name).join(', ')})`,
+      },
     ]);
     expect((err as ConfigError).exitCode).toBe(78);
   });
@@ -147,9 +154,7 @@ target { table = "orders; DROP TABLE x" }
 describe('cdc-silver-merge v1 plans', () => {
   it('sends config values as literals and expressions, never inside statement text', async () => {
     const job = await load(valid.replace('delete-values = ["d"]', `delete-values = ["d'); DROP TABLE x; --"]`), { platform });
-    const json = JSON.stringify(
-      job.plan.steps.map((s) => toJson(PlanSchema, stepPlan(s, { reveal: false }))),
-    );
+    const json = JSON.stringify(job.plan.steps.map((s) => toJson(PlanSchema, stepPlan(s, { reveal: false }))));
     // The hostile delete value travels only as a string literal.
     expect(json).toContain(`"string":"d'); DROP TABLE x; --"`);
     const statements = [...json.matchAll(/"query":"([^"]*)"/g)].map((m) => m[1]);
@@ -253,6 +258,8 @@ describe('config expressions', () => {
   it('refuse an empty or overlong expression', async () => {
     expect(await configIssues(where('  '))).toEqual([{ path: 'source.where', message: 'at position 1: is empty' }]);
     expect(await configIssues(where(''))).toEqual([{ path: 'source.where', message: 'source.where must not be empty' }]);
-    expect(await configIssues(where(`a IN (${'1, '.repeat(5_000)}1)`))).toEqual([{ path: 'source.where', message: 'source.where is longer than 10000 characters' }]);
+    expect(await configIssues(where(`a IN (${'1, '.repeat(5_000)}1)`))).toEqual([
+      { path: 'source.where', message: 'source.where is longer than 10000 characters' },
+    ]);
   });
 });

@@ -141,7 +141,10 @@ target { table = "orders", snapshot-date = "2026-07-05" }
 
   it('refuses url, user, password and driver next to a named connection', async () => {
     const issues = await configIssues(
-      named.replace('table = "public.customers"', 'table = "public.customers", url = "jdbc:postgresql://x/y", user = "u", password { env = "X" }, driver = "a.B"'),
+      named.replace(
+        'table = "public.customers"',
+        'table = "public.customers", url = "jdbc:postgresql://x/y", user = "u", password { env = "X" }, driver = "a.B"',
+      ),
       { platform },
     );
     expect(issues.map((i) => i.path).sort()).toEqual(['source.driver', 'source.password', 'source.url', 'source.user']);
@@ -150,7 +153,9 @@ target { table = "orders", snapshot-date = "2026-07-05" }
 
   it('refuses a where outside the expression grammar, at its position', async () => {
     const withWhere = (w: string) => valid.replace('table = "public.orders"', `table = "public.orders", where = "${w}"`);
-    expect(byPath(await configIssues(withWhere('id > 1) OR (1 = 1')))).toEqual({ 'source.where': 'at position 7: unexpected ")" (expected an operator or the end)' });
+    expect(byPath(await configIssues(withWhere('id > 1) OR (1 = 1')))).toEqual({
+      'source.where': 'at position 7: unexpected ")" (expected an operator or the end)',
+    });
     expect(byPath(await configIssues(withWhere('input_file_name() IS NOT NULL')))).toEqual({
       'source.where': 'at position 1: function input_file_name is not allowed: it discloses the server and session, not the row',
     });
@@ -179,7 +184,10 @@ target { table = "orders", snapshot-date = "2026-07-05" }
     );
     expect(byPath(inverted)).toEqual({ 'source.upper-bound': 'must be greater than lower-bound' });
     const mixed = await configIssues(
-      valid.replace('table = "public.orders"', 'table = "public.orders", partition-column = "id", lower-bound = 1, upper-bound = "2026-07-05", num-partitions = 2'),
+      valid.replace(
+        'table = "public.orders"',
+        'table = "public.orders", partition-column = "id", lower-bound = 1, upper-bound = "2026-07-05", num-partitions = 2',
+      ),
     );
     expect(byPath(mixed)['source.upper-bound']).toMatch(/same kind/);
     const tooMany = await configIssues(
@@ -252,7 +260,10 @@ describe('jdbc-snapshot-ingest v1 plans', () => {
 
   it('maps the partitioned-read options to Spark', async () => {
     const job = await load(
-      valid.replace('table = "public.orders"', 'table = "public.orders", partition-column = "id", lower-bound = 1, upper-bound = 1000, num-partitions = 4, fetch-size = 500'),
+      valid.replace(
+        'table = "public.orders"',
+        'table = "public.orders", partition-column = "id", lower-bound = 1, upper-bound = 1000, num-partitions = 4, fetch-size = 500',
+      ),
     );
     const json = compile(job.plan.steps[0]!, false);
     expect(json).toContain('"fetchsize":"500","partitionColumn":"id","lowerBound":"1","upperBound":"1000","numPartitions":"4"');
@@ -322,7 +333,12 @@ describe('jdbc-snapshot-ingest v1 plans', () => {
 
 describe('jdbc-snapshot-ingest v2', () => {
   const v2 = (target: string) =>
-    valid.replace('schema-version = 1', 'schema-version = 2').replace('target { table = "orders", snapshot-date = "2026-07-05", partition-by = [] }', `target { table = "orders", snapshot-date = "2026-07-05", ${target} }`);
+    valid
+      .replace('schema-version = 1', 'schema-version = 2')
+      .replace(
+        'target { table = "orders", snapshot-date = "2026-07-05", partition-by = [] }',
+        `target { table = "orders", snapshot-date = "2026-07-05", ${target} }`,
+      );
   const catalogs = `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }\njdbc { inline-urls = allow }`;
 
   it('writes a bronze Iceberg table: create if missing, then replace exactly the snapshot date', async () => {
@@ -336,9 +352,18 @@ describe('jdbc-snapshot-ingest v2', () => {
   });
 
   it('keeps parquet as the default, refuses a catalog for parquet and a format the catalog does not hold', async () => {
-    expect((await load(v2('partition-by = []'), { platform: catalogs })).plan.steps.map((s) => s.id)).toEqual(['probe-source', 'write-snapshot', 'count-snapshot']);
-    expect(await configIssues(v2('catalog = "lake"'), { platform: catalogs })).toContainEqual({ path: 'target.catalog', message: 'applies to iceberg and delta tables; parquet files need no catalog' });
-    expect(await configIssues(v2('format = delta, catalog = "lake"'), { platform: catalogs })).toEqual([{ path: 'target.format', message: 'is delta, but catalog "lake" holds iceberg tables' }]);
+    expect((await load(v2('partition-by = []'), { platform: catalogs })).plan.steps.map((s) => s.id)).toEqual([
+      'probe-source',
+      'write-snapshot',
+      'count-snapshot',
+    ]);
+    expect(await configIssues(v2('catalog = "lake"'), { platform: catalogs })).toContainEqual({
+      path: 'target.catalog',
+      message: 'applies to iceberg and delta tables; parquet files need no catalog',
+    });
+    expect(await configIssues(v2('format = delta, catalog = "lake"'), { platform: catalogs })).toEqual([
+      { path: 'target.format', message: 'is delta, but catalog "lake" holds iceberg tables' },
+    ]);
   });
 });
 
@@ -361,6 +386,8 @@ target { table = "orders", snapshot-date = "2026-07-05" }
 
   it("refuses a driver class that is not the url's own driver (the server would load any class named)", async () => {
     for (const driver of ['java.lang.Runtime', 'org.postgresql.Driver', 'org.apache.spark.sql.SparkSession'])
-      expect(await configIssues(inline.replace('"org.sqlite.JDBC"', `"${driver}"`))).toEqual([{ path: 'source.driver', message: "must be the sqlite's driver: org.sqlite.JDBC" }]);
+      expect(await configIssues(inline.replace('"org.sqlite.JDBC"', `"${driver}"`))).toEqual([
+        { path: 'source.driver', message: "must be the sqlite's driver: org.sqlite.JDBC" },
+      ]);
   });
 });

@@ -52,7 +52,12 @@ describe('cdc-silver-merge reads bronze through the bronze layer', () => {
       const probe = job.plan.steps.find((s) => s.id === 'probe-partitions');
       expect(probe?.kind).toBe('query');
       if (probe?.kind !== 'query') throw new Error('unreachable');
-      expect(probe.interpret([{ date: '2026-07-05', rows: 3n }, { date: '2026-07-06', rows: 1n }])).toEqual({});
+      expect(
+        probe.interpret([
+          { date: '2026-07-05', rows: 3n },
+          { date: '2026-07-06', rows: 1n },
+        ]),
+      ).toEqual({});
       expect(probe.interpret([{ date: '2026-07-05', rows: 3n }])).toEqual({
         skip: `no bronze partition for source.snapshot-date 2026-07-06 in ${catalog}.acme_bronze.orders_cdc`,
       });
@@ -61,8 +66,12 @@ describe('cdc-silver-merge reads bronze through the bronze layer', () => {
 
   it('refuses a catalog for parquet bronze, an unknown catalog, and a format the catalog does not hold (78, at source.*)', async () => {
     expect(await issues(cdc(', catalog = "lake"'))).toEqual([{ path: 'source.catalog', message: expect.stringMatching(/parquet files need no catalog/) }]);
-    expect(await issues(cdc(', format = iceberg, catalog = "hms"'))).toEqual([{ path: 'source.catalog', message: expect.stringMatching(/"hms" is not configured/) }]);
-    expect(await issues(cdc(', format = delta, catalog = "lake"'))).toEqual([{ path: 'source.format', message: 'is delta, but catalog "lake" holds iceberg tables' }]);
+    expect(await issues(cdc(', format = iceberg, catalog = "hms"'))).toEqual([
+      { path: 'source.catalog', message: expect.stringMatching(/"hms" is not configured/) },
+    ]);
+    expect(await issues(cdc(', format = delta, catalog = "lake"'))).toEqual([
+      { path: 'source.format', message: 'is delta, but catalog "lake" holds iceberg tables' },
+    ]);
     expect((await issues(cdc(', format = orc'))).map((i) => i.path)).toEqual(['source.format']);
   });
 
@@ -102,7 +111,12 @@ describe('silver schema is fixed at creation', () => {
 
   it('refuses a changed column type (65, SCHEMA_CHANGED), naming column, silver type and batch type, even with add-columns', () => {
     for (const evolution of ['fail', 'add-columns'] as const) {
-      const d = schemaDecision({ ...none, changed: [{ name: 'amount', tableType: 'decimal(12,2)', sourceType: 'string' }] }, 'lake.acme_silver.orders', parts, evolution);
+      const d = schemaDecision(
+        { ...none, changed: [{ name: 'amount', tableType: 'decimal(12,2)', sourceType: 'string' }] },
+        'lake.acme_silver.orders',
+        parts,
+        evolution,
+      );
       expect(d.fail).toBeInstanceOf(DataError);
       expect(d.fail?.exitCode).toBe(65);
       expect(d.fail?.code).toBe('SCHEMA_CHANGED');
@@ -113,7 +127,9 @@ describe('silver schema is fixed at creation', () => {
 
   it('refuses a missing column and new columns without add-columns; adds only new columns with it', () => {
     expect(schemaDecision({ ...none, missing: ['name'] }, 't', parts, 'add-columns').fail?.message).toMatch(/lacks columns .*: name/);
-    expect(schemaDecision({ ...none, added: [{ name: 'note', type: 'string' }] }, 't', parts, 'fail').fail?.message).toMatch(/new columns note string; set schema-evolution = add-columns/);
+    expect(schemaDecision({ ...none, added: [{ name: 'note', type: 'string' }] }, 't', parts, 'fail').fail?.message).toMatch(
+      /new columns note string; set schema-evolution = add-columns/,
+    );
     const add = schemaDecision({ ...none, added: [{ name: 'note', type: 'string' }] }, 't', parts, 'add-columns');
     expect(add.fail).toBeUndefined();
     expect(JSON.stringify(add.commands)).toContain('ALTER TABLE `lake`.`acme_silver`.`orders` ADD COLUMNS (`note` string)');
@@ -147,7 +163,12 @@ target { table = "orders", snapshot-date = "2026-07-05"${target} }
     const parquet = await load(ingest(''));
     const count = parquet.plan.steps.find((s) => s.id === 'count-snapshot');
     if (count?.kind !== 'query') throw new Error('unreachable');
-    expect(count.interpret([{ rows: 1n }]).output).toEqual({ path: 'file:///lake/acme/bronze/orders', format: 'parquet', location: 'file:///lake/acme/bronze/orders', metrics: { rowsWritten: 1 } });
+    expect(count.interpret([{ rows: 1n }]).output).toEqual({
+      path: 'file:///lake/acme/bronze/orders',
+      format: 'parquet',
+      location: 'file:///lake/acme/bronze/orders',
+      metrics: { rowsWritten: 1 },
+    });
     expect(count.interpret([{ rows: 1n }]).output?.table).toBeUndefined();
   });
 });

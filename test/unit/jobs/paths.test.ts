@@ -38,7 +38,15 @@ function bronzeRead(steps: readonly Step[]): { paths: string[]; options: Record<
       Object.values(x).forEach(walk);
     }
   };
-  walk(toJson(PlanSchema, stepPlan(steps.find((s) => s.id === 'check-batch')!, { reveal: false })));
+  walk(
+    toJson(
+      PlanSchema,
+      stepPlan(
+        steps.find((s) => s.id === 'check-batch')!,
+        { reveal: false },
+      ),
+    ),
+  );
   expect(found).toHaveLength(1);
   return { paths: found[0]!.paths ?? [], options: found[0]!.options ?? {} };
 }
@@ -46,7 +54,11 @@ function bronzeRead(steps: readonly Step[]): { paths: string[]; options: Record<
 describe('cdc-silver-merge source.snapshot-date (v2)', () => {
   it('reads exactly the selected partition, with basePath at the bronze dir, after probing it', async () => {
     const job = await load(merge(''), ['source.snapshot-date=2026-07-05']);
-    expect(job.plan.steps[0]).toMatchObject({ kind: 'probePaths', id: 'probe-partitions', paths: ['file:///lake/acme/bronze/orders_cdc/_snapshot_date=2026-07-05'] });
+    expect(job.plan.steps[0]).toMatchObject({
+      kind: 'probePaths',
+      id: 'probe-partitions',
+      paths: ['file:///lake/acme/bronze/orders_cdc/_snapshot_date=2026-07-05'],
+    });
     expect(bronzeRead(job.plan.steps)).toEqual({
       paths: ['file:///lake/acme/bronze/orders_cdc/_snapshot_date=2026-07-05'],
       options: { mergeSchema: 'true', basePath: 'file:///lake/acme/bronze/orders_cdc' },
@@ -87,17 +99,25 @@ describe('cdc-silver-merge source.snapshot-date (v2)', () => {
     ['[]', /too small|at least|>=1/i],
     ['["2026-07-05", "2026-07-05"]', /twice/],
   ])('refuses snapshot-date = %s with its path (78)', async (value, message) => {
-    expect(await issues(merge(`, snapshot-date = ${value}`))).toContainEqual({ path: expect.stringMatching(/^source\.snapshot-date/), message: expect.stringMatching(message) });
+    expect(await issues(merge(`, snapshot-date = ${value}`))).toContainEqual({
+      path: expect.stringMatching(/^source\.snapshot-date/),
+      message: expect.stringMatching(message),
+    });
   });
 
   it('is a v2 key: v1 refuses it as unknown', async () => {
-    expect(await issues(merge(', snapshot-date = "2026-07-05"', 1))).toContainEqual({ path: 'source.snapshot-date', message: expect.stringMatching(/unknown key/) });
+    expect(await issues(merge(', snapshot-date = "2026-07-05"', 1))).toContainEqual({
+      path: 'source.snapshot-date',
+      message: expect.stringMatching(/unknown key/),
+    });
   });
 });
 
 describe('expected table locations', () => {
   const ensured = (steps: readonly Step[]) =>
-    steps.filter((s): s is Extract<Step, { kind: 'ensureTable' }> => s.kind === 'ensureTable').map((s) => ({ table: s.table.table, location: s.location, configPath: s.configPath }));
+    steps
+      .filter((s): s is Extract<Step, { kind: 'ensureTable' }> => s.kind === 'ensureTable')
+      .map((s) => ({ table: s.table.table, location: s.location, configPath: s.configPath }));
 
   it('cdc-silver-merge: the silver table and its tombstones, at <storage-root>/silver/<table>', async () => {
     const job = await load(merge(''));
@@ -106,7 +126,15 @@ describe('expected table locations', () => {
       { table: 'orders__cdc_tombstones', location: 'file:///lake/acme/silver/orders__cdc_tombstones', configPath: 'target.table' },
     ]);
     // The table is created where it is later checked to be.
-    const create = JSON.stringify(toJson(PlanSchema, stepPlan(job.plan.steps.find((s) => s.id === 'create-table')!, { reveal: false })));
+    const create = JSON.stringify(
+      toJson(
+        PlanSchema,
+        stepPlan(
+          job.plan.steps.find((s) => s.id === 'create-table')!,
+          { reveal: false },
+        ),
+      ),
+    );
     expect(create).toContain('"location":"file:///lake/acme/silver/orders"');
   });
 

@@ -32,7 +32,11 @@ describe('the catalog', () => {
           const text = readFileSync(join(repo, v.example), 'utf8');
           expect(text).toMatch(new RegExp(`template\\s*=\\s*"${t.name}"`));
           expect(text).toMatch(new RegExp(`schema-version\\s*=\\s*${v.version}\\b`));
-          const raw = await parseHocon([await readHoconFile(join(repo, v.example))], { env: { LAKEHOUSE_LAKE_HOME: '/lake' }, envAllowList: (n) => n === 'LAKEHOUSE_LAKE_HOME', overrides: [] });
+          const raw = await parseHocon([await readHoconFile(join(repo, v.example))], {
+            env: { LAKEHOUSE_LAKE_HOME: '/lake' },
+            envAllowList: (n) => n === 'LAKEHOUSE_LAKE_HOME',
+            overrides: [],
+          });
           const parsed = v.schema.safeParse(raw);
           expect(parsed.error?.issues ?? [], v.example).toEqual([]);
         }
@@ -44,7 +48,9 @@ describe('the catalog', () => {
         expect(existsSync(file), `${t.docs} is missing`).toBe(true);
         const page = readFileSync(file, 'utf8');
         const newest = t.versions.at(-1)!;
-        const json = z.toJSONSchema(newest.schema, { io: 'input', unrepresentable: 'any' }) as { properties: Record<string, { properties?: Record<string, unknown> }> };
+        const json = z.toJSONSchema(newest.schema, { io: 'input', unrepresentable: 'any' }) as {
+          properties: Record<string, { properties?: Record<string, unknown> }>;
+        };
         for (const [section, def] of Object.entries(json.properties)) {
           if (section === 'job' || section === 'tenant') continue;
           const keys = def.properties ? Object.keys(def.properties).map((k) => `${section}.${k}`) : [section];
@@ -79,7 +85,10 @@ describe('the kit', () => {
       if (c.thing.keys.includes(c.thing.table)) rc.addIssue({ code: 'custom', path: ['thing', 'keys'], message: 'must not name the table' });
     },
   });
-  const v1 = defineVersion(1, { sections: { thing: z.object({ name: name() }).strict() } }).migrate((c) => ({ tenant: c.tenant, thing: { table: c.thing.name, keys: [] } }));
+  const v1 = defineVersion(1, { sections: { thing: z.object({ name: name() }).strict() } }).migrate((c) => ({
+    tenant: c.tenant,
+    thing: { table: c.thing.name, keys: [] },
+  }));
   const seen: unknown[] = [];
   const t = defineTemplate({
     name: 'kit-test',

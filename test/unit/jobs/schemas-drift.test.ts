@@ -7,7 +7,11 @@ const dir = new URL('../../../schemas/', import.meta.url);
 describe('schemas/', () => {
   it('matches the JSON Schemas generated from the zod schemas (run: npx tsx scripts/gen-schemas.ts)', () => {
     const expected = renderSchemas();
-    const actual = Object.fromEntries(readdirSync(dir).filter((f) => f.endsWith('.schema.json')).map((f) => [f, readFileSync(new URL(f, dir), 'utf8')]));
+    const actual = Object.fromEntries(
+      readdirSync(dir)
+        .filter((f) => f.endsWith('.schema.json'))
+        .map((f) => [f, readFileSync(new URL(f, dir), 'utf8')]),
+    );
     expect(Object.keys(actual).sort()).toEqual(Object.keys(expected).sort());
     for (const [name, text] of Object.entries(expected)) expect(actual[name], name).toBe(text);
   });

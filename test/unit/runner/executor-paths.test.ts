@@ -26,7 +26,9 @@ const plan: JobPlan = {
       table,
       location: expected,
       configPath: 'target.table',
-      create: Query.sql('SELECT 1 AS id').limit(0).writeTo(['lake', 'acme_silver', 'orders'], 'create', { provider: 'iceberg', properties: { location: expected } }),
+      create: Query.sql('SELECT 1 AS id')
+        .limit(0)
+        .writeTo(['lake', 'acme_silver', 'orders'], 'create', { provider: 'iceberg', properties: { location: expected } }),
     },
     { kind: 'command', id: 'write', title: 'write', command: Query.sql('SELECT 1 AS id').writeTo(['lake', 'acme_silver', 'orders'], 'append') },
   ],
@@ -153,7 +155,8 @@ describe('probePaths', () => {
     };
     return { s, listed, sent };
   }
-  const exec = (s: SparkSession, p: JobPlan) => executePlan(p, { session: s, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal });
+  const exec = (s: SparkSession, p: JobPlan) =>
+    executePlan(p, { session: s, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal });
 
   it('lists each path on its own and goes on when all exist', async () => {
     const { s, listed, sent } = lister([]);

@@ -46,7 +46,9 @@ const query = (untrusted?: string[]): Step => ({
   kind: 'query',
   id: 'probe',
   title: 'probe',
-  query: Query.table(['lake', 'acme_silver', 'o']).filter(gt(col('id'), lit(0))).select(alias(lit(1), 'one')),
+  query: Query.table(['lake', 'acme_silver', 'o'])
+    .filter(gt(col('id'), lit(0)))
+    .select(alias(lit(1), 'one')),
   interpret: () => ({}),
   ...(untrusted ? { untrusted } : {}),
 });
@@ -70,7 +72,22 @@ describe('executor: the policy check before flagged steps', () => {
 
   it('does not check steps without config logic', async () => {
     const { s, log } = session(fixture('hostile.exists'));
-    await run({ steps: [query(), { kind: 'command', id: 'c', title: 'c', command: Query.range(0n, 1n).select(alias(fn('count', lit(1)), 'n')).createView('v') }] }, s);
+    await run(
+      {
+        steps: [
+          query(),
+          {
+            kind: 'command',
+            id: 'c',
+            title: 'c',
+            command: Query.range(0n, 1n)
+              .select(alias(fn('count', lit(1)), 'n'))
+              .createView('v'),
+          },
+        ],
+      },
+      s,
+    );
     expect(log).toEqual(['execute', 'execute']);
   });
 
@@ -82,7 +99,10 @@ describe('executor: the policy check before flagged steps', () => {
       table: { catalog: 'lake', namespace: 'acme_silver', table: 'o' },
       location: 'file:///lake/acme/silver/o',
       configPath: 'target.table',
-      create: Query.table(['lake', 'acme_silver', 'o']).filter(gt(col('id'), lit(0))).limit(0).writeTo(['lake', 'acme_silver', 'x'], 'create'),
+      create: Query.table(['lake', 'acme_silver', 'o'])
+        .filter(gt(col('id'), lit(0)))
+        .limit(0)
+        .writeTo(['lake', 'acme_silver', 'x'], 'create'),
       untrusted: ['source.where'],
     };
     const exists = session(fixture('hostile.exists'));
@@ -105,8 +125,18 @@ describe('executor: the policy check before flagged steps', () => {
     const { s, log } = session(fixture('hostile.reflect'));
     let analysed = 0;
     s.analyze.schema = async () => void analysed++;
-    const step: Step = { kind: 'compareSchemas', id: 'check-schema', title: 's', source: Query.table(['lake', 'acme_silver', 'o']), table: { catalog: 'lake', namespace: 'acme_silver', table: 'o' }, interpret: () => ({}), untrusted: ['cdc.delete-when'] };
-    await expect(run({ steps: [step] }, s)).rejects.toThrow(/cdc.delete-when: refused by the tenant read policy \(step check-schema\): function reflect is not allowed/);
+    const step: Step = {
+      kind: 'compareSchemas',
+      id: 'check-schema',
+      title: 's',
+      source: Query.table(['lake', 'acme_silver', 'o']),
+      table: { catalog: 'lake', namespace: 'acme_silver', table: 'o' },
+      interpret: () => ({}),
+      untrusted: ['cdc.delete-when'],
+    };
+    await expect(run({ steps: [step] }, s)).rejects.toThrow(
+      /cdc.delete-when: refused by the tenant read policy \(step check-schema\): function reflect is not allowed/,
+    );
     expect(analysed).toBe(0);
     expect(log).toEqual(['conf', 'inputFiles', 'explain']);
   });
@@ -136,7 +166,9 @@ ${extra}`;
     // check-batch resolves the events (filtered, with their delete flag) once and keeps them; every
     // later step reads the kept rows: it holds no config logic, and is not flagged.
     expect(await flagged(cdc(1, 'source { table = "o", where = "id > 0" }'))).toEqual(['check-batch:source.where']);
-    expect(await flagged(cdc(2, 'source { table = "o", where = "id > 0" }\ncdc.delete-when = "op = \'d\'"'))).toEqual(['check-batch:source.where+cdc.delete-when']);
+    expect(await flagged(cdc(2, 'source { table = "o", where = "id > 0" }\ncdc.delete-when = "op = \'d\'"'))).toEqual([
+      'check-batch:source.where+cdc.delete-when',
+    ]);
     expect(await flagged(cdc(2, 'source { table = "o" }\ncdc.delete-when = "op = \'d\'"'))).toEqual(['check-batch:cdc.delete-when']);
     expect(await flagged(cdc(1, 'source { table = "o" }'))).toEqual([]);
     // No unflagged step's plan holds the config's logic (its literals mark it).

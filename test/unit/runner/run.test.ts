@@ -65,7 +65,11 @@ describe('a TypeError inside a command', () => {
     child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
     const exit = await new Promise<number | null>((r) => child.on('close', r));
     expect(exit, stderr).toBe(70);
-    expect(JSON.parse(readFileSync(statusFile, 'utf8'))).toMatchObject({ status: 'failed', exitCode: 70, error: { code: 'INTERNAL', category: 'internal', retryable: false } });
+    expect(JSON.parse(readFileSync(statusFile, 'utf8'))).toMatchObject({
+      status: 'failed',
+      exitCode: 70,
+      error: { code: 'INTERNAL', category: 'internal', retryable: false },
+    });
     const line = stderr.split('\n').find((l) => l.includes('"code":"INTERNAL"'));
     expect(line).toBeDefined();
     const logged = JSON.parse(line!);
@@ -124,7 +128,13 @@ describe('the cancel grace period', () => {
 describe('the execution report', () => {
   const plan: JobPlan = {
     steps: [
-      { kind: 'query', id: 'measure', title: 'measure', query: Query.sql('SELECT 1'), interpret: () => ({ output: { table: 'lake.t', format: 'iceberg', metrics: { inserted: 2 } } }) },
+      {
+        kind: 'query',
+        id: 'measure',
+        title: 'measure',
+        query: Query.sql('SELECT 1'),
+        interpret: () => ({ output: { table: 'lake.t', format: 'iceberg', metrics: { inserted: 2 } } }),
+      },
       { kind: 'command', id: 'record-tombstones', title: 'tombstones', command: sqlCommand('MERGE INTO a') },
       { kind: 'command', id: 'merge', title: 'merge', command: sqlCommand('MERGE INTO b') },
       { kind: 'command', id: 'expire', title: 'expire', command: sqlCommand('DELETE FROM a') },
@@ -142,9 +152,9 @@ describe('the execution report', () => {
       config: { set: async () => undefined },
     };
     const report = emptyReport();
-    await expect(
-      executePlan(plan, { session, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal, report }),
-    ).rejects.toThrow('server gone');
+    await expect(executePlan(plan, { session, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal, report })).rejects.toThrow(
+      'server gone',
+    );
     expect(report.completedSteps).toEqual(['measure', 'record-tombstones']);
     expect(report.failedStep).toBe('merge');
     expect(report.outputs).toEqual([{ table: 'lake.t', format: 'iceberg', metrics: { inserted: 2 } }]);
@@ -249,7 +259,9 @@ describe('finding the bad source file', () => {
     expect(e).toBeInstanceOf(DataError);
     expect(e.exitCode).toBe(65);
     expect(e.code).toBe('SOURCE_TYPE_MISMATCH');
-    expect(e.message).toMatch(/^source file file:\/\/\/lake\/acme\/bronze\/events\/d=2\/b\.parquet: column amount is string in this file, int in 2 other files of the source\. Fix: /);
+    expect(e.message).toMatch(
+      /^source file file:\/\/\/lake\/acme\/bronze\/events\/d=2\/b\.parquet: column amount is string in this file, int in 2 other files of the source\. Fix: /,
+    );
     expect(e.report().hint).toContain('cast');
   });
 
@@ -261,7 +273,9 @@ describe('finding the bad source file', () => {
     );
     const e = (await exec(session)) as DataError;
     expect(e.code).toBe('SOURCE_TYPE_UNSUPPORTED');
-    expect(e.message).toMatch(/^source file file:\/\/\/lake\/acme\/bronze\/events\/d=2\/n\.parquet: column ts holds a Parquet type Spark cannot read \(nanosecond timestamps\)/);
+    expect(e.message).toMatch(
+      /^source file file:\/\/\/lake\/acme\/bronze\/events\/d=2\/n\.parquet: column ts holds a Parquet type Spark cannot read \(nanosecond timestamps\)/,
+    );
     expect(conf).toEqual({});
   });
 

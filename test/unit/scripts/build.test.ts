@@ -78,7 +78,8 @@ describe('the bundle', () => {
   });
 
   it('no command loads pino: the logger writes its JSON lines itself (src/core/logger.ts)', () => {
-    for (const entry of ['src/runner/ping.ts', 'src/runner/run.ts', 'src/spark/client.ts', 'src/runner/executor.ts']) expect(staticPackages(entry)).not.toContain('pino');
+    for (const entry of ['src/runner/ping.ts', 'src/runner/run.ts', 'src/spark/client.ts', 'src/runner/executor.ts'])
+      expect(staticPackages(entry)).not.toContain('pino');
   });
 
   it('writes source maps next to every chunk, with mappings and without the sources', () => {

@@ -37,7 +37,12 @@ describe('scripts/test closing lines', () => {
   // A report of one passed test, in vitest's JSON shape.
   const greenReport = (): string => {
     const path = join(dir, 'green.json');
-    const result = { name: join(dir, 'test/fine.test.ts'), status: 'passed', message: '', assertionResults: [{ ancestorTitles: [], title: 'works', status: 'passed' }] };
+    const result = {
+      name: join(dir, 'test/fine.test.ts'),
+      status: 'passed',
+      message: '',
+      assertionResults: [{ ancestorTitles: [], title: 'works', status: 'passed' }],
+    };
     writeFileSync(path, JSON.stringify({ testResults: [result] }));
     return path;
   };

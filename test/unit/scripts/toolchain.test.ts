@@ -26,14 +26,19 @@ function satisfies(version: Version, range: string): boolean {
         const c = compare(version, v);
         const upTo = (next: Version) => c >= 0 && compare(version, next) < 0;
         switch (op) {
-          case '>=': return c >= 0;
-          case '>': return c > 0;
-          case '<=': return c <= 0;
-          case '<': return c < 0;
+          case '>=':
+            return c >= 0;
+          case '>':
+            return c > 0;
+          case '<=':
+            return c <= 0;
+          case '<':
+            return c < 0;
           case '^':
             if (v[0] === 0) throw new Error(`unsupported engines range: ${range}`);
             return upTo([v[0] + 1, 0, 0]);
-          case '~': return upTo([v[0], v[1] + 1, 0]);
+          case '~':
+            return upTo([v[0], v[1] + 1, 0]);
           default: // '=' or bare, with x / * wildcards
             if (wild(minor)) return upTo([v[0] + 1, 0, 0]);
             if (wild(patch)) return upTo([v[0], v[1] + 1, 0]);

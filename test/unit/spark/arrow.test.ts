@@ -77,7 +77,10 @@ describe('Arrow batches', () => {
   });
 
   it('converts int64 and timestamps on request', () => {
-    const t = new Table({ big: vectorFromArray([5n], new Int64()), at: makeVector(makeData({ type: new TimestampMicrosecond('UTC'), length: 1, nullCount: 0, data: new BigInt64Array([1_704_164_645_123_456n]) })) });
+    const t = new Table({
+      big: vectorFromArray([5n], new Int64()),
+      at: makeVector(makeData({ type: new TimestampMicrosecond('UTC'), length: 1, nullCount: 0, data: new BigInt64Array([1_704_164_645_123_456n]) })),
+    });
     const { schema, batches } = decodeArrowBatch(ipc(t));
     const table2 = concatBatches(schema, batches);
     expect(rows(table2)).toEqual([{ big: 5n, at: '2024-01-02T03:04:05.123456Z' }]);
@@ -86,7 +89,9 @@ describe('Arrow batches', () => {
   });
 
   it('writes timestamps without zone as local date-times', () => {
-    const t = new Table({ at: makeVector(makeData({ type: new TimestampMicrosecond(null), length: 1, nullCount: 0, data: new BigInt64Array([1_704_164_645_000_001n]) })) });
+    const t = new Table({
+      at: makeVector(makeData({ type: new TimestampMicrosecond(null), length: 1, nullCount: 0, data: new BigInt64Array([1_704_164_645_000_001n]) })),
+    });
     expect(rows(t)).toEqual([{ at: '2024-01-02T03:04:05.000001' }]);
   });
 
@@ -97,7 +102,17 @@ describe('Arrow batches', () => {
     const t = new Table({
       arr: vectorFromArray([[1, 2], [], null], new List(new Field('element', new Int32(), true))),
       st: vectorFromArray([{ x: 1, y: 'a' }, { x: null, y: null }, null], structType),
-      m: vectorFromArray([new Map([['k', 1], ['l', null]]), new Map(), null], mapType),
+      m: vectorFromArray(
+        [
+          new Map([
+            ['k', 1],
+            ['l', null],
+          ]),
+          new Map(),
+          null,
+        ],
+        mapType,
+      ),
     } as never);
     const { schema, batches } = decodeArrowBatch(ipc(t));
     expect(rows(concatBatches(schema, batches))).toEqual([

@@ -94,11 +94,7 @@ describe('retries', () => {
   });
 
   it('gives up after the policy and maps to exit 69', async () => {
-    const { fake, client } = await setup(
-      { analyzePlan: () => Promise.reject(statusError(status.UNAVAILABLE, 'down')) },
-      '',
-      { ...fastRetry, maxRetries: 3 },
-    );
+    const { fake, client } = await setup({ analyzePlan: () => Promise.reject(statusError(status.UNAVAILABLE, 'down')) }, '', { ...fastRetry, maxRetries: 3 });
     const e = await client.analyze.sparkVersion().catch((x: unknown) => x);
     expect(e).toBeInstanceOf(SparkError);
     expect(e).toMatchObject({ exitCode: ExitCode.unavailable, code: 'SPARK_UNAVAILABLE', retryable: true });
@@ -116,7 +112,8 @@ describe('retries', () => {
 
   it('does not retry errors the server meant', async () => {
     const { fake, client } = await setup({
-      analyzePlan: () => Promise.reject(statusError(status.INTERNAL, '[PARSE_SYNTAX_ERROR] Syntax error', { errorClass: 'PARSE_SYNTAX_ERROR', sqlState: '42601' })),
+      analyzePlan: () =>
+        Promise.reject(statusError(status.INTERNAL, '[PARSE_SYNTAX_ERROR] Syntax error', { errorClass: 'PARSE_SYNTAX_ERROR', sqlState: '42601' })),
     });
     await expect(client.analyze.schema(plan)).rejects.toMatchObject({ exitCode: ExitCode.config, errorClass: 'PARSE_SYNTAX_ERROR', sqlState: '42601' });
     expect(fake.callsOf('analyzePlan')).toHaveLength(1);
@@ -285,7 +282,13 @@ describe('server errors', () => {
         expect(r.errorId).toBe('err-1');
         return {
           rootErrorIdx: 0,
-          errors: [{ errorTypeHierarchy: ['org.apache.spark.SparkRuntimeException'], message: full, sparkThrowable: { errorClass: 'USER_RAISED_EXCEPTION', sqlState: 'P0001' } }],
+          errors: [
+            {
+              errorTypeHierarchy: ['org.apache.spark.SparkRuntimeException'],
+              message: full,
+              sparkThrowable: { errorClass: 'USER_RAISED_EXCEPTION', sqlState: 'P0001' },
+            },
+          ],
         };
       },
     });
@@ -375,7 +378,10 @@ describe('time bounds', () => {
   it('shares one retry budget between the calls of a client', async () => {
     const { fake } = await setup({ analyzePlan: unavailable }, '', { initialBackoffMs: 100, multiplier: 1, maxBackoffMs: 100, jitter: 0 });
     client?.close();
-    client = SparkConnectClient.connect(parseConnectionString(fake.remote), { retry: { initialBackoffMs: 100, multiplier: 1, maxBackoffMs: 100, jitter: 0 }, retryBudgetMs: 450 });
+    client = SparkConnectClient.connect(parseConnectionString(fake.remote), {
+      retry: { initialBackoffMs: 100, multiplier: 1, maxBackoffMs: 100, jitter: 0 },
+      retryBudgetMs: 450,
+    });
     const started = Date.now();
     await expect(client.analyze.sparkVersion()).rejects.toMatchObject({ exitCode: ExitCode.unavailable, code: 'SPARK_UNAVAILABLE' });
     const firstCalls = fake.callsOf('analyzePlan').length;

@@ -38,7 +38,7 @@ describe('config expressions as plan nodes', () => {
     ['a NOT BETWEEN 1 AND 2', not(and(fn('>=', col('a'), lit(1)), fn('<=', col('a'), lit(2))))],
     ["a LIKE 'x%'", fn('like', col('a'), lit('x%'))],
     ["a NOT LIKE 'x!%' ESCAPE '!'", not(fn('like', col('a'), lit('x!%'), lit('!')))],
-    ["CASE WHEN a THEN 1 WHEN b THEN 2 ELSE 3 END", fn('when', col('a'), lit(1), col('b'), lit(2), lit(3))],
+    ['CASE WHEN a THEN 1 WHEN b THEN 2 ELSE 3 END', fn('when', col('a'), lit(1), col('b'), lit(2), lit(3))],
     ["CASE a WHEN 'x' THEN 1 END", fn('when', eq(col('a'), lit('x')), lit(1))],
     ['CAST(a AS decimal(10,2))', cast(col('a'), 'decimal(10,2)')],
     ['CAST(a AS integer)', cast(col('a'), 'int')],

@@ -25,9 +25,19 @@ function failure(over: Partial<SparkFailure>): SparkFailure {
 function grpcError(code: number, details: string, info?: Record<string, string>, retryDelayMs?: number) {
   const metadata = new Metadata();
   const detailsAny = [];
-  if (info) detailsAny.push(anyPack(ErrorInfoSchema, create(ErrorInfoSchema, { reason: 'org.apache.spark.SparkException', domain: 'org.apache.spark', metadata: info })));
+  if (info)
+    detailsAny.push(
+      anyPack(ErrorInfoSchema, create(ErrorInfoSchema, { reason: 'org.apache.spark.SparkException', domain: 'org.apache.spark', metadata: info })),
+    );
   if (retryDelayMs !== undefined) {
-    detailsAny.push(anyPack(RetryInfoSchema, create(RetryInfoSchema, { retryDelay: create(DurationSchema, { seconds: BigInt(Math.floor(retryDelayMs / 1000)), nanos: (retryDelayMs % 1000) * 1e6 }) })));
+    detailsAny.push(
+      anyPack(
+        RetryInfoSchema,
+        create(RetryInfoSchema, {
+          retryDelay: create(DurationSchema, { seconds: BigInt(Math.floor(retryDelayMs / 1000)), nanos: (retryDelayMs % 1000) * 1e6 }),
+        }),
+      ),
+    );
   }
   if (detailsAny.length) {
     metadata.set('grpc-status-details-bin', Buffer.from(toBinary(StatusSchema, create(StatusSchema, { code, message: details, details: detailsAny }))));
@@ -41,7 +51,12 @@ describe('classification', () => {
     ['permission denied', { grpcCode: status.PERMISSION_DENIED }, ExitCode.permission, 'SPARK_AUTH'],
     ['unavailable after retries', { grpcCode: status.UNAVAILABLE }, ExitCode.unavailable, 'SPARK_UNAVAILABLE'],
     ['deadline', { grpcCode: status.DEADLINE_EXCEEDED }, ExitCode.transient, 'SPARK_TIMEOUT'],
-    ['postgres refuses the password', { message: 'org.postgresql.util.PSQLException: FATAL: password authentication failed for user "x"' }, ExitCode.permission, 'SOURCE_AUTH'],
+    [
+      'postgres refuses the password',
+      { message: 'org.postgresql.util.PSQLException: FATAL: password authentication failed for user "x"' },
+      ExitCode.permission,
+      'SOURCE_AUTH',
+    ],
     ['mysql refuses the user', { message: "java.sql.SQLException: Access denied for user 'x'@'h'" }, ExitCode.permission, 'SOURCE_AUTH'],
     ['source unreachable', { message: 'org.postgresql.util.PSQLException: Connection to 127.0.0.1:1 refused.' }, ExitCode.unavailable, 'SOURCE_UNAVAILABLE'],
     ['source host unknown', { classes: ['java.net.UnknownHostException'] }, ExitCode.unavailable, 'SOURCE_UNAVAILABLE'],
@@ -49,7 +64,12 @@ describe('classification', () => {
     ['session closed', { errorClass: 'INVALID_HANDLE.SESSION_CLOSED' }, ExitCode.transient, 'SPARK_SESSION_LOST'],
     ['session changed', { errorClass: 'INVALID_HANDLE.SESSION_CHANGED' }, ExitCode.transient, 'SPARK_SESSION_LOST'],
     ['iceberg commit conflict', { classes: ['org.apache.iceberg.exceptions.CommitFailedException'] }, ExitCode.transient, 'COMMIT_CONFLICT'],
-    ['wrapped iceberg conflict', { message: 'Job aborted: org.apache.iceberg.exceptions.CommitFailedException: Cannot commit' }, ExitCode.transient, 'COMMIT_CONFLICT'],
+    [
+      'wrapped iceberg conflict',
+      { message: 'Job aborted: org.apache.iceberg.exceptions.CommitFailedException: Cannot commit' },
+      ExitCode.transient,
+      'COMMIT_CONFLICT',
+    ],
     ['delta conflict class', { classes: ['io.delta.exceptions.ConcurrentAppendException'] }, ExitCode.transient, 'COMMIT_CONFLICT'],
     ['delta conflict error class', { errorClass: 'DELTA_CONCURRENT_APPEND.WITHOUT_HINT' }, ExitCode.transient, 'COMMIT_CONFLICT'],
     ['operation cancelled', { errorClass: 'OPERATION_CANCELED' }, ExitCode.transient, 'SPARK_OPERATION_CANCELLED'],
@@ -65,16 +85,32 @@ describe('classification', () => {
     ['delta merge cardinality', { errorClass: 'DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE' }, ExitCode.data, 'DATA_INVALID'],
     ['missing column', { errorClass: 'UNRESOLVED_COLUMN.WITH_SUGGESTION' }, ExitCode.data, 'SOURCE_SCHEMA_CONTRACT'],
     ['parse error', { errorClass: 'PARSE_SYNTAX_ERROR' }, ExitCode.config, 'SPARK_PARSE_ERROR'],
-    ['delta table on another table\'s location', { errorClass: 'DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION' }, ExitCode.config, 'TABLE_LOCATION_TAKEN'],
+    ["delta table on another table's location", { errorClass: 'DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION' }, ExitCode.config, 'TABLE_LOCATION_TAKEN'],
     // Iceberg's conflict validation (the loser of two overlapping MERGEs, as the real server reports it).
     [
       'iceberg conflicting files',
-      { classes: ['org.apache.iceberg.exceptions.ValidationException', 'java.lang.RuntimeException'], message: 'Found conflicting files that can contain records matching true: [/lake/t/data/00000-1.parquet]' },
+      {
+        classes: ['org.apache.iceberg.exceptions.ValidationException', 'java.lang.RuntimeException'],
+        message: 'Found conflicting files that can contain records matching true: [/lake/t/data/00000-1.parquet]',
+      },
       ExitCode.transient,
       'COMMIT_CONFLICT',
     ],
-    ['iceberg missing files to delete', { classes: ['org.apache.iceberg.exceptions.ValidationException'], message: 'Missing required files to delete: /lake/t/data/1.parquet' }, ExitCode.transient, 'COMMIT_CONFLICT'],
-    ['iceberg conflict in a cause', { message: 'Job aborted', causes: ['org.apache.iceberg.exceptions.ValidationException: Found new conflicting delete files that can apply to records matching true'] }, ExitCode.transient, 'COMMIT_CONFLICT'],
+    [
+      'iceberg missing files to delete',
+      { classes: ['org.apache.iceberg.exceptions.ValidationException'], message: 'Missing required files to delete: /lake/t/data/1.parquet' },
+      ExitCode.transient,
+      'COMMIT_CONFLICT',
+    ],
+    [
+      'iceberg conflict in a cause',
+      {
+        message: 'Job aborted',
+        causes: ['org.apache.iceberg.exceptions.ValidationException: Found new conflicting delete files that can apply to records matching true'],
+      },
+      ExitCode.transient,
+      'COMMIT_CONFLICT',
+    ],
     ['delta concurrent delete-read', { errorClass: 'DELTA_CONCURRENT_DELETE_READ' }, ExitCode.transient, 'COMMIT_CONFLICT'],
     ['delta concurrent delete-delete', { classes: ['io.delta.exceptions.ConcurrentDeleteDeleteException'] }, ExitCode.transient, 'COMMIT_CONFLICT'],
     ['delta concurrent transaction', { errorClass: 'DELTA_CONCURRENT_TRANSACTION' }, ExitCode.transient, 'COMMIT_CONFLICT'],
@@ -83,34 +119,88 @@ describe('classification', () => {
     // Bad source files, as the real server reports them.
     [
       'corrupt parquet file',
-      { errorClass: 'FAILED_READ_FILE.NO_HINT', messageParameters: { path: 'file:///lake/bronze/t/d=1/b.parquet' }, causes: ['java.lang.RuntimeException: file:/lake/bronze/t/d=1/b.parquet is not a Parquet file. Expected magic number at tail'] },
+      {
+        errorClass: 'FAILED_READ_FILE.NO_HINT',
+        messageParameters: { path: 'file:///lake/bronze/t/d=1/b.parquet' },
+        causes: ['java.lang.RuntimeException: file:/lake/bronze/t/d=1/b.parquet is not a Parquet file. Expected magic number at tail'],
+      },
       ExitCode.data,
       'SOURCE_FILE_CORRUPT',
     ],
     [
       'corrupt parquet footer in a cause (schema merging)',
-      { message: 'Job aborted due to stage failure: …', causes: ['org.apache.spark.SparkException: Exception thrown in awaitResult: ', 'org.apache.spark.SparkException: [FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER] Encountered error while reading file file:/lake/b.parquet. Could not read footer.'] },
+      {
+        message: 'Job aborted due to stage failure: …',
+        causes: [
+          'org.apache.spark.SparkException: Exception thrown in awaitResult: ',
+          'org.apache.spark.SparkException: [FAILED_READ_FILE.CANNOT_READ_FILE_FOOTER] Encountered error while reading file file:/lake/b.parquet. Could not read footer.',
+        ],
+      },
       ExitCode.data,
       'SOURCE_FILE_CORRUPT',
     ],
-    ['nanosecond timestamps', { errorClass: 'PARQUET_TYPE_ILLEGAL', messageParameters: { parquetType: 'INT64 (TIMESTAMP(NANOS,false))' } }, ExitCode.data, 'SOURCE_TYPE_UNSUPPORTED'],
+    [
+      'nanosecond timestamps',
+      { errorClass: 'PARQUET_TYPE_ILLEGAL', messageParameters: { parquetType: 'INT64 (TIMESTAMP(NANOS,false))' } },
+      ExitCode.data,
+      'SOURCE_TYPE_UNSUPPORTED',
+    ],
     ['column type differs in one file', { errorClass: 'FAILED_READ_FILE.PARQUET_COLUMN_DATA_TYPE_MISMATCH' }, ExitCode.data, 'SOURCE_TYPE_MISMATCH'],
     ['schemas cannot be merged', { errorClass: 'CANNOT_MERGE_SCHEMAS' }, ExitCode.data, 'SOURCE_TYPE_MISMATCH'],
     // A JDBC source table that does not exist: each database says it its own way.
-    ['sqlite no such table', { classes: ['org.sqlite.SQLiteException'], message: '[SQLITE_ERROR] SQL error or missing database (no such table: orders)' }, ExitCode.inputMissing, 'SOURCE_TABLE_NOT_FOUND'],
-    ['postgres relation missing', { message: 'org.postgresql.util.PSQLException: ERROR: relation "public.orders" does not exist' }, ExitCode.inputMissing, 'SOURCE_TABLE_NOT_FOUND'],
-    ['mysql table missing', { message: "java.sql.SQLSyntaxErrorException: Table 'shop.orders' doesn't exist" }, ExitCode.inputMissing, 'SOURCE_TABLE_NOT_FOUND'],
-    ['sql server table missing', { message: "com.microsoft.sqlserver.jdbc.SQLServerException: Invalid object name 'dbo.orders'." }, ExitCode.inputMissing, 'SOURCE_TABLE_NOT_FOUND'],
-    ['oracle table missing', { message: 'java.sql.SQLSyntaxErrorException: ORA-00942: table or view does not exist' }, ExitCode.inputMissing, 'SOURCE_TABLE_NOT_FOUND'],
+    [
+      'sqlite no such table',
+      { classes: ['org.sqlite.SQLiteException'], message: '[SQLITE_ERROR] SQL error or missing database (no such table: orders)' },
+      ExitCode.inputMissing,
+      'SOURCE_TABLE_NOT_FOUND',
+    ],
+    [
+      'postgres relation missing',
+      { message: 'org.postgresql.util.PSQLException: ERROR: relation "public.orders" does not exist' },
+      ExitCode.inputMissing,
+      'SOURCE_TABLE_NOT_FOUND',
+    ],
+    [
+      'mysql table missing',
+      { message: "java.sql.SQLSyntaxErrorException: Table 'shop.orders' doesn't exist" },
+      ExitCode.inputMissing,
+      'SOURCE_TABLE_NOT_FOUND',
+    ],
+    [
+      'sql server table missing',
+      { message: "com.microsoft.sqlserver.jdbc.SQLServerException: Invalid object name 'dbo.orders'." },
+      ExitCode.inputMissing,
+      'SOURCE_TABLE_NOT_FOUND',
+    ],
+    [
+      'oracle table missing',
+      { message: 'java.sql.SQLSyntaxErrorException: ORA-00942: table or view does not exist' },
+      ExitCode.inputMissing,
+      'SOURCE_TABLE_NOT_FOUND',
+    ],
     // Lost Kafka offsets, as the real server reports them (a streaming query's failure).
     [
       'kafka data loss',
-      { errorClass: 'STREAM_FAILED', message: '[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Some data may have been lost because they are not available in Kafka any more;' },
+      {
+        errorClass: 'STREAM_FAILED',
+        message:
+          '[STREAM_FAILED] Query [id = 1, runId = 2] terminated with exception: Some data may have been lost because they are not available in Kafka any more;',
+      },
       ExitCode.data,
       'SOURCE_DATA_LOST',
     ],
-    ['kafka data loss class', { errorClass: 'KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE', message: '[KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE] …' }, ExitCode.data, 'SOURCE_DATA_LOST'],
-    ['another streaming failure', { errorClass: 'STREAM_FAILED', message: '[STREAM_FAILED] Query terminated with exception: boom' }, ExitCode.internal, 'SPARK_ERROR'],
+    [
+      'kafka data loss class',
+      { errorClass: 'KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE', message: '[KAFKA_DATA_LOSS.COULD_NOT_READ_OFFSET_RANGE] …' },
+      ExitCode.data,
+      'SOURCE_DATA_LOST',
+    ],
+    [
+      'another streaming failure',
+      { errorClass: 'STREAM_FAILED', message: '[STREAM_FAILED] Query terminated with exception: boom' },
+      ExitCode.internal,
+      'SPARK_ERROR',
+    ],
     ['anything else', { errorClass: 'INTERNAL_ERROR' }, ExitCode.internal, 'SPARK_ERROR'],
     ['no class at all', {}, ExitCode.internal, 'SPARK_ERROR'],
   ];
@@ -134,10 +224,19 @@ describe('classification', () => {
 
   it('names the file, the column and the fix for bad source files', () => {
     const corrupt = new SparkError(
-      failure({ errorClass: 'FAILED_READ_FILE.NO_HINT', messageParameters: { path: 'file:///lake/acme/bronze/orders/d=1/b.parquet' }, causes: ['java.lang.RuntimeException: … is not a Parquet file'] }),
+      failure({
+        errorClass: 'FAILED_READ_FILE.NO_HINT',
+        messageParameters: { path: 'file:///lake/acme/bronze/orders/d=1/b.parquet' },
+        causes: ['java.lang.RuntimeException: … is not a Parquet file'],
+      }),
     );
     expect(corrupt.message).toContain('unreadable source file file:///lake/acme/bronze/orders/d=1/b.parquet');
-    expect(corrupt.report()).toMatchObject({ code: 'SOURCE_FILE_CORRUPT', category: 'data', retryable: false, hint: expect.stringContaining('rerun the ingest') });
+    expect(corrupt.report()).toMatchObject({
+      code: 'SOURCE_FILE_CORRUPT',
+      category: 'data',
+      retryable: false,
+      hint: expect.stringContaining('rerun the ingest'),
+    });
 
     const mismatch = new SparkError(
       failure({
@@ -145,10 +244,18 @@ describe('classification', () => {
         messageParameters: { path: 'file:///lake/b.parquet', column: '[amount]', expectedType: 'int', actualType: 'BINARY' },
       }),
     );
-    expect(mismatch.message).toMatch(/^source file file:\/\/\/lake\/b\.parquet: column amount is BINARY in the file, but int in the other files of the source\. Fix: /);
+    expect(mismatch.message).toMatch(
+      /^source file file:\/\/\/lake\/b\.parquet: column amount is BINARY in the file, but int in the other files of the source\. Fix: /,
+    );
 
     const merge = new SparkError(
-      failure({ errorClass: 'CANNOT_MERGE_SCHEMAS', messageParameters: { left: '"STRUCT<id: BIGINT, amount: INT, tags: ARRAY<STRING>>"', right: '"STRUCT<id: BIGINT, amount: STRING, tags: ARRAY<STRING>>"' } }),
+      failure({
+        errorClass: 'CANNOT_MERGE_SCHEMAS',
+        messageParameters: {
+          left: '"STRUCT<id: BIGINT, amount: INT, tags: ARRAY<STRING>>"',
+          right: '"STRUCT<id: BIGINT, amount: STRING, tags: ARRAY<STRING>>"',
+        },
+      }),
     );
     expect(merge.message).toMatch(/^source files disagree on the type of column amount \(INT vs STRING\)/);
     expect(merge.hint).toContain('cast');

@@ -8,11 +8,7 @@ import { create, isMessage, toBinary, type DescMessage, type MessageInitShape } 
 import { anyPack } from '@bufbuild/protobuf/wkt';
 import { Int64, Table, tableToIPC, vectorFromArray } from 'apache-arrow';
 import { ErrorInfoSchema, StatusSchema } from '../../../src/spark/proto/gen/google/rpc/status_pb.js';
-import {
-  ExecutePlanResponseSchema,
-  SparkConnectService,
-  type ExecutePlanResponse,
-} from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
+import { ExecutePlanResponseSchema, SparkConnectService, type ExecutePlanResponse } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
 import { sparkConnectServiceDefinition } from '../../../src/spark/transport.js';
 
 export interface RecordedCall {
@@ -112,7 +108,10 @@ export async function startFakeSpark(handlers: FakeHandlers): Promise<FakeSpark>
         if (!handler) return callback({ code: grpc.status.UNIMPLEMENTED, details: name });
         Promise.resolve()
           .then(() => (handler as Unary)(call.request, rec))
-          .then((r) => callback(null, message(r)), (e: grpc.ServiceError) => callback(e));
+          .then(
+            (r) => callback(null, message(r)),
+            (e: grpc.ServiceError) => callback(e),
+          );
       };
     }
   }

@@ -80,7 +80,7 @@ describe('compareDescriptorSets', () => {
     });
     const problems = compareDescriptorSets(ours, theirs);
     expect(problems).toContain('enum value .spark.connect.Join.JoinType.JOIN_TYPE_CROSS: number 7, theirs 8');
-    expect(problems).toContain('message .spark.connect.KeyValue: not in the server\'s schema');
+    expect(problems).toContain("message .spark.connect.KeyValue: not in the server's schema");
     expect(problems).toContain('rpc .spark.connect.SparkConnectService.ReattachExecute: server_streaming is true, theirs false');
   });
 });

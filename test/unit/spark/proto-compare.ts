@@ -78,10 +78,7 @@ export function compareDescriptorSets(ours: FileDescriptorSet, theirs: FileDescr
       const tf = t.field.find((x) => x.number === f.number);
       if (!tf) {
         const byName = t.field.find((x) => x.name === f.name);
-        problems.push(
-          `field ${name}.${f.name} = ${f.number}: no field with that number` +
-            (byName ? ` (theirs is ${byName.name} = ${byName.number})` : ''),
-        );
+        problems.push(`field ${name}.${f.name} = ${f.number}: no field with that number` + (byName ? ` (theirs is ${byName.name} = ${byName.number})` : ''));
         continue;
       }
       const a = describeField(m, f);

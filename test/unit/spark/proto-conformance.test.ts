@@ -38,9 +38,18 @@ function extractProtos(jar: string, into: string): void {
     execFileSync('unzip', ['-q', '-o', jar, 'spark/connect/*.proto', '-d', into], { stdio: 'pipe' });
   } catch {
     // No unzip on this machine: Python is there (the Spark install needs it).
-    execFileSync('python3', ['-c', 'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); [z.extract(n, sys.argv[2]) for n in z.namelist() if n.startswith("spark/connect/") and n.endswith(".proto")]', jar, into], {
-      stdio: 'pipe',
-    });
+    execFileSync(
+      'python3',
+      [
+        '-c',
+        'import sys, zipfile; z = zipfile.ZipFile(sys.argv[1]); [z.extract(n, sys.argv[2]) for n in z.namelist() if n.startswith("spark/connect/") and n.endswith(".proto")]',
+        jar,
+        into,
+      ],
+      {
+        stdio: 'pipe',
+      },
+    );
   }
 }
 

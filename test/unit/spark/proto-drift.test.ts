@@ -32,9 +32,7 @@ describe('generated protocol code', () => {
     execFileSync('bash', [join(root, 'scripts/gen-proto'), fresh], { cwd: root, stdio: 'pipe' });
 
     expect(files(checkedIn), 'file list differs: run scripts/gen-proto').toEqual(files(fresh));
-    const stale = files(fresh).filter(
-      (f) => readFileSync(join(fresh, f), 'utf8') !== readFileSync(join(checkedIn, f), 'utf8'),
-    );
+    const stale = files(fresh).filter((f) => readFileSync(join(fresh, f), 'utf8') !== readFileSync(join(checkedIn, f), 'utf8'));
     expect(stale, 'generated files are stale: run scripts/gen-proto and commit').toEqual([]);
   });
 

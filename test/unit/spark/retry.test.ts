@@ -114,9 +114,7 @@ describe('withRetry', () => {
 
   it('the default policy gives up within two minutes', async () => {
     const clock = fakeClock();
-    await expect(withRetry(async () => Promise.reject(transient), { policy: retryPolicy({ jitter: 0 }), retryable, clock })).rejects.toBe(
-      transient,
-    );
+    await expect(withRetry(async () => Promise.reject(transient), { policy: retryPolicy({ jitter: 0 }), retryable, clock })).rejects.toBe(transient);
     expect(clock.t).toBeLessThanOrEqual(120_000);
     // 50 + 200 + 800 + 3200 + 12800 + 51200 ms; the next 60 s would pass the 2 minutes.
     expect(clock.sleeps).toEqual([50, 200, 800, 3200, 12800, 51200]);

@@ -86,7 +86,12 @@ describe('ExecutePlanResponse decoding', () => {
 
   it('leaves a batch with observed metrics where it is (their literals may be views into the same buffer)', () => {
     const base = arrowResponse('00000000-0000-4000-8000-000000000000', 'r1', ids, 0);
-    const r0 = response({ operationId: base.operationId, responseId: base.responseId, responseType: base.responseType, observedMetrics: [{ name: 'm', keys: ['k'], values: [{ literalType: { case: 'binary', value: Uint8Array.of(1, 2, 3) } }] }] });
+    const r0 = response({
+      operationId: base.operationId,
+      responseId: base.responseId,
+      responseType: base.responseType,
+      observedMetrics: [{ name: 'm', keys: ['k'], values: [{ literalType: { case: 'binary', value: Uint8Array.of(1, 2, 3) } }] }],
+    });
     for (let offset = 0; offset < 8; offset++) {
       const b = wire(r0, offset);
       const r = deserialize(b);
@@ -94,7 +99,14 @@ describe('ExecutePlanResponse decoding', () => {
       // Decoding changed nothing in the buffer.
       expect(Buffer.compare(b, Buffer.from(expected))).toBe(0);
       expect([...(r.observedMetrics[0]!.values[0]!.literalType.value as Uint8Array)]).toEqual([1, 2, 3]);
-      expect(Array.from(tableFromIPC((r.responseType.value as { data: Uint8Array }).data).getChild('id')!.toArray() as BigInt64Array, Number)).toEqual(ids);
+      expect(
+        Array.from(
+          tableFromIPC((r.responseType.value as { data: Uint8Array }).data)
+            .getChild('id')!
+            .toArray() as BigInt64Array,
+          Number,
+        ),
+      ).toEqual(ids);
     }
   });
 });

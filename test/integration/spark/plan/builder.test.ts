@@ -3,9 +3,7 @@ import { rows } from '../../../../src/spark/arrow.js';
 import type { SparkConnectClient } from '../../../../src/spark/client.js';
 import type { Cmd } from '../../../../src/spark/plan/commands.js';
 import { compileCommandPlan, compileRelationPlan } from '../../../../src/spark/plan/compile.js';
-import {
-  alias, and, asc, col, desc, eq, eqNullSafe, fn, gt, isIn, isNull, lit, not, or, over, star,
-} from '../../../../src/spark/plan/expressions.js';
+import { alias, and, asc, col, desc, eq, eqNullSafe, fn, gt, isIn, isNull, lit, not, or, over, star } from '../../../../src/spark/plan/expressions.js';
 import { Query, sqlCommand } from '../../../../src/spark/plan/query.js';
 import { connect, freshTenant, readIcebergWithPyIceberg } from '../../../support/stack.js';
 
@@ -17,7 +15,9 @@ let client: SparkConnectClient;
 const tenant = freshTenant();
 const ns = `${tenant.id}_silver`;
 
-const people = Query.sql(`SELECT * FROM VALUES (1, 'ann', 'x', 10), (2, 'bob', 'y', 20), (3, 'cy', 'x', 30), (3, 'cy', 'x', 30), (4, NULL, NULL, 40) AS t(id, name, grp, score)`);
+const people = Query.sql(
+  `SELECT * FROM VALUES (1, 'ann', 'x', 10), (2, 'bob', 'y', 20), (3, 'cy', 'x', 30), (3, 'cy', 'x', 30), (4, NULL, NULL, 40) AS t(id, name, grp, score)`,
+);
 
 async function collect(q: Query) {
   const r = await client.execute(compileRelationPlan(q.rel, { reveal: true }));
@@ -73,7 +73,11 @@ describe('plan builder on the real server', () => {
 
   it('joins with null-safe conditions, using-columns and anti joins', async () => {
     const other = Query.sql(`SELECT * FROM VALUES ('x', 'ex'), (NULL, 'nothing') AS o(grp, label)`);
-    const nullSafe = people.as('p').join(other.as('o'), eqNullSafe(col('p', 'grp'), col('o', 'grp')), 'inner').select(col('p', 'id'), col('o', 'label')).sort(asc(col('id')));
+    const nullSafe = people
+      .as('p')
+      .join(other.as('o'), eqNullSafe(col('p', 'grp'), col('o', 'grp')), 'inner')
+      .select(col('p', 'id'), col('o', 'label'))
+      .sort(asc(col('id')));
     expect(await collect(nullSafe)).toEqual([
       { id: 1, label: 'ex' },
       { id: 3, label: 'ex' },
@@ -106,17 +110,40 @@ describe('plan builder on the real server', () => {
 
     await run(sqlCommand(`CREATE NAMESPACE IF NOT EXISTS lake.${ns}`));
     const table = ['lake', ns, 'people'];
-    await run(people.deduplicate().filter(fn('isnotnull', col('name'))).writeTo(table, 'create', { provider: 'iceberg', properties: { location: `${tenant.root}/silver/people` } }));
+    await run(
+      people
+        .deduplicate()
+        .filter(fn('isnotnull', col('name')))
+        .writeTo(table, 'create', { provider: 'iceberg', properties: { location: `${tenant.root}/silver/people` } }),
+    );
     await run(
       Query.sql(`SELECT * FROM VALUES (2, 'bob', 'z', 21), (5, 'dee', 'x', 50) AS t(id, name, grp, score)`)
         .as('s')
         .mergeInto(table, eqNullSafe(col('people', 'id'), col('s', 'id')), {
-          whenMatched: [{ action: 'update', set: [['score', col('s', 'score')], ['grp', col('s', 'grp')]] }],
+          whenMatched: [
+            {
+              action: 'update',
+              set: [
+                ['score', col('s', 'score')],
+                ['grp', col('s', 'grp')],
+              ],
+            },
+          ],
           whenNotMatched: [{ action: 'insertAll' }],
         }),
     );
-    await run(Query.table(table).filter(gt(col('score'), lit(20))).createView('high_scores'));
-    expect(await collect(Query.table(['high_scores']).select('id').sort(asc(col('id'))))).toEqual([{ id: 2 }, { id: 3 }, { id: 5 }]);
+    await run(
+      Query.table(table)
+        .filter(gt(col('score'), lit(20)))
+        .createView('high_scores'),
+    );
+    expect(
+      await collect(
+        Query.table(['high_scores'])
+          .select('id')
+          .sort(asc(col('id'))),
+      ),
+    ).toEqual([{ id: 2 }, { id: 3 }, { id: 5 }]);
 
     // A second engine agrees, and the table sits under the tenant's storage root.
     const read = readIcebergWithPyIceberg(ns, 'people').sort((a, b) => Number(a.id) - Number(b.id));

@@ -66,7 +66,11 @@ describe('platform catalogs: types and their settings', () => {
   ])('refuses %s at its path', async (conf, path, message) => {
     const { issues } = await load(conf);
     // Each issue also says where the value was written (`at`: platform.conf:line:col).
-    expect(issues).toContainEqual({ path: `(platform) ${path}`, message: expect.stringContaining(message), at: expect.stringMatching(/platform\.conf:\d+:\d+$/) });
+    expect(issues).toContainEqual({
+      path: `(platform) ${path}`,
+      message: expect.stringContaining(message),
+      at: expect.stringMatching(/platform\.conf:\d+:\d+$/),
+    });
   });
 
   it('never echoes a secret written inline where a reference belongs', async () => {

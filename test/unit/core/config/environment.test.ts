@@ -51,7 +51,12 @@ describe('config environment: only what the platform lists', () => {
     const text = job('target.table = ${?REGION}');
     const listed = await configError(load({ 'job.conf': text, 'platform.conf': platform('config-env { allow = ["OTHER"] }') }, { REGION: 'eu-private' }));
     expect(listed.issues).toEqual([
-      { path: 'target.table', message: expect.stringMatching(/reads environment variable REGION, which configs may not read \(job configs read only the variables listed in the platform config's config-env.allow\)$/) },
+      {
+        path: 'target.table',
+        message: expect.stringMatching(
+          /reads environment variable REGION, which configs may not read \(job configs read only the variables listed in the platform config's config-env.allow\)$/,
+        ),
+      },
     ]);
     const none = await configError(load({ 'job.conf': job('target.table = ${?LAKEHOUSE_LAKE_HOME}') }, { LAKEHOUSE_LAKE_HOME: '/srv/lake' }));
     expect(none.issues[0]!.message).toContain('without a platform config (--env), job configs read no environment variables');
@@ -78,7 +83,9 @@ describe('config environment: only what the platform lists', () => {
   it('lets the trusted platform config read variables, but not credential names', async () => {
     const ok = await load({ 'job.conf': job(), 'platform.conf': platform('tenants { acme { storage-roots = ["file://"${ROOT}] } }') }, { ROOT: '/lake' });
     expect(ok.platform.tenants?.acme?.['storage-roots']).toEqual(['file:///lake']);
-    const e = await configError(load({ 'job.conf': job(), 'platform.conf': platform('spark.remote = ${SPARK_REMOTE}') }, { SPARK_REMOTE: 'sc://x/;token=tok-p-123456' }));
+    const e = await configError(
+      load({ 'job.conf': job(), 'platform.conf': platform('spark.remote = ${SPARK_REMOTE}') }, { SPARK_REMOTE: 'sc://x/;token=tok-p-123456' }),
+    );
     expect(e.issues[0]!.message).toContain('a name for credentials');
     expect(e.message).not.toContain('tok-p-123456');
   });
@@ -86,7 +93,16 @@ describe('config environment: only what the platform lists', () => {
   it('keeps 64-bit integers exact up to the schema, which refuses them where it wants a number (78, not 70)', async () => {
     const version = await configError(load({ 'job.conf': job().replace('schema-version = 1', 'schema-version = 9223372036854775807') }, {}));
     expect(version.issues).toEqual([{ path: 'job.schema-version', message: expect.stringContaining('9223372036854775807 is not supported') }]);
-    const retention = await configError(load({ 'job.conf': job().replace('schema-version = 1', 'schema-version = 2').replace(/op-column.*/, 'tombstone-retention-days = 9007199254740993 }') }, {}));
+    const retention = await configError(
+      load(
+        {
+          'job.conf': job()
+            .replace('schema-version = 1', 'schema-version = 2')
+            .replace(/op-column.*/, 'tombstone-retention-days = 9007199254740993 }'),
+        },
+        {},
+      ),
+    );
     expect(retention.issues.map((i) => i.path)).toContain('cdc.tombstone-retention-days');
   });
 });
@@ -127,7 +143,20 @@ describe('secrets scrubbed by value', () => {
     createLogger('info', {}, (l) => lines.push(l)).error({ detail: `denied for ${token}` }, `server said ${token}`);
     expect(lines.join('')).not.toContain(token);
     const out: string[] = [];
-    const doc = { schema: 'lakehouse-jobs/status/v1', status: 'failed', exitCode: 77, command: 'run', job: {}, runId: 'r', startedAt: '', finishedAt: '', durationMs: 0, outputs: [], metrics: { rowsRead: 0, rowsWritten: 0 }, error: { code: 'X', category: 'spark', message: `PERMISSION_DENIED ${token}`, retryable: false } } as StatusDocument;
+    const doc = {
+      schema: 'lakehouse-jobs/status/v1',
+      status: 'failed',
+      exitCode: 77,
+      command: 'run',
+      job: {},
+      runId: 'r',
+      startedAt: '',
+      finishedAt: '',
+      durationMs: 0,
+      outputs: [],
+      metrics: { rowsRead: 0, rowsWritten: 0 },
+      error: { code: 'X', category: 'spark', message: `PERMISSION_DENIED ${token}`, retryable: false },
+    } as StatusDocument;
     writeStatus(doc, { stdout: (t) => out.push(t) });
     expect(out.join('')).toContain('PERMISSION_DENIED [redacted]');
   });
@@ -136,7 +165,20 @@ describe('secrets scrubbed by value', () => {
     const token = 'tok-cut-0123456789abcdef';
     registerConnectionSecrets(`sc://h/;token=${token}`);
     const message = `${'x'.repeat(990)}${token} tail`;
-    const doc = { schema: 'lakehouse-jobs/status/v1', status: 'failed', exitCode: 77, command: 'run', job: {}, runId: 'r', startedAt: '', finishedAt: '', durationMs: 0, outputs: [], metrics: { rowsRead: 0, rowsWritten: 0 }, error: { code: 'X', category: 'spark', message, retryable: false } } as StatusDocument;
+    const doc = {
+      schema: 'lakehouse-jobs/status/v1',
+      status: 'failed',
+      exitCode: 77,
+      command: 'run',
+      job: {},
+      runId: 'r',
+      startedAt: '',
+      finishedAt: '',
+      durationMs: 0,
+      outputs: [],
+      metrics: { rowsRead: 0, rowsWritten: 0 },
+      error: { code: 'X', category: 'spark', message, retryable: false },
+    } as StatusDocument;
     const text = compact(doc);
     expect(text).not.toContain('tok-cut-01');
     expect(text).toContain('[redacted]');

@@ -153,7 +153,10 @@ describe('parseHocon: values and merging', () => {
 });
 
 describe('parseHocon: environment', () => {
-  const allow = (...names: string[]) => (n: string) => names.includes(n);
+  const allow =
+    (...names: string[]) =>
+    (n: string) =>
+      names.includes(n);
 
   it('reads no variable at all by default', async () => {
     const env = { LAKEHOUSE_X: 'x', REGION: 'eu' };
@@ -185,7 +188,13 @@ describe('parseHocon: environment', () => {
   });
 
   it('never reads SPARK_REMOTE or a name for credentials, even when allowed', async () => {
-    const env = { SPARK_REMOTE: 'sc://spark:15002/;token=tok-remote-1', LAKEHOUSE_SPARK_TOKEN: 'tok-123456', DB_PASSWORD: 'pw-1', AWS_SECRET_ACCESS_KEY: 'aws-s3cr3t', API_KEY: 'api-k3y' };
+    const env = {
+      SPARK_REMOTE: 'sc://spark:15002/;token=tok-remote-1',
+      LAKEHOUSE_SPARK_TOKEN: 'tok-123456',
+      DB_PASSWORD: 'pw-1',
+      AWS_SECRET_ACCESS_KEY: 'aws-s3cr3t',
+      API_KEY: 'api-k3y',
+    };
     const names = Object.keys(env);
     const text = names.map((n, i) => `v${i} = \${?${n}}`).join('\n');
     const e = await failure(parseHocon([{ text }], { env, envAllowList: () => true }));
@@ -207,12 +216,9 @@ describe('parseHocon: environment', () => {
 
 describe('parseHocon: includes', () => {
   it('includes relative files, nested includes and required(), merged at the include point', async () => {
-    const text = [
-      'include "common/base.conf"',
-      'job.retries = 3',
-      'tenant { include required(file("common/deeper/nested.conf")) }',
-      'nested.tags += b',
-    ].join('\n');
+    const text = ['include "common/base.conf"', 'job.retries = 3', 'tenant { include required(file("common/deeper/nested.conf")) }', 'nested.tags += b'].join(
+      '\n',
+    );
     expect(await parseFile('main.conf', text)).toEqual({
       job: { name: 'base', retries: 3 },
       nested: { ok: true, tags: ['a', 'b'] },
@@ -277,7 +283,12 @@ describe('parseHocon: includes', () => {
 
   it('rejects path traversal and absolute paths, even to files that exist', async () => {
     const secret = path.join(tmp, 'outside', 'secret.conf');
-    const text = ['include "../outside/secret.conf"', 'include "common/../../outside/secret.conf"', `include "${secret}"`, `include file("file://${secret}")`].join('\n');
+    const text = [
+      'include "../outside/secret.conf"',
+      'include "common/../../outside/secret.conf"',
+      `include "${secret}"`,
+      `include file("file://${secret}")`,
+    ].join('\n');
     const issues = await configIssues(parseFile('trav.conf', text));
     expect(issues.map((i) => i.message.replace(/.*refused: /, ''))).toEqual([
       'the file is outside the include root',
@@ -321,7 +332,9 @@ describe('parseHocon: errors', () => {
   it('reports a syntax error inside an included file under its include point', async () => {
     await write('root/common/broken.conf', 'ok = 1\nbad = a + b');
     const issues = await configIssues(parseFile('inc-broken.conf', 'tenant { include "common/broken.conf" }'));
-    expect(issues).toEqual([{ path: 'tenant.bad', message: `${path.join(root, 'common', 'broken.conf')}:2:9: unexpected "+" (quote values that contain "+")` }]);
+    expect(issues).toEqual([
+      { path: 'tenant.bad', message: `${path.join(root, 'common', 'broken.conf')}:2:9: unexpected "+" (quote values that contain "+")` },
+    ]);
   });
 
   it('reports problems from several sources at once', async () => {
@@ -349,7 +362,14 @@ describe('parseHocon: errors', () => {
 describe('parseHocon: --set overrides', () => {
   it('applies overrides last, with HOCON values', async () => {
     const text = 'target { snapshot-date = 2020-01-01, tables = [a], mode = append }\nbase = x';
-    const overrides = ['target.snapshot-date=2026-07-05', 'target.tables=[x,y]', 'a.s="2026-01-01"', 'target.n = 5', 'copy = ${base}"-2"', 'target.tables += z'];
+    const overrides = [
+      'target.snapshot-date=2026-07-05',
+      'target.tables=[x,y]',
+      'a.s="2026-01-01"',
+      'target.n = 5',
+      'copy = ${base}"-2"',
+      'target.tables += z',
+    ];
     expect(await parseHocon([{ text }], { overrides })).toEqual({
       target: { 'snapshot-date': '2026-07-05', tables: ['x', 'y', 'z'], mode: 'append', n: 5 },
       base: 'x',

@@ -51,7 +51,12 @@ const cases: Record<string, () => () => Promise<unknown>> = {
   // Includes.
   'many-includes': () => {
     for (let i = 0; i < 100; i++) file(`inc/f${i}.conf`, `v${i} = ${i}`);
-    return parseFile(file('many.conf', lines(100, (i) => `include "inc/f${i}.conf"`)));
+    return parseFile(
+      file(
+        'many.conf',
+        lines(100, (i) => `include "inc/f${i}.conf"`),
+      ),
+    );
   },
   'deep-includes': () => {
     for (let i = 0; i < 40; i++) file(`chain/c${i}.conf`, `include "c${i + 1}.conf"\nd${i} = 1`);
@@ -60,7 +65,12 @@ const cases: Record<string, () => () => Promise<unknown>> = {
   },
   'large-includes': () => {
     for (let i = 0; i < 6; i++) file(`large/l${i}.conf`, `s${i} = "${'y'.repeat(900_000)}"`);
-    return parseFile(file('large.conf', lines(6, (i) => `include "large/l${i}.conf"`)));
+    return parseFile(
+      file(
+        'large.conf',
+        lines(6, (i) => `include "large/l${i}.conf"`),
+      ),
+    );
   },
   'large-include': () => {
     file('one/big.conf', `s = "${'z'.repeat(2 << 20)}"`);

@@ -102,7 +102,12 @@ describe('HOCON spec: comments, duplicate keys, unquoted strings', () => {
 
 describe('HOCON spec: value concatenation and path expressions', () => {
   it('keeps inner white space, trims the outer, and keeps a single value typed', async () => {
-    expect(await parse('a =  foo bar  baz  \nb = "foo bar baz"\nc = true foo\nd = true')).toEqual({ a: 'foo bar  baz', b: 'foo bar baz', c: 'true foo', d: true });
+    expect(await parse('a =  foo bar  baz  \nb = "foo bar baz"\nc = true foo\nd = true')).toEqual({
+      a: 'foo bar  baz',
+      b: 'foo bar baz',
+      c: 'true foo',
+      d: true,
+    });
   });
 
   it('renders numbers in a concatenation as written', async () => {
@@ -175,7 +180,10 @@ describe('HOCON spec: includes', () => {
   });
 
   it('falls back to the root for a substitution the include point does not define, self-references too', async () => {
-    const files = { 'uses-root.conf': 'r = ${region}\npath = ${path}":/t"\nopt = ${?opt}', 'main4.conf': 'region = eu\npath = /root\nt { include "uses-root.conf" }' };
+    const files = {
+      'uses-root.conf': 'r = ${region}\npath = ${path}":/t"\nopt = ${?opt}',
+      'main4.conf': 'region = eu\npath = /root\nt { include "uses-root.conf" }',
+    };
     expect(await parseWith(files, 'main4.conf')).toEqual({ region: 'eu', path: '/root', t: { r: 'eu', path: '/root:/t' } });
   });
 
@@ -203,7 +211,9 @@ describe('HOCON spec: numbers are JSON numbers, integers 64-bit', () => {
   });
 
   it('keeps integers beyond 2^53 exact, up to the 64-bit range, as bigint', async () => {
-    const out = await parse('max = 9223372036854775807\nmin = -9223372036854775808\nodd = 9007199254740993\nsafe = 9007199254740991\ncopy = ${odd}\ntext = ${max}" rows"\nas-written = 9007199254740993 x');
+    const out = await parse(
+      'max = 9223372036854775807\nmin = -9223372036854775808\nodd = 9007199254740993\nsafe = 9007199254740991\ncopy = ${odd}\ntext = ${max}" rows"\nas-written = 9007199254740993 x',
+    );
     expect(out).toEqual({
       max: 9223372036854775807n,
       min: -9223372036854775808n,

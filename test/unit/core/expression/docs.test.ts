@@ -13,6 +13,8 @@ describe('docs/expressions.md', () => {
   });
 
   it('states the length and nesting limits', () => {
-    expect(doc).toContain(`longer than ${MAX_EXPRESSION_LENGTH.toLocaleString('en').replace(',', ' ')} characters, nested deeper than ${MAX_EXPRESSION_DEPTH} levels`);
+    expect(doc).toContain(
+      `longer than ${MAX_EXPRESSION_LENGTH.toLocaleString('en').replace(',', ' ')} characters, nested deeper than ${MAX_EXPRESSION_DEPTH} levels`,
+    );
   });
 });

@@ -106,7 +106,7 @@ describe('config expression grammar: what it accepts', () => {
     expect(parsed('-a * b')).toBe('(* (- a) b)');
     expect(parsed('a BETWEEN 1 AND 2 AND b')).toBe('(and (between a 1:int 2:int) b)');
     expect(parsed('a + 1 IS NULL')).toBe('(isnull (+ a 1:int))');
-    expect(parsed('NOT a LIKE \'x\'')).toBe('(not (like a "x"))');
+    expect(parsed("NOT a LIKE 'x'")).toBe('(not (like a "x"))');
   });
 
   it('takes line breaks, tabs and any case as whitespace and keywords', () => {
@@ -145,7 +145,14 @@ describe('config expression grammar: what it accepts', () => {
     };
     expect(lit("DATE '2026-07-05'")).toEqual({ type: 'date', value: '2026-07-05' });
     expect(lit("date'2024-02-29'")).toEqual({ type: 'date', value: '2024-02-29' });
-    for (const ts of ['2026-07-05', '2026-07-05 10:30', '2026-07-05T10:30:45', '2026-07-05 10:30:45.123456', '2026-07-05 10:30:45Z', '2026-07-05 10:30:45+02:00'])
+    for (const ts of [
+      '2026-07-05',
+      '2026-07-05 10:30',
+      '2026-07-05T10:30:45',
+      '2026-07-05 10:30:45.123456',
+      '2026-07-05 10:30:45Z',
+      '2026-07-05 10:30:45+02:00',
+    ])
       expect(lit(`TIMESTAMP '${ts}'`)).toEqual({ type: 'timestamp', value: ts });
     expect(parsed('date = 1')).toBe('(= date 1:int)');
     expect(parsed('timestamp IS NULL')).toBe('(isnull timestamp)');
@@ -159,7 +166,8 @@ describe('config expression grammar: what it accepts', () => {
     for (const [name, { min, max }] of FUNCTIONS) {
       const args = (n: number) => Array.from({ length: n }, (_, i) => `a${i}`).join(', ');
       expect(parsed(`${name.toUpperCase()}(${args(min)})`)).toBe(`${name}(${Array.from({ length: min }, (_, i) => `a${i}`).join(' ')})`);
-      if (min > 0) expect(refused(`${name}(${args(min - 1)})`)).toMatch(new RegExp(`^1: ${name} takes (at least )?${min}( to ${max})? arguments?, not ${min - 1}$`));
+      if (min > 0)
+        expect(refused(`${name}(${args(min - 1)})`)).toMatch(new RegExp(`^1: ${name} takes (at least )?${min}( to ${max})? arguments?, not ${min - 1}$`));
       if (max !== Infinity) expect(refused(`${name}(${args(max + 1)})`)).toMatch(new RegExp(`^1: ${name} takes .*, not ${max + 1}$`));
     }
   });
@@ -168,14 +176,20 @@ describe('config expression grammar: what it accepts', () => {
 describe('config expression grammar: what it refuses, and where', () => {
   it.each([
     // the bypasses of the old deny-list
-    ['`java_method`(\'java.lang.System\', \'exit\', 1)', '1: backticked function names are not allowed'],
+    ["`java_method`('java.lang.System', 'exit', 1)", '1: backticked function names are not allowed'],
     ["reflect /*x*/ ('java.lang.Runtime', 'getRuntime')", '9: comments (/* */) are not allowed'],
     ["reflect\n('java.lang.Runtime', 'getRuntime')", '1: function reflect is not allowed: reflection runs Java code on the shared server'],
     ["JAVA_METHOD('x', 'y')", '1: function java_method is not allowed: reflection runs Java code on the shared server'],
     ["try_reflect('x', 'y')", '1: function try_reflect is not allowed: reflection runs Java code on the shared server'],
-    ['EXISTS (TABLE lake.beta_silver.t)', '1: unexpected "EXISTS" (subqueries and table references are not allowed: an expression sees only the columns of its row)'],
+    [
+      'EXISTS (TABLE lake.beta_silver.t)',
+      '1: unexpected "EXISTS" (subqueries and table references are not allowed: an expression sees only the columns of its row)',
+    ],
     ['a = 1 OR exists (select 1)', '10: unexpected "exists" (subqueries and table references are not allowed: an expression sees only the columns of its row)'],
-    ['(FROM t |> AGGREGATE count(*))', '2: unexpected "FROM" (subqueries and table references are not allowed: an expression sees only the columns of its row)'],
+    [
+      '(FROM t |> AGGREGATE count(*))',
+      '2: unexpected "FROM" (subqueries and table references are not allowed: an expression sees only the columns of its row)',
+    ],
     ['x |> y', '3: pipe syntax (|>) is not allowed: an expression sees only the columns of its row'],
     ['x IN (TABLE t)', '7: unexpected "TABLE" (subqueries and table references are not allowed: an expression sees only the columns of its row)'],
     ['x IN (SELECT id FROM t)', '7: unexpected "SELECT" (subqueries and table references are not allowed: an expression sees only the columns of its row)'],
@@ -215,14 +229,20 @@ describe('config expression grammar: what it refuses, and where', () => {
     ['a = 1.', '6: a number must end here (type suffixes such as 10L are not supported: use CAST)'],
     ['a = \u00e9', '5: unexpected character "\\u00e9"'],
     ['a = \u0000', '5: unexpected character "\\u0000"'],
-    ["a = 'open", "5: unterminated string literal"],
+    ["a = 'open", '5: unterminated string literal'],
     ['`open = 1', '1: unterminated backticked name'],
     ["INTERVAL '1' DAY", '1: unexpected "INTERVAL" (INTERVAL literals are not supported: use date_add, date_sub or add_months)'],
     ['row_number() OVER (ORDER BY a)', '1: function row_number is not allowed: it is not in the function allow-list (docs/expressions.md)'],
     ['a OVER (ORDER BY a)', '3: unexpected "OVER" (window functions are not allowed)'],
     ['upper(DISTINCT a)', '7: unexpected "DISTINCT" (DISTINCT is not allowed: an expression sees only its row)'],
-    ['CAST(a AS array<int>)', '11: unexpected "array" (CAST takes a primitive type: boolean, tinyint, smallint, int, bigint, float, double, string, date, timestamp, timestamp_ntz or decimal(p,s))'],
-    ['CAST(a AS binary)', '11: unexpected "binary" (CAST takes a primitive type: boolean, tinyint, smallint, int, bigint, float, double, string, date, timestamp, timestamp_ntz or decimal(p,s))'],
+    [
+      'CAST(a AS array<int>)',
+      '11: unexpected "array" (CAST takes a primitive type: boolean, tinyint, smallint, int, bigint, float, double, string, date, timestamp, timestamp_ntz or decimal(p,s))',
+    ],
+    [
+      'CAST(a AS binary)',
+      '11: unexpected "binary" (CAST takes a primitive type: boolean, tinyint, smallint, int, bigint, float, double, string, date, timestamp, timestamp_ntz or decimal(p,s))',
+    ],
     ['CAST(a AS decimal(39, 0))', '19: unexpected "39" (the precision of a decimal is 1 to 38)'],
     ['CAST(a AS decimal(5, 6))', '22: unexpected "6" (the scale of a decimal is 0 to its precision (5))'],
     ['CAST(a, int)', '7: unexpected "," (CAST takes (expression AS type))'],

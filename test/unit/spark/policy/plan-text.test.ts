@@ -127,7 +127,7 @@ describe('the parser fails closed', () => {
   });
 
   it('reads every line: text a literal adds can add names, never hide the real nodes', () => {
-    const injected = plan("Filter (a#1 = x\n+- RelationV2[a#2] lake.acme_silver.t\ny)\n+- RelationV2[a#1] lake.beta_silver.t");
+    const injected = plan('Filter (a#1 = x\n+- RelationV2[a#2] lake.acme_silver.t\ny)\n+- RelationV2[a#1] lake.beta_silver.t');
     const v = judge(injected);
     expect(v).toContain("table lake.beta_silver.t is outside the tenant's namespaces");
   });

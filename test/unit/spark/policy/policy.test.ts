@@ -53,7 +53,10 @@ function fakeSession(explain: string | Error, files: string[] | Error = []) {
 const bronze = Query.read('parquet', { paths: ['file:///lake/acme/bronze/orders_cdc'] });
 
 async function refusal(p: Promise<unknown>): Promise<ConfigError> {
-  const e = await p.then(() => undefined, (x: unknown) => x);
+  const e = await p.then(
+    () => undefined,
+    (x: unknown) => x,
+  );
   expect(e).toBeInstanceOf(ConfigError);
   expect((e as ConfigError).exitCode).toBe(ExitCode.config);
   return e as ConfigError;
@@ -75,7 +78,9 @@ describe('checkStepPolicy', () => {
 
   it('asks a JDBC plan for no input files (that would only reconnect to the database)', async () => {
     const { session, calls } = fakeSession(fixture('jdbc-v1.probe-source'));
-    const jdbc = Query.read('jdbc', { options: { url: 'jdbc:sqlite:shop.db', dbtable: 'orders_cdc' } }).filter(fn('like', fn('lower', col('customer')), lit('a%')));
+    const jdbc = Query.read('jdbc', { options: { url: 'jdbc:sqlite:shop.db', dbtable: 'orders_cdc' } }).filter(
+      fn('like', fn('lower', col('customer')), lit('a%')),
+    );
     await checkStepPolicy(session, [jdbc.rel], acme, subject);
     expect(calls).toMatchObject({ explain: 1, inputFiles: 0 });
   });
@@ -86,14 +91,18 @@ describe('checkStepPolicy', () => {
       { path: 'source.where', message: "refused by the tenant read policy (step check-batch): table lake.beta_silver.t is outside the tenant's namespaces" },
     ]);
     expect(e.report()).toMatchObject({ code: 'CONFIG_INVALID', path: 'source.where' });
-    const r = await refusal(checkStepPolicy(fakeSession(fixture('hostile.reflect')).session, [bronze.rel], acme, { step: 'merge', configPaths: ['source.where', 'cdc.delete-when'] }));
+    const r = await refusal(
+      checkStepPolicy(fakeSession(fixture('hostile.reflect')).session, [bronze.rel], acme, { step: 'merge', configPaths: ['source.where', 'cdc.delete-when'] }),
+    );
     expect(r.message).toBe('source.where, cdc.delete-when: refused by the tenant read policy (step merge): function reflect is not allowed');
   });
 
   it('refuses files outside the roots (file:/x and file:///x are one path), naming none of them', async () => {
     const files = ['file:/lake/beta/silver/d/part-0001.parquet', 'file:/lake/acme/bronze/x/part-0.parquet'];
     const e = await refusal(checkStepPolicy(fakeSession(fixture('hostile.deltaPath'), files).session, [Query.sql('SELECT 1').rel], acme, subject));
-    expect(e.issues.map((i) => i.message)).toEqual(["refused by the tenant read policy (step check-batch): reads 1 file(s) outside the tenant's storage roots"]);
+    expect(e.issues.map((i) => i.message)).toEqual([
+      "refused by the tenant read policy (step check-batch): reads 1 file(s) outside the tenant's storage roots",
+    ]);
     expect(e.message).not.toContain('beta');
   });
 
@@ -123,7 +132,14 @@ describe('checkStepPolicy', () => {
       expect(e.message, text).toContain('SQL text must be a query');
     }
     expect(calls.explain).toBe(0);
-    for (const text of ['SELECT 1', ' with x AS (SELECT 1) SELECT * FROM x', 'FROM lake.acme_silver.o |> SELECT id', 'VALUES (1)', 'TABLE lake.acme_silver.o', '(SELECT 1)'])
+    for (const text of [
+      'SELECT 1',
+      ' with x AS (SELECT 1) SELECT * FROM x',
+      'FROM lake.acme_silver.o |> SELECT id',
+      'VALUES (1)',
+      'TABLE lake.acme_silver.o',
+      '(SELECT 1)',
+    ])
       await checkStepPolicy(session, [Query.sql(text).rel], acme, subject);
     expect(calls.conf[0]).toMatchObject({ 'spark.sql.scripting.enabled': 'false' });
   });
@@ -140,12 +156,26 @@ describe('checkStepPolicy', () => {
     const e = await refusal(checkStepPolicy(fakeSession(failure).session, [bronze.rel], acme, subject));
     expect(e.message).toContain('the plan does not analyse (DATATYPE_MISMATCH.IN_SUBQUERY_LENGTH_MISMATCH)');
     expect(e.message).not.toContain('secret_column');
-    const unresolved = new SparkError({ grpcCode: 3, errorClass: 'UNRESOLVED_COLUMN.WITH_SUGGESTION', message: 'did you mean secret_column', messageParameters: {}, classes: [], causes: [] });
+    const unresolved = new SparkError({
+      grpcCode: 3,
+      errorClass: 'UNRESOLVED_COLUMN.WITH_SUGGESTION',
+      message: 'did you mean secret_column',
+      messageParameters: {},
+      classes: [],
+      causes: [],
+    });
     expect((await refusal(checkStepPolicy(fakeSession(unresolved).session, [bronze.rel], acme, subject))).message).not.toContain('secret_column');
   });
 
   it('keeps missing inputs and an unreachable server as they are', async () => {
-    const missing = new SparkError({ grpcCode: 3, errorClass: 'PATH_NOT_FOUND', message: 'Path does not exist', messageParameters: {}, classes: [], causes: [] });
+    const missing = new SparkError({
+      grpcCode: 3,
+      errorClass: 'PATH_NOT_FOUND',
+      message: 'Path does not exist',
+      messageParameters: {},
+      classes: [],
+      causes: [],
+    });
     await expect(checkStepPolicy(fakeSession(missing).session, [bronze.rel], acme, subject)).rejects.toMatchObject({ exitCode: ExitCode.inputMissing });
     const down = new SparkError({ grpcCode: 14, message: 'connection refused', messageParameters: {}, classes: [], causes: [] });
     await expect(checkStepPolicy(fakeSession(down).session, [bronze.rel], acme, subject)).rejects.toMatchObject({ exitCode: ExitCode.unavailable });
@@ -156,7 +186,9 @@ describe('commandInputs', () => {
   it('analyses the input of writes and the source of a MERGE', () => {
     expect(commandInputs(bronze.writeFiles('file:///lake/acme/bronze/t', 'parquet', { mode: 'overwrite' }), subject)).toEqual([bronze.rel]);
     expect(commandInputs(bronze.writeTo(['lake', 'acme_bronze', 't'], 'append'), subject)).toEqual([bronze.rel]);
-    expect(commandInputs(bronze.mergeInto(['lake', 'acme_silver', 't'], eq(col('t', 'id'), col('s', 'id')), { whenNotMatched: [{ action: 'insertAll' }] }), subject)).toEqual([bronze.rel]);
+    expect(
+      commandInputs(bronze.mergeInto(['lake', 'acme_silver', 't'], eq(col('t', 'id'), col('s', 'id')), { whenNotMatched: [{ action: 'insertAll' }] }), subject),
+    ).toEqual([bronze.rel]);
   });
 
   it('refuses (as a template bug) a SQL statement, which it cannot see into', () => {
@@ -191,8 +223,12 @@ describe('tenantReadPolicy', () => {
     expect(tenantReadPolicy(platform, tenantContext('acme', 'file:///lake/acme'))).toEqual({
       tenant: 'acme',
       namespaces: [
-        'lake.acme_bronze', 'lake.acme_silver', 'lake.acme_gold',
-        'spark_catalog.acme_bronze', 'spark_catalog.acme_silver', 'spark_catalog.acme_gold',
+        'lake.acme_bronze',
+        'lake.acme_silver',
+        'lake.acme_gold',
+        'spark_catalog.acme_bronze',
+        'spark_catalog.acme_silver',
+        'spark_catalog.acme_gold',
         'lake.shared_ref',
       ],
       roots: ['file:///lake/acme', 's3a://archive/acme', 's3a://shared/ref'],
@@ -202,11 +238,16 @@ describe('tenantReadPolicy', () => {
 
   it('without tenants in the platform config, the roots are the job’s storage root', () => {
     const local = platformSchema.parse({ catalogs: { lake: { format: 'iceberg' } } });
-    expect(tenantReadPolicy(local, tenantContext('acme', 'file:///lake/acme/'))).toMatchObject({ namespaces: ['lake.acme_bronze', 'lake.acme_silver', 'lake.acme_gold'], roots: ['file:///lake/acme'] });
+    expect(tenantReadPolicy(local, tenantContext('acme', 'file:///lake/acme/'))).toMatchObject({
+      namespaces: ['lake.acme_bronze', 'lake.acme_silver', 'lake.acme_gold'],
+      roots: ['file:///lake/acme'],
+    });
   });
 
   it('refuses grants that are not catalog.namespace or not storage URIs', () => {
-    const bad = platformSchema.safeParse({ tenants: { acme: { 'storage-roots': ['file:///lake/acme'], 'read-namespaces': ['shared_ref', 'lake.shared.ref'], 'read-roots': ['/shared'] } } });
+    const bad = platformSchema.safeParse({
+      tenants: { acme: { 'storage-roots': ['file:///lake/acme'], 'read-namespaces': ['shared_ref', 'lake.shared.ref'], 'read-roots': ['/shared'] } },
+    });
     expect(bad.success).toBe(false);
     expect(bad.error?.issues.map((i) => i.path.join('.'))).toEqual([
       'tenants.acme.read-namespaces.0',

@@ -95,7 +95,8 @@ describe('checkStepPolicy: each relation carrying config logic once per run', ()
   it('keeps no verdict for a refused relation: every step carrying it is refused', async () => {
     const { session, analysed } = recordingSession(fixture('hostile.reflect'));
     const verdicts = new PolicyVerdicts();
-    for (const rel of [step1, step2]) await expect(checkStepPolicy(session, [rel], acme, subject, { verdicts })).rejects.toThrow(/function reflect is not allowed/);
+    for (const rel of [step1, step2])
+      await expect(checkStepPolicy(session, [rel], acme, subject, { verdicts })).rejects.toThrow(/function reflect is not allowed/);
     expect(analysed).toHaveLength(2);
   });
 
@@ -143,13 +144,15 @@ target { table = "orders" }`;
         ...policySession.analyze,
         // The two tables are missing (so both creates run, and are checked); then schemas compare equal.
         schema: async () => {
-          if (probes++ < 2) throw new SparkError({ grpcCode: 3, errorClass: 'TABLE_OR_VIEW_NOT_FOUND', message: 'not found', messageParameters: {}, classes: [], causes: [] });
+          if (probes++ < 2)
+            throw new SparkError({ grpcCode: 3, errorClass: 'TABLE_OR_VIEW_NOT_FOUND', message: 'not found', messageParameters: {}, classes: [], causes: [] });
           return { kind: { case: 'struct', value: { fields: [] } } };
         },
       },
       execute: async (sent) => {
         // check-batch first keeps the resolved batch (a checkpoint), then queries it.
-        if (sent.opType.case === 'command' && sent.opType.value.commandType.case === 'checkpointCommand') return { operationId: 'op', checkpointRelationId: 'kept' };
+        if (sent.opType.case === 'command' && sent.opType.value.commandType.case === 'checkpointCommand')
+          return { operationId: 'op', checkpointRelationId: 'kept' };
         const a = answers[current];
         return a ? { operationId: 'op', table: tableFromArrays(a) as Table } : { operationId: 'op' };
       },

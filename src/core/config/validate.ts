@@ -169,3 +169,21 @@ function unwrap(s: z.ZodType | undefined): z.ZodType | undefined {
   }
   return cur;
 }
+
+/**
+ * A column type from config, normalised (trimmed, lower case, no spaces). It travels as a type name
+ * that Spark parses, so only the given scalar types and decimal(p,s) pass.
+ */
+export function columnTypeName(scalars: readonly string[]) {
+  return z
+    .string()
+    .transform((t) => t.trim().toLowerCase().replace(/\s+/g, ''))
+    .refine(
+      (t) => {
+        if (scalars.includes(t)) return true;
+        const m = /^decimal\((\d{1,2}),(\d{1,2})\)$/.exec(t);
+        return m !== null && Number(m[1]) >= 1 && Number(m[1]) <= 38 && Number(m[2]) <= Number(m[1]);
+      },
+      `must be one of ${scalars.join(', ')} or decimal(p,s) with 1 <= p <= 38 and s <= p`,
+    );
+}

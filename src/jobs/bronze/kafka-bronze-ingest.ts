@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../../core/errors.js';
 import { COLUMN_PATTERN, type Layer, quoteIdentifier, tableParts } from '../../core/naming.js';
-import { catalogName, columnName, name } from '../../core/config/validate.js';
+import { catalogName, columnName, columnTypeName, name } from '../../core/config/validate.js';
 import { KAFKA_TOPIC } from '../../core/config/platform.js';
 import { isUnderRoot } from '../../core/tenant.js';
 import { type Expr, alias, cast, coalesce, col, eq, fn, lit } from '../../spark/plan/expressions.js';
@@ -52,18 +52,7 @@ const RESERVED = new Set<string>([...KAFKA_COLUMNS.map(([, b]) => b), ...BRONZE_
 
 const SCALAR_TYPES = ['string', 'boolean', 'int', 'bigint', 'float', 'double', 'date', 'timestamp', 'binary'];
 /** A value column's type: a scalar or decimal(p,s), normalised (it travels inside a schema Spark parses). */
-const columnType = () =>
-  z
-    .string()
-    .transform((t) => t.trim().toLowerCase().replace(/\s+/g, ''))
-    .refine(
-      (t) => {
-        if (SCALAR_TYPES.includes(t)) return true;
-        const m = /^decimal\((\d{1,2}),(\d{1,2})\)$/.exec(t);
-        return m !== null && Number(m[1]) >= 1 && Number(m[1]) <= 38 && Number(m[2]) <= Number(m[1]);
-      },
-      `must be one of ${SCALAR_TYPES.join(', ')} or decimal(p,s) with 1 <= p <= 38 and s <= p`,
-    );
+const columnType = () => columnTypeName(SCALAR_TYPES);
 
 const source = z
   .object({

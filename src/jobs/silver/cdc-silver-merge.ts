@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { DataError } from '../../core/errors.js';
 import { type TableName, displayTable, quoteIdentifier, quoteName, tableParts } from '../../core/naming.js';
-import { catalogName, columnName, expression, isoDate, name } from '../../core/config/validate.js';
+import { catalogName, columnName, columnTypeName, expression, isoDate, name } from '../../core/config/validate.js';
 import {
   type Expr,
   alias,
@@ -128,18 +128,7 @@ const source = z
  * forms pass: the scalar types and decimal(p,s).
  */
 const SCALAR_TYPES = ['string', 'boolean', 'tinyint', 'smallint', 'int', 'bigint', 'float', 'double', 'date', 'timestamp', 'timestamp_ntz', 'binary'];
-const columnType = () =>
-  z
-    .string()
-    .transform((t) => t.trim().toLowerCase().replace(/\s+/g, ''))
-    .refine(
-      (t) => {
-        if (SCALAR_TYPES.includes(t)) return true;
-        const m = /^decimal\((\d{1,2}),(\d{1,2})\)$/.exec(t);
-        return m !== null && Number(m[1]) >= 1 && Number(m[1]) <= 38 && Number(m[2]) <= Number(m[1]);
-      },
-      `must be one of ${SCALAR_TYPES.join(', ')} or decimal(p,s) with 1 <= p <= 38 and s <= p`,
-    );
+const columnType = () => columnTypeName(SCALAR_TYPES);
 
 /**
  * v2: which bronze partitions to read (`--set source.snapshot-date={{ ds }}`), without it all of

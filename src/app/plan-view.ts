@@ -1,7 +1,8 @@
 import { displayTable } from '../core/naming.js';
-import { type Access, cmdAccess, formatCmd, formatRel, relReads } from '../spark/plan/format.js';
+import { formatCmd, formatRel, name } from '../spark/plan/format.js';
 import type { Rel } from '../spark/plan/relations.js';
-import type { JobPlan, Step } from '../jobs/template.js';
+import type { Touch } from '../spark/plan/touches.js';
+import { type JobPlan, type Step, stepTouches } from '../jobs/template.js';
 
 /**
  * What `plan` and `validate` show people: each step as an operator tree (src/spark/plan/format.ts),
@@ -73,37 +74,27 @@ export interface PlanAccess {
   writes: Access[];
 }
 
+/** A table or files a plan touches: what `validate` and `plan` list. */
+export type Access =
+  | { readonly kind: 'table'; readonly table: string; readonly format?: string; readonly location?: string }
+  | { readonly kind: 'path'; readonly path: string; readonly format: string };
+
 /** Every table and path the steps read and write, each once (a table's format and location merged in). */
 export function planAccess(plan: JobPlan): PlanAccess {
-  const reads: Access[] = [];
-  const writes: Access[] = [];
-  for (const step of plan.steps) {
-    switch (step.kind) {
-      case 'command':
-      case 'stream': {
-        const a = cmdAccess(step.command);
-        reads.push(...a.reads);
-        writes.push(...a.writes);
-        break;
-      }
-      case 'ensureTable': {
-        const format = cmdAccess(step.create).writes[0]?.format;
-        writes.push({ kind: 'table', table: `${displayTable(step.table)}`, location: step.location, ...(format ? { format } : {}) });
-        break;
-      }
-      case 'compareSchemas':
-        reads.push(...relReads(step.source.rel));
-        break;
-      case 'probePaths':
-        reads.push(...step.paths.map((path) => ({ kind: 'path' as const, path, format: 'listing' })));
-        break;
-      case 'query':
-      case 'materialize':
-        reads.push(...relReads(step.query.rel));
-        break;
-    }
+  const touched = plan.steps.map(stepTouches);
+  return { reads: merged(touched.flatMap((t) => t.reads.flatMap(access))), writes: merged(touched.flatMap((t) => t.writes.flatMap(access))) };
+}
+
+/** A JDBC table or Kafka topics (a source without paths) are not listed: their options name them. */
+function access(t: Touch): Access[] {
+  switch (t.kind) {
+    case 'table':
+      return [{ kind: 'table', table: name(t.parts), ...(t.format ? { format: t.format } : {}), ...(t.location ? { location: t.location } : {}) }];
+    case 'source':
+      return t.paths.map((path) => ({ kind: 'path', path, format: t.format }));
+    case 'listing':
+      return t.paths.map((path) => ({ kind: 'path', path, format: 'listing' }));
   }
-  return { reads: merged(reads), writes: merged(writes) };
 }
 
 function merged(list: Access[]): Access[] {

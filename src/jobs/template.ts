@@ -6,6 +6,7 @@ import type { Secret } from '../core/secrets.js';
 import type { TenantContext } from '../core/tenant.js';
 import type { Cmd } from '../spark/plan/commands.js';
 import type { Query } from '../spark/plan/query.js';
+import { cmdTouches, relTouches, type Touches } from '../spark/plan/touches.js';
 
 /**
  * The job catalog's contract. A template is a row of the catalog: a name, its config schema per
@@ -249,4 +250,28 @@ export interface PlanLineage {
    */
   readonly datasets?: { readonly inputs?: readonly DatasetRef[]; readonly outputs?: readonly DatasetRef[] };
   columns?(output: DatasetRef, fields: readonly string[]): Readonly<Record<string, readonly ColumnSource[]>> | undefined;
+}
+
+/**
+ * What a step reads and writes, from its plan nodes (one walk for `plan`'s listing and for lineage).
+ * A new kind of step must say it here, or it fails to compile.
+ */
+export function stepTouches(step: Step): Touches {
+  switch (step.kind) {
+    case 'command':
+    case 'stream':
+      return cmdTouches(step.command);
+    case 'ensureTable': {
+      const format = step.create.kind === 'writeV2' ? step.create.provider : undefined;
+      const parts = [step.table.catalog, step.table.namespace, step.table.table];
+      return { reads: [], writes: [{ kind: 'table', parts, location: step.location, ...(format ? { format } : {}) }] };
+    }
+    case 'compareSchemas':
+      return { reads: relTouches(step.source.rel), writes: [] };
+    case 'probePaths':
+      return { reads: [{ kind: 'listing', paths: step.paths }], writes: [] };
+    case 'query':
+    case 'materialize':
+      return { reads: relTouches(step.query.rel), writes: [] };
+  }
 }

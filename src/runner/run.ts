@@ -139,9 +139,9 @@ export async function runJob(req: RunRequest): Promise<number> {
       // A platform config's problem names the platform config's file, not the job's.
       const write = req.stderr ?? ((t: string) => process.stderr.write(t));
       for (const [n, i] of error.issues.entries()) {
-        const platformIssue = i.path.startsWith('(platform) ') && req.envFile !== undefined;
+        const platformIssue = /^\(platform\)( |$)/.test(i.path) && req.envFile !== undefined;
         const file = platformIssue ? req.envFile : req.config;
-        const path = platformIssue ? i.path.slice('(platform) '.length) : i.path;
+        const path = platformIssue ? i.path.replace(/^\(platform\) ?/, '') : i.path;
         // The line it was written on when known (file:line:col, an include's own file), else the file.
         write(scrub(`${error.locations[n] ?? file}: ${path ? `${path}: ` : ''}${i.message}\n`));
       }

@@ -152,6 +152,10 @@ const dataExplanations = {
   },
 };
 
+/** How an HTTP client says it did not reach its server (Iceberg's REST client is Apache HttpClient 5). */
+const CATALOG_CONNECT_FAILURE =
+  /\b(?:[\w.$]*\.)?(?:HttpHostConnectException|ConnectException|UnknownHostException|NoRouteToHostException|SocketTimeoutException|ConnectTimeoutException|NoHttpResponseException)\b|Connection refused/;
+
 const ICEBERG_CONFLICT =
   /Found (?:new )?conflicting|Missing required files to delete|found new delete for replaced data file|Cannot commit, missing data files/i;
 
@@ -164,6 +168,22 @@ export const errorRules: readonly ErrorRule[] = [
     code: 'SOURCE_AUTH',
     outcome: 'permission',
     exception: /password authentication failed|Access denied for user|Login failed for user|ORA-01017|invalid username\/password/i,
+  },
+  // The server's Iceberg REST catalog does not answer (refused, unknown host, timed out) or answers
+  // 503: the same 69 as `ping`'s check of that catalog, not an internal error. Its client wraps the
+  // connection failure in a RESTException, so the cause decides.
+  {
+    code: 'CATALOG_UNAVAILABLE',
+    outcome: 'unavailable',
+    exception: /\b(?:[\w.$]*\.)?(?:RESTException|ServiceUnavailableException)\b/,
+    when: (f) =>
+      f.classes.some((c) => c.endsWith('.ServiceUnavailableException')) ||
+      (f.causes ?? []).some((m) => CATALOG_CONNECT_FAILURE.test(m)) ||
+      CATALOG_CONNECT_FAILURE.test(f.message),
+    explain: (f) => ({
+      message: `the Spark server could not reach its Iceberg REST catalog: ${[...(f.causes ?? []), f.message].find((m) => CATALOG_CONNECT_FAILURE.test(m)) ?? f.message}`,
+      hint: "check that the catalog service is up and reachable from the Spark server (`lakehouse-jobs ping --env <platform config>` checks the platform's REST catalogs); the run may be retried",
+    }),
   },
   // A JDBC source that cannot be reached (the server connects to it, we only see its error).
   {

@@ -1,6 +1,6 @@
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -129,4 +129,14 @@ export function spawnCli(args: string[], env: Record<string, string> = {}): { ch
 /** Run the CLI to its end. */
 export function runCli(args: string[], env: Record<string, string> = {}): Promise<CliResult> {
   return spawnCli(args, env).done;
+}
+
+/**
+ * The CLI runs one job config with a platform config on the test server (`args` adds --set,
+ * --logical-date, …); the status document it wrote to its --status-file comes back with the result.
+ */
+export async function runJob(config: string, platform: string, args: readonly string[] = []): Promise<CliResult & { status: any }> {
+  const statusFile = join(mkdtempSync(join(tmpdir(), 'lakehouse-jobs-status-')), 'status.json');
+  const r = await runCli(['--config', config, '--env', platform, '--remote', remote(), '--status-file', statusFile, ...args]);
+  return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
 }

@@ -7,6 +7,7 @@ import { repoRoot, runCli } from '../support/stack.js';
 /** The real CLI as a child process, on the commands that need no Spark. */
 const env = { LAKEHOUSE_LAKE_HOME: '/srv/lake' };
 const example = join(repoRoot, 'configs/examples/cdc-silver-merge.v1.conf');
+const escapeRegExp = (t: string) => t.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 const platform = join(repoRoot, 'configs/examples/platform-local.conf');
 
 describe('lakehouse-jobs CLI without Spark', () => {
@@ -82,6 +83,22 @@ describe('lakehouse-jobs CLI without Spark', () => {
         .findIndex((l) => l.includes('inline-urls = sometimes')) + 1;
     expect(r.stderr).toContain(`${join(dir, 'platform.conf')}:${line}:8: jdbc.inline-urls: must be one of "deny", "allow"`);
     expect(r.stderr).not.toContain(`${example}: (platform)`);
+  });
+
+  it("names the platform config's file for its syntax and substitution problems too, under a platform path", async () => {
+    const dir = tempFiles({ 'platform.conf': readFileSync(platform, 'utf8') + '\nspark.remote = ${SPARK_REMOTE}\n', 'broken.conf': 'spark { remote = \n' });
+    const refused = await runCli(['validate', '--config', example, '--env', join(dir, 'platform.conf')], {
+      ...env,
+      SPARK_REMOTE: 'sc://h:15002/;token=tok-cli-4242',
+    });
+    expect(refused.code).toBe(78);
+    expect(refused.stderr).toMatch(new RegExp(`^${escapeRegExp(join(dir, 'platform.conf'))}: spark.remote: .*a name for credentials`, 'm'));
+    expect(JSON.parse(refused.stdout).error).toMatchObject({ code: 'CONFIG_INVALID', path: '(platform) spark.remote' });
+    expect(refused.stdout + refused.stderr).not.toContain('tok-cli-4242');
+    const broken = await runCli(['validate', '--config', example, '--env', join(dir, 'broken.conf')], env);
+    expect(broken.code).toBe(78);
+    expect(broken.stderr).toContain(join(dir, 'broken.conf'));
+    expect(broken.stderr).not.toContain(`${example}:`);
   });
 
   it('reports a misspelled required key once, with its hint', async () => {

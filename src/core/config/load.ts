@@ -78,7 +78,14 @@ export function validateJobConfig<C>(raw: Record<string, unknown>, schema: z.Zod
  */
 export async function loadPlatform(file: string, env: Record<string, string | undefined>, issues: LocatedIssue[]): Promise<PlatformConfig> {
   const origins = new Map<string, string>();
-  const raw = await parseHocon([await readHoconFile(file)], { env, envAllowList: () => true, origins });
+  const raw = await parseHocon([await readHoconFile(file)], { env, envAllowList: () => true, origins }).catch((e: unknown) => {
+    // A problem in the platform file (syntax, a refused substitution) names a platform path, as its schema's problems do.
+    if (!(e instanceof ConfigError)) throw e;
+    throw new ConfigError(
+      e.issues.map((i, n) => ({ path: i.path ? `(platform) ${i.path}` : '(platform)', message: i.message, ...(e.locations[n] ? { at: e.locations[n] } : {}) })),
+      { cause: e.cause },
+    );
+  });
   const parsed = platformSchema.safeParse(raw);
   if (parsed.success) registerConnectionSecrets(parsed.data.spark.remote);
   else if (isObject(raw.spark) && typeof raw.spark.remote === 'string') registerConnectionSecrets(raw.spark.remote);

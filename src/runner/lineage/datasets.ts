@@ -1,8 +1,8 @@
 import type { TenantContext } from '../../core/tenant.js';
 import { LAYERS, type Layer } from '../../core/naming.js';
-import type { DatasetRef, JobPlan, Step } from '../../jobs/template.js';
-import type { Cmd } from '../../spark/plan/commands.js';
-import type { OptionValue, Rel } from '../../spark/plan/relations.js';
+import { type DatasetRef, type JobPlan, stepTouches } from '../../jobs/template.js';
+import type { OptionValue } from '../../spark/plan/relations.js';
+import type { Touch } from '../../spark/plan/touches.js';
 import type { Field } from '../../spark/types.js';
 import { type DatasetId, jdbcDataset, kafkaDatasets, locationDataset } from './naming.js';
 
@@ -43,7 +43,11 @@ interface Found {
 export function planDatasets(plan: JobPlan, naming: NamingContext): PlanDatasets {
   const reads: Found[] = [];
   const writes: Found[] = [];
-  for (const step of plan.steps) stepDatasets(step, naming, reads, writes);
+  for (const step of plan.steps) {
+    const touched = stepTouches(step);
+    for (const t of touched.reads) reads.push(...touchDatasets(t, 'read', naming));
+    for (const t of touched.writes) writes.push(...touchDatasets(t, 'write', naming));
+  }
   // What the template declares beyond its steps (SQL-text procedures, for one).
   const declared = plan.lineage?.datasets;
   const found = (ref: DatasetRef): Found => (ref.kind === 'table' ? tableDataset(ref.table.split('.'), naming) : pathDataset(ref.path));
@@ -65,117 +69,25 @@ export function refKey(ref: DatasetRef): string {
   return ref.kind === 'table' ? `table:${ref.table}` : `path:${ref.path.replace(/\/+$/, '')}`;
 }
 
-function stepDatasets(step: Step, naming: NamingContext, reads: Found[], writes: Found[]): void {
-  switch (step.kind) {
-    case 'command':
-      cmdDatasets(step.command, naming, reads, writes);
-      return;
-    case 'ensureTable': {
-      const create = step.create;
-      const format = create.kind === 'writeV2' ? create.provider : undefined;
-      writes.push(tableDataset([step.table.catalog, step.table.namespace, step.table.table], naming, step.location, format));
-      return;
-    }
-    case 'compareSchemas':
-      relDatasets(step.source.rel, naming, reads);
-      return;
-    case 'query':
-    case 'materialize':
-      relDatasets(step.query.rel, naming, reads);
-      return;
-    case 'stream':
-      cmdDatasets(step.command, naming, reads, writes);
-      return;
-    case 'probePaths':
-      // Lists paths, reads no data: the step that reads them names them.
-      return;
-    default: {
-      // A new kind of step must say what it reads and writes here, or its datasets go missing.
-      const unknown: never = step;
-      throw new Error(`lineage: unknown step kind ${(unknown as Step).kind}`);
-    }
-  }
-}
-
-function cmdDatasets(cmd: Cmd, naming: NamingContext, reads: Found[], writes: Found[]): void {
-  switch (cmd.kind) {
-    case 'sqlCommand':
-      return;
-    case 'write': {
-      relDatasets(cmd.input, naming, reads);
-      if (cmd.format === 'kafka') {
-        writes.push(...kafka(cmd.options, naming, 'topic'));
-        return;
-      }
-      if (cmd.format === 'jdbc') {
-        const jdbc = jdbcFound(cmd.options);
-        if (jdbc) writes.push(jdbc);
-        return;
-      }
-      if (cmd.path !== undefined) writes.push(pathDataset(cmd.path, cmd.format));
-      else if (cmd.table) writes.push(tableDataset(cmd.table, naming, undefined, cmd.format));
-      return;
-    }
-    case 'writeV2':
-      relDatasets(cmd.input, naming, reads);
-      writes.push(tableDataset(cmd.table, naming, cmd.properties.location, cmd.provider));
-      return;
-    case 'merge':
-      relDatasets(cmd.source, naming, reads);
-      writes.push(tableDataset(cmd.target, naming));
-      return;
-    case 'createView':
-      relDatasets(cmd.input, naming, reads);
-      return;
-    case 'writeStream':
-      relDatasets(cmd.input, naming, reads);
-      writes.push(tableDataset(cmd.table, naming));
-      return;
-    // A server plugin's command names the tables it reads and writes.
-    case 'extension':
-      for (const t of cmd.reads) reads.push(tableDataset(t, naming));
-      for (const t of cmd.writes) writes.push(tableDataset(t, naming));
-      return;
-  }
-}
-
-function relDatasets(rel: Rel, naming: NamingContext, out: Found[]): void {
-  switch (rel.kind) {
+/** The datasets one touch of a plan node names; `role` says which Kafka option holds its topics. */
+function touchDatasets(t: Touch, role: 'read' | 'write', naming: NamingContext): Found[] {
+  switch (t.kind) {
     case 'table':
-      out.push(tableDataset(rel.parts, naming));
-      return;
+      return [tableDataset(t.parts, naming, t.location, t.format)];
+    // Lists paths, reads no data: the step that reads them names them.
+    case 'listing':
+      return [];
     case 'source': {
-      if (rel.format === 'jdbc') {
-        const jdbc = jdbcFound(rel.options, rel.schema);
-        if (jdbc) out.push(jdbc);
-        return;
+      if (t.format === 'jdbc') {
+        const jdbc = jdbcFound(t.options, t.schema);
+        return jdbc ? [jdbc] : [];
       }
-      if (rel.format === 'kafka') {
-        out.push(...kafka(rel.options, naming, 'subscribe'));
-        return;
-      }
+      if (t.format === 'kafka') return kafka(t.options, naming, role === 'read' ? 'subscribe' : 'topic');
       // Partitions read under a base path are one dataset: the directory the table's files live in.
-      const base = plain(rel.options.basePath);
-      const paths = base !== undefined ? [base] : rel.paths;
-      const fields = rel.schema ? ddlFields(rel.schema) : undefined;
-      for (const p of paths) out.push(pathDataset(p, rel.format, fields));
-      return;
+      const base = role === 'read' ? plain(t.options.basePath) : undefined;
+      const fields = t.schema ? ddlFields(t.schema) : undefined;
+      return (base !== undefined ? [base] : t.paths).map((p) => pathDataset(p, t.format, fields));
     }
-    // Rows an earlier step materialised: that step's plan names what they were read from.
-    case 'materialized':
-    case 'sql':
-    case 'range':
-      return;
-    // A server plugin's relation names the tables it reads.
-    case 'extension':
-      for (const t of rel.reads) out.push(tableDataset(t, naming));
-      return;
-    case 'join':
-      relDatasets(rel.left, naming, out);
-      relDatasets(rel.right, naming, out);
-      return;
-    default:
-      relDatasets(rel.input, naming, out);
   }
 }
 

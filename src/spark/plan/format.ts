@@ -219,7 +219,8 @@ function ident(part: string): string {
   return /^[A-Za-z_][A-Za-z0-9_]*$/.test(part) ? part : `\`${part.replaceAll('`', '``')}\``;
 }
 
-function name(parts: readonly string[]): string {
+/** A table's name as `plan` prints it (each part quoted only when it must be). */
+export function name(parts: readonly string[]): string {
   return parts.map(ident).join('.');
 }
 
@@ -240,64 +241,4 @@ function properties(p: Readonly<Record<string, string>>): string {
 function args(a: Readonly<Record<string, Expr>>): string {
   const entries = Object.entries(a);
   return entries.length ? ` args {${entries.map(([k, v]) => `${k}=${formatExpr(v)}`).join(', ')}}` : '';
-}
-
-/** A table or files a plan touches: what `validate` lists. */
-export type Access =
-  | { readonly kind: 'table'; readonly table: string; readonly format?: string; readonly location?: string }
-  | { readonly kind: 'path'; readonly path: string; readonly format: string };
-
-/** Every table and path a relation reads (a `Sql` relation's text is not analysed: it names its own). */
-export function relReads(rel: Rel): Access[] {
-  switch (rel.kind) {
-    case 'table':
-      return [{ kind: 'table', table: name(rel.parts) }];
-    case 'source':
-      return rel.paths.map((path) => ({ kind: 'path', path, format: rel.format }));
-    case 'sql':
-    case 'range':
-    case 'materialized':
-      return [];
-    case 'extension':
-      return rel.reads.map((t) => ({ kind: 'table', table: name(t) }));
-    case 'join':
-      return [...relReads(rel.left), ...relReads(rel.right)];
-    default:
-      return relReads(rel.input);
-  }
-}
-
-/** What a command reads and writes. */
-export function cmdAccess(cmd: Cmd): { reads: Access[]; writes: Access[] } {
-  switch (cmd.kind) {
-    case 'sqlCommand':
-      return { reads: [], writes: [] };
-    case 'write':
-      return {
-        reads: relReads(cmd.input),
-        writes: [
-          cmd.path !== undefined ? { kind: 'path', path: cmd.path, format: cmd.format } : { kind: 'table', table: name(cmd.table ?? []), format: cmd.format },
-        ],
-      };
-    case 'writeV2':
-      return {
-        reads: relReads(cmd.input),
-        writes: [
-          {
-            kind: 'table',
-            table: name(cmd.table),
-            ...(cmd.provider ? { format: cmd.provider } : {}),
-            ...(cmd.properties.location ? { location: cmd.properties.location } : {}),
-          },
-        ],
-      };
-    case 'merge':
-      return { reads: relReads(cmd.source), writes: [{ kind: 'table', table: name(cmd.target) }] };
-    case 'createView':
-      return { reads: relReads(cmd.input), writes: [] };
-    case 'extension':
-      return { reads: cmd.reads.map((t) => ({ kind: 'table', table: name(t) })), writes: cmd.writes.map((t) => ({ kind: 'table', table: name(t) })) };
-    case 'writeStream':
-      return { reads: relReads(cmd.input), writes: [{ kind: 'table', table: name(cmd.table) }] };
-  }
 }

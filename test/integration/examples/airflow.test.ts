@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { sqlCommand } from '../../../src/spark/plan/query.js';
+import { type OrderEvent, QUICKSTART_ORDERS, writeOrderEvents } from '../../support/shop-source.js';
 import { connect, lakeHome, readIcebergWithPyIceberg, remote, repoRoot } from '../../support/stack.js';
 
 /**
@@ -109,33 +110,16 @@ function runPod(task: RenderedTask): Promise<{ code: number | null; stdout: stri
   });
 }
 
-/** The source database's CDC events of a day (the quickstart's orders, plus a second order of alice's on the 6th). */
-function sourceEvents(home: string, day: string): void {
-  mkdirSync(join(home, 'sources'), { recursive: true });
-  execFileSync('python3', [
-    '-c',
-    `import sqlite3, sys
-db, day = sys.argv[1], sys.argv[2]
-events = {
-    "2026-07-05": [
-        (1, "alice", "NEW", 10.00, "2026-07-05 08:00:00", "c"), (1, "alice", "PAID", 10.00, "2026-07-05 09:00:00", "u"),
-        (2, "bob", "NEW", 25.50, "2026-07-05 08:30:00", "c"), (3, "carol", "NEW", 7.25, "2026-07-05 08:45:00", "c"),
-        (3, "carol", "NEW", 7.25, "2026-07-05 10:00:00", "d"), (4, "dave", "NEW", 99.99, "2026-07-05 11:00:00", "c"),
-    ],
-    "2026-07-06": [
-        (2, "bob", "SHIPPED", 25.50, "2026-07-06 09:00:00", "u"), (4, "dave", "NEW", 99.99, "2026-07-06 09:30:00", "d"),
-        (5, "erin", "NEW", 42.00, "2026-07-06 10:00:00", "c"), (6, "alice", "NEW", 5.00, "2026-07-06 11:00:00", "c"),
-    ],
-}[day]
-con = sqlite3.connect(db)
-con.execute("CREATE TABLE IF NOT EXISTS orders_cdc (id INTEGER, customer TEXT, status TEXT, amount DECIMAL(12,2), ts TEXT, op TEXT)")
-con.execute("DELETE FROM orders_cdc")
-con.executemany("INSERT INTO orders_cdc VALUES (?, ?, ?, ?, ?, ?)", events)
-con.commit()`,
-    join(home, 'sources/shop.db'),
-    day,
-  ]);
-}
+/** The source database's CDC events of a day: the quickstart's orders, then a second order of alice's on the 6th. */
+const DAY_EVENTS: Record<string, readonly OrderEvent[]> = {
+  '2026-07-05': QUICKSTART_ORDERS['2026-07-05'],
+  '2026-07-06': [
+    [2, 'bob', 'SHIPPED', 25.5, '2026-07-06 09:00:00', 'u'],
+    [4, 'dave', 'NEW', 99.99, '2026-07-06 09:30:00', 'd'],
+    [5, 'erin', 'NEW', 42.0, '2026-07-06 10:00:00', 'c'],
+    [6, 'alice', 'NEW', 5.0, '2026-07-06 11:00:00', 'c'],
+  ],
+};
 
 const goldRows = (day: string) =>
   readIcebergWithPyIceberg('acme_gold', 'shop_customer_orders_daily')
@@ -183,7 +167,7 @@ describe('the Airflow DAG runs for real: its three pods as Airflow renders them,
         ['silver_merge', ['bronze_ingest']],
         ['gold_publish', ['silver_merge']],
       ]);
-      sourceEvents(home, day);
+      writeOrderEvents(home, DAY_EVENTS[day]!);
       for (const task of dag.tasks) {
         // The image's ENTRYPOINT is the CLI (no command override), so the arguments are the CLI's.
         expect(task.cmds).toEqual([]);

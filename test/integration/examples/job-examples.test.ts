@@ -1,10 +1,10 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
 import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import { createTopic, produce, recordKey } from '../../support/kafka.js';
+import { QUICKSTART_ORDERS, writeOrderEvents } from '../../support/shop-source.js';
 import { connect, lakeHome, readDeltaWithDeltaRs, readIcebergWithPyIceberg, repoRoot } from '../../support/stack.js';
 
 /**
@@ -18,32 +18,7 @@ const home = lakeHome();
 const platform = 'configs/examples/platform-local.conf';
 
 /** The quickstart's CDC events of a day (scripts/quickstart), in the source database. */
-function cdcEvents(day: '2026-07-05' | '2026-07-06'): void {
-  mkdirSync(join(home, 'sources'), { recursive: true });
-  execFileSync('python3', [
-    '-c',
-    `import sqlite3, sys
-db, day = sys.argv[1], sys.argv[2]
-events = {
-    "2026-07-05": [
-        (1, "alice", "NEW", 10.00, "2026-07-05 08:00:00", "c"), (1, "alice", "PAID", 10.00, "2026-07-05 09:00:00", "u"),
-        (2, "bob", "NEW", 25.50, "2026-07-05 08:30:00", "c"), (3, "carol", "NEW", 7.25, "2026-07-05 08:45:00", "c"),
-        (3, "carol", "NEW", 7.25, "2026-07-05 10:00:00", "d"), (4, "dave", "NEW", 99.99, "2026-07-05 11:00:00", "c"),
-    ],
-    "2026-07-06": [
-        (2, "bob", "SHIPPED", 25.50, "2026-07-06 09:00:00", "u"), (4, "dave", "NEW", 99.99, "2026-07-06 09:30:00", "d"),
-        (5, "erin", "NEW", 42.00, "2026-07-06 10:00:00", "c"), (3, "carol", "NEW", 7.25, "2026-07-05 08:45:00", "c"),
-    ],
-}[day]
-con = sqlite3.connect(db)
-con.execute("CREATE TABLE IF NOT EXISTS orders_cdc (id INTEGER, customer TEXT, status TEXT, amount DECIMAL(12,2), ts TEXT, op TEXT)")
-con.execute("DELETE FROM orders_cdc")
-con.executemany("INSERT INTO orders_cdc VALUES (?, ?, ?, ?, ?, ?)", events)
-con.commit()`,
-    join(home, 'sources/shop.db'),
-    day,
-  ]);
-}
+const cdcEvents = (day: keyof typeof QUICKSTART_ORDERS) => writeOrderEvents(home, QUICKSTART_ORDERS[day]);
 
 /** `scripts/lakehouse-jobs …` from the repository root, as the examples' comments write it. */
 function lakehouseJobs(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {

@@ -1,20 +1,10 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
-import {
-  connect,
-  deltaLastCommit,
-  freshTenant,
-  icebergSnapshotSummary,
-  readDeltaWithDeltaRs,
-  readIcebergWithPyIceberg,
-  remote,
-  runCli,
-} from '../../support/stack.js';
+import { connect, deltaLastCommit, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
 
 /**
  * cdc-silver-merge v2 through the CLI: a two-column sequence, delete-when, excluded columns, schema
@@ -53,24 +43,14 @@ target { table = "accounts", format = ${format}, catalog = "${catalog}" }
   }
 
   async function run(file: string, date: string) {
-    const statusFile = join(dir, `status-${Date.now()}.json`);
-    const r = await runCli([
-      '--config',
-      join(dir, file),
-      '--env',
-      join(dir, 'platform.conf'),
-      '--remote',
-      remote(),
+    return runJob(join(dir, file), join(dir, 'platform.conf'), [
       '--set',
       `source.where="_snapshot_date = DATE'${date}'"`,
       '--run-id',
       `it-v2-${date}`,
       '--logical-date',
       date,
-      '--status-file',
-      statusFile,
     ]);
-    return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
   }
 
   const table = () =>

@@ -1,9 +1,9 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tempFiles } from '../../support/files.js';
-import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, runCli } from '../../support/stack.js';
+import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
 
 /**
  * The medallion chain in every format the templates offer: jdbc-snapshot-ingest v2 writes bronze
@@ -36,10 +36,11 @@ function fill(rows: string): void {
 }
 
 async function run(file: string, set: string[]): Promise<{ code: number | null; stderr: string; status: any }> {
-  const statusFile = join(dir, `status-${file}-${Date.now()}-${Math.random()}.json`);
-  const args = ['--config', join(dir, file), '--env', join(dir, 'platform.conf'), '--remote', remote(), '--status-file', statusFile];
-  const r = await runCli([...args, ...set.flatMap((s) => ['--set', s])]);
-  return { code: r.code, stderr: r.stderr, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
+  return runJob(
+    join(dir, file),
+    join(dir, 'platform.conf'),
+    set.flatMap((s) => ['--set', s]),
+  );
 }
 
 const ingestConf = (format: string, catalog: string | undefined) => `

@@ -1,12 +1,12 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, repoRoot, runCli } from '../../support/stack.js';
+import { connect, freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, repoRoot, runCli, runJob } from '../../support/stack.js';
 
 /**
  * The raw vault templates through the CLI on Iceberg and on Delta, read back with PyIceberg and
@@ -88,21 +88,7 @@ ${target.replace('%s', 'sat_order')}`,
   };
 
   async function run(file: string, logicalDate: string, set: string[] = []) {
-    const statusFile = join(dir, `status-${Date.now()}-${Math.random()}.json`);
-    const r = await runCli([
-      '--config',
-      join(dir, file),
-      '--env',
-      join(dir, 'platform.conf'),
-      '--remote',
-      remote(),
-      '--logical-date',
-      logicalDate,
-      '--status-file',
-      statusFile,
-      ...set.flatMap((s) => ['--set', s]),
-    ]);
-    return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
+    return runJob(join(dir, file), join(dir, 'platform.conf'), ['--logical-date', logicalDate, ...set.flatMap((s) => ['--set', s])]);
   }
 
   const read = (table: string): Record<string, any>[] =>

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -13,7 +12,7 @@ import { Query } from '../../../src/spark/plan/query.js';
 import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import type { JobPlan, Step } from '../../../src/jobs/template.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, runCli } from '../../support/stack.js';
+import { connect, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
 
 /**
  * gold-publish through the CLI on the real server: the tenant's SQL over its silver tables into
@@ -52,22 +51,7 @@ expectations = ${expectations}`,
   );
 
 async function run(file: string, date: string) {
-  const statusFile = join(dir, `status-${Date.now()}-${Math.random()}.json`);
-  const r = await runCli([
-    '--config',
-    join(dir, file),
-    '--env',
-    join(dir, 'platform.conf'),
-    '--remote',
-    remote(),
-    '--logical-date',
-    date,
-    '--run-id',
-    `it-${date}`,
-    '--status-file',
-    statusFile,
-  ]);
-  return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
+  return runJob(join(dir, file), join(dir, 'platform.conf'), ['--logical-date', date, '--run-id', `it-${date}`]);
 }
 
 const icebergRows = (table: string) =>

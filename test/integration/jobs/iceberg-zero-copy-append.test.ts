@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
@@ -7,7 +7,7 @@ import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { MARKER } from '../../../src/jobs/ops/iceberg-zero-copy-append.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, lakeHome, readIcebergWithPyIceberg, remote, repoRoot, runCli } from '../../support/stack.js';
+import { connect, freshTenant, lakeHome, readIcebergWithPyIceberg, repoRoot, runJob } from '../../support/stack.js';
 
 /**
  * iceberg-zero-copy-append through the real CLI on the local stack (whose server runs the
@@ -70,21 +70,7 @@ source { table = "${source}" }
 target { table = "${target}", catalog = "lake" }
 `;
   execFileSync('bash', ['-c', 'cat > "$1"', '_', config], { input: text });
-  const statusFile = join(dir, `status-${Date.now()}-${Math.random()}.json`);
-  const result = await runCli([
-    '--config',
-    config,
-    '--env',
-    join(dir, 'platform.conf'),
-    '--remote',
-    remote(),
-    '--run-id',
-    `it__${source}`,
-    '--status-file',
-    statusFile,
-    ...extra,
-  ]);
-  return { ...result, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
+  return runJob(config, join(dir, 'platform.conf'), ['--run-id', `it__${source}`, ...extra]);
 }
 
 /** Run, expect the refusal's exit code and config path, and the target at the same snapshot. */

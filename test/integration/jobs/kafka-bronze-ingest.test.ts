@@ -1,10 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tempFiles } from '../../support/files.js';
 import { type RecordId, createTopic, deleteRecords, kafkaBootstrap, produce, recordKey } from '../../support/kafka.js';
-import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, repoRoot, runCli, spawnCli } from '../../support/stack.js';
+import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, repoRoot, spawnCli, runJob } from '../../support/stack.js';
 
 /**
  * kafka-bronze-ingest against the real local broker (scripts/kafka) and Spark Connect: records
@@ -42,9 +42,7 @@ function files(config: string): string {
 }
 
 async function run(config: string, extra: string[] = []) {
-  const statusFile = join(dir, `status-${++n}.json`);
-  const r = await runCli(['--config', files(config), '--env', join(dir, 'platform.conf'), '--remote', remote(), '--status-file', statusFile, ...extra]);
-  return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
+  return runJob(files(config), join(dir, 'platform.conf'), extra);
 }
 
 const keys = (ids: readonly RecordId[]) => ids.map(recordKey).sort();

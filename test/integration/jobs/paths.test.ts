@@ -8,7 +8,7 @@ import { rows } from '../../../src/spark/arrow.js';
 import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, remote, runCli } from '../../support/stack.js';
+import { connect, freshTenant, remote, runCli, runJob } from '../../support/stack.js';
 
 /**
  * Literal paths on the real server: bronze is read by the exact partitions selected, so a corrupt
@@ -48,21 +48,7 @@ async function run(t: { id: string; root: string }, format: 'iceberg' | 'delta',
     join(dir, `${t.id}.platform.conf`),
     `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }\ntenants { ${t.id} { storage-roots = ["${t.root}"] } }`,
   );
-  const statusFile = join(dir, `status-${t.id}-${Date.now()}.json`);
-  const r = await runCli([
-    '--config',
-    file,
-    '--env',
-    join(dir, `${t.id}.platform.conf`),
-    '--remote',
-    remote(),
-    '--run-id',
-    `it-paths-${t.id}`,
-    '--status-file',
-    statusFile,
-    ...set.flatMap((s) => ['--set', s]),
-  ]);
-  return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
+  return runJob(file, join(dir, `${t.id}.platform.conf`), ['--run-id', `it-paths-${t.id}`, ...set.flatMap((s) => ['--set', s])]);
 }
 
 beforeAll(() => {

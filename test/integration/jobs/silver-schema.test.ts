@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
@@ -6,7 +5,7 @@ import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import { BRONZE_STAMPS } from '../../../src/jobs/layers/bronze.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, icebergSnapshotSummary, readIcebergWithPyIceberg, remote, runCli } from '../../support/stack.js';
+import { connect, freshTenant, icebergSnapshotSummary, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
 
 /**
  * Silver's schema is fixed when it is created: a batch whose column changed type (bronze `amount`
@@ -42,20 +41,7 @@ async function bronze(select: string, date: string) {
 }
 
 async function run(file: string, date: string) {
-  const statusFile = join(dir, `status-${file}-${date}.json`);
-  const r = await runCli([
-    '--config',
-    join(dir, file),
-    '--env',
-    join(dir, 'platform.conf'),
-    '--remote',
-    remote(),
-    '--set',
-    `source.snapshot-date=${date}`,
-    '--status-file',
-    statusFile,
-  ]);
-  return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
+  return runJob(join(dir, file), join(dir, 'platform.conf'), ['--set', `source.snapshot-date=${date}`]);
 }
 
 beforeAll(async () => {

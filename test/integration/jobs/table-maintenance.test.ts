@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadJob } from '../../../src/app/load-job.js';
@@ -13,7 +13,7 @@ import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, lakeHome, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, repoRoot, runCli } from '../../support/stack.js';
+import { connect, freshTenant, lakeHome, readDeltaWithDeltaRs, readIcebergWithPyIceberg, repoRoot, runJob } from '../../support/stack.js';
 
 /**
  * table-maintenance on the local stack: many small files compacted (Iceberg and Delta), snapshots
@@ -104,19 +104,11 @@ async function run(config: string, opts: { floor?: number; set?: string[] } = {}
   const name = `job-${Math.random().toString(36).slice(2)}`;
   writeFileSync(join(dir, `${name}.conf`), config);
   writeFileSync(join(dir, `${name}.platform.conf`), platform(opts.floor ?? 0));
-  const statusFile = join(dir, `${name}.status.json`);
-  const r = await runCli([
-    '--config',
+  return runJob(
     join(dir, `${name}.conf`),
-    '--env',
     join(dir, `${name}.platform.conf`),
-    '--remote',
-    remote(),
-    '--status-file',
-    statusFile,
-    ...(opts.set ?? []).flatMap((s) => ['--set', s]),
-  ]);
-  return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
+    (opts.set ?? []).flatMap((s) => ['--set', s]),
+  );
 }
 
 beforeAll(async () => {

@@ -7,7 +7,7 @@ import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import { SparkError } from '../../../src/spark/errors.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, remote, repoRoot, runCli } from '../../support/stack.js';
+import { connect, freshTenant, remote, repoRoot, runCli, runJob } from '../../support/stack.js';
 
 /**
  * Failures from the real server get their documented exit codes: bad source files 65 (naming the
@@ -46,9 +46,7 @@ target { table = "events", catalog = "lake" }
   });
   const bronze = `${tenant.root}/bronze/events`;
   const run = async () => {
-    const statusFile = join(dir, `status-${Date.now()}.json`);
-    const r = await runCli(['--config', join(dir, 'job.conf'), '--env', join(dir, 'platform.conf'), '--remote', remote(), '--status-file', statusFile]);
-    return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
+    return runJob(join(dir, 'job.conf'), join(dir, 'platform.conf'));
   };
   return { tenant, bronze, run };
 }

@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
@@ -7,16 +7,7 @@ import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import { templates } from '../../../src/jobs/registry.js';
 import { tempFiles } from '../../support/files.js';
 import { type RecordId, createTopic, kafkaBootstrap, produce, recordKey } from '../../support/kafka.js';
-import {
-  connect,
-  freshTenant,
-  readDeltaWithDeltaRs,
-  icebergRestUri,
-  icebergSnapshotSummary,
-  readIcebergWithPyIceberg,
-  remote,
-  runCli,
-} from '../../support/stack.js';
+import { connect, freshTenant, readDeltaWithDeltaRs, icebergRestUri, icebergSnapshotSummary, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
 
 /**
  * Every template that writes or maintains Iceberg tables, run through the CLI against the stack's
@@ -80,20 +71,7 @@ const head = (template: string, version = 1) =>
 async function run(config: string, logicalDate = DAY) {
   const name = `job-${Math.random().toString(36).slice(2)}`;
   writeFileSync(join(dir, `${name}.conf`), config);
-  const statusFile = join(dir, `${name}.status.json`);
-  const r = await runCli([
-    '--config',
-    join(dir, `${name}.conf`),
-    '--env',
-    join(dir, 'platform.conf'),
-    '--remote',
-    remote(),
-    '--logical-date',
-    logicalDate,
-    '--status-file',
-    statusFile,
-  ]);
-  return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
+  return runJob(join(dir, `${name}.conf`), join(dir, 'platform.conf'), ['--logical-date', logicalDate]);
 }
 
 type Row = Record<string, unknown>;

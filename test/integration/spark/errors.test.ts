@@ -65,6 +65,20 @@ describe('error mapping', () => {
     expect(e.classes[0]).toMatch(/^org\.apache\.spark\./);
   });
 
+  it('an Iceberg REST catalog that does not answer is unavailable (69, retryable), as ping says it, not internal', async () => {
+    // A catalog of this session only, at a port nothing listens on: what a catalog outage looks like.
+    const catalog = `lakehouse_it_dead_rest_${Date.now()}`;
+    await client.config.set({
+      [`spark.sql.catalog.${catalog}`]: 'org.apache.iceberg.spark.SparkCatalog',
+      [`spark.sql.catalog.${catalog}.type`]: 'rest',
+      [`spark.sql.catalog.${catalog}.uri`]: 'http://127.0.0.1:9/',
+    });
+    const e = await failure(`SELECT * FROM ${catalog}.some_namespace.some_table`);
+    expect(e).toMatchObject({ exitCode: ExitCode.unavailable, code: 'CATALOG_UNAVAILABLE', retryable: true });
+    expect(e.message).toMatch(/could not reach its Iceberg REST catalog: .*Connection refused/);
+    expect(e.hint).toContain('ping');
+  });
+
   it('a long message truncated in the gRPC status comes back whole from FetchErrorDetails', async () => {
     const long = 'lakehouse-'.repeat(800);
     const e = await failure(`SELECT raise_error('${long}')`);

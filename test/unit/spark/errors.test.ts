@@ -58,6 +58,28 @@ describe('classification', () => {
       'SOURCE_AUTH',
     ],
     ['mysql refuses the user', { message: "java.sql.SQLException: Access denied for user 'x'@'h'" }, ExitCode.permission, 'SOURCE_AUTH'],
+    [
+      'iceberg REST catalog refused',
+      {
+        classes: ['org.apache.iceberg.exceptions.RESTException', 'java.lang.RuntimeException'],
+        message: 'Error occurred while processing GET request',
+        causes: ['org.apache.iceberg.shaded.org.apache.hc.client5.http.HttpHostConnectException: Connect to http://127.0.0.1:9 failed: Connection refused'],
+      },
+      ExitCode.unavailable,
+      'CATALOG_UNAVAILABLE',
+    ],
+    [
+      'iceberg REST catalog answers 503',
+      { classes: ['org.apache.iceberg.exceptions.ServiceUnavailableException'], message: 'Service unavailable' },
+      ExitCode.unavailable,
+      'CATALOG_UNAVAILABLE',
+    ],
+    [
+      'iceberg REST catalog answers 400 (not an outage)',
+      { classes: ['org.apache.iceberg.exceptions.RESTException'], message: 'Malformed request: bad namespace' },
+      ExitCode.internal,
+      'SPARK_ERROR',
+    ],
     ['source unreachable', { message: 'org.postgresql.util.PSQLException: Connection to 127.0.0.1:1 refused.' }, ExitCode.unavailable, 'SOURCE_UNAVAILABLE'],
     ['source host unknown', { classes: ['java.net.UnknownHostException'] }, ExitCode.unavailable, 'SOURCE_UNAVAILABLE'],
     ['session not found', { errorClass: 'INVALID_HANDLE.SESSION_NOT_FOUND' }, ExitCode.transient, 'SPARK_SESSION_LOST'],

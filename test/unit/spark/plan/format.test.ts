@@ -1,8 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { Secret } from '../../../../src/core/secrets.js';
 import { and, cast, col, desc, eq, eqNullSafe, fn, isIn, isNull, lit, not, over } from '../../../../src/spark/plan/expressions.js';
-import { cmdAccess, formatCmd, formatExpr, formatRel, relReads } from '../../../../src/spark/plan/format.js';
-import { Query, sqlCommand } from '../../../../src/spark/plan/query.js';
+import { formatCmd, formatExpr, formatRel } from '../../../../src/spark/plan/format.js';
+import { Query } from '../../../../src/spark/plan/query.js';
 
 describe('readable plans', () => {
   it('prints expressions in SQL notation, literals typed and strings quoted', () => {
@@ -60,21 +60,5 @@ describe('readable plans', () => {
     expect(text).not.toContain('hunter2-format-test');
     expect(text).toContain('password=[redacted]');
     expect(text).toContain('(k = [redacted])');
-  });
-
-  it('names what relations and commands read and write', () => {
-    const src = Query.read('parquet', { paths: ['file:///a', 'file:///b'] }).join(Query.table(['lake', 'n', 't']), ['id']);
-    expect(relReads(src.rel)).toEqual([
-      { kind: 'path', path: 'file:///a', format: 'parquet' },
-      { kind: 'path', path: 'file:///b', format: 'parquet' },
-      { kind: 'table', table: 'lake.n.t' },
-    ]);
-    expect(cmdAccess(src.writeTo(['lake', 'n', 'u'], 'create', { provider: 'delta', properties: { location: 'file:///lake/n/u' } })).writes).toEqual([
-      { kind: 'table', table: 'lake.n.u', format: 'delta', location: 'file:///lake/n/u' },
-    ]);
-    expect(cmdAccess(src.writeFiles('file:///out', 'parquet', { mode: 'overwrite' })).writes).toEqual([
-      { kind: 'path', path: 'file:///out', format: 'parquet' },
-    ]);
-    expect(cmdAccess(sqlCommand('CREATE NAMESPACE x'))).toEqual({ reads: [], writes: [] });
   });
 });

@@ -25,7 +25,8 @@ const modules = new Map();
 const trained = globalThis[Symbol.for('lakehouse-jobs.code-cache.training')];
 
 // Same text at build and at run time: V8 accepts a cache only for the very source it was made from.
-const HEAD = '(function (exports, require, module, __lakehouse_chunk_url) {\n';
+// Strict, as the ES modules the chunks were (a write to a frozen plan node throws, as in tests).
+const HEAD = '(function (exports, require, module, __lakehouse_chunk_url) {"use strict";\n';
 const TAIL = '\n})';
 
 function load(name) {

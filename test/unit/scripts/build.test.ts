@@ -111,6 +111,8 @@ describe('the V8 code caches of the bundle (dist/cli.mjs starts from them, Node 
     const literal = (name: string) =>
       /const (\w+) = '(.*)';/.exec(launcher.split('\n').find((l) => l.startsWith(`const ${name} = `))!)![2]!.replaceAll('\\n', '\n');
     const head = literal('HEAD');
+    // ES modules are strict code; the scripts made of them must stay so.
+    expect(head).toContain('{"use strict";');
     const tail = literal('TAIL');
     const cached = chunks().filter((f) => readdirSync(out).includes(`${f}.v8cache`));
     // Every chunk a training run loads: the entry, the templates, the Spark client.

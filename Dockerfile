@@ -23,8 +23,13 @@ COPY package.json package-lock.json ./
 RUN npm ci --no-audit --no-fund --ignore-scripts
 COPY tsconfig.json ./
 COPY scripts/build.mjs ./scripts/build.mjs
+COPY scripts/build ./scripts/build
+# The build's training runs validate the examples to record V8's code caches (scripts/build.mjs).
+COPY configs/examples ./configs/examples
 COPY src ./src
-# The bundle: dist/cli.mjs and its lazy chunks; its source maps give stack traces of our sources.
+# The bundle: dist/cli.mjs (a launcher) and its lazy chunks as scripts with their V8 code caches,
+# made here at /app/dist with the node binary the image ships (a cache names its path and binary);
+# its source maps give stack traces of our sources.
 RUN node scripts/build.mjs
 
 # The runtime root, assembled file by file: node and tini with exactly the shared libraries ldd

@@ -5,12 +5,18 @@
 // lazy: `validate` never loads grpc-js or the protobuf schema, `ping` never loads zod's templates.
 // Every chunk lands flat in dist/, next to cli.mjs (see sourceRelativeImportMeta below).
 //
+// Then each ES module chunk becomes a classic script (<chunk>.js, source maps chained to our
+// sources) that dist/cli.mjs (scripts/build/launcher.mjs) compiles with V8's code cache
+// (<chunk>.js.v8cache), recorded here by training runs of the CLI with this node binary: Node 20
+// has no compile cache for ES modules. See scripts/build/launcher.mjs.
+//
 //   node scripts/build.mjs [--metafile] [--outdir DIR]
 //     --metafile: also write meta.json (inputs and imports of every chunk), for size analysis and tests
 //     --outdir: somewhere else than dist/ (tests)
-import { renameSync, rmSync, writeFileSync } from 'node:fs';
-import { dirname, relative, resolve, sep } from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { spawnSync } from 'node:child_process';
+import { copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { basename, dirname, join, relative, resolve, sep } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -19,6 +25,8 @@ const dist = outArg > 0 ? resolve(process.argv[outArg + 1]) : resolve(root, 'dis
 // Built next to dist/ and swapped in at the end: a CLI started meanwhile (scripts/lakehouse-jobs
 // rebuilds a stale bundle) never sees half a bundle. import.meta.url paths are the same either way.
 const outdir = `${dist}.build-${process.pid}`;
+// The ES module bundle, before its chunks become scripts (a sibling of dist/: same relative paths).
+const esmdir = `${dist}.esm-${process.pid}`;
 
 /**
  * Our sources use `new URL('../x', import.meta.url)` to find files of the checkout relative to
@@ -61,12 +69,106 @@ const noProtoLoader = {
   },
 };
 
+/**
+ * Each ES module chunk of `from` as a classic script in `to` (scripts/build/launcher.mjs runs them):
+ * static imports and import() become calls of the launcher's `require`, import.meta.url its
+ * argument `__lakehouse_chunk_url`. esbuild chains the chunks' source maps, so the scripts' maps
+ * still point at src/. The launcher itself becomes cli.mjs; legal notices are copied as they are.
+ */
+async function asScripts(from, to) {
+  const chunks = readdirSync(from).filter((f) => f.endsWith('.mjs'));
+  // A script is a function body for the launcher, where a hashbang is a syntax error: make it a
+  // comment of the same length (lines and columns of the source map stay right).
+  const entry = join(from, 'cli.mjs');
+  writeFileSync(entry, readFileSync(entry, 'utf8').replace(/^#!/, '//'));
+  await build({
+    absWorkingDir: root,
+    entryPoints: chunks.map((f) => join(from, f)),
+    outdir: to,
+    bundle: false,
+    format: 'cjs',
+    platform: 'node',
+    target: 'node20.19',
+    // import() of a chunk must go through the launcher too, not through Node's ES module loader.
+    supported: { 'dynamic-import': false },
+    define: { 'import.meta.url': '__lakehouse_chunk_url' },
+    sourcemap: 'linked',
+    sourcesContent: false,
+    minifyWhitespace: true,
+    legalComments: 'none',
+    logLevel: 'warning',
+  });
+  for (const f of readdirSync(from).filter((f) => f.endsWith('.LEGAL.txt'))) copyFileSync(join(from, f), join(to, f));
+  writeFileSync(join(to, 'cli.mjs'), readFileSync(resolve(root, 'scripts/build/launcher.mjs')), { mode: 0o755 });
+}
+
+/**
+ * Training runs of the CLI in `dir` (its final place: a cache remembers the path of its script,
+ * and stack traces name it) with this node binary (the one the image ships), each leaving
+ * V8's code cache of the chunks it compiled (scripts/build/train-code-cache.mjs): --help, validate
+ * and plan of every example config, ping and run against a port where nothing listens (connect,
+ * retry and exit 69 paths; no server needed). Exit codes do not matter, only the code that ran.
+ * Runs read the examples and write nothing but the caches (status files go to a scratch dir).
+ */
+function trainCodeCache(dir) {
+  const cli = join(dir, 'cli.mjs');
+  const hook = resolve(root, 'scripts/build/train-code-cache.mjs');
+  const examples = resolve(root, 'configs/examples');
+  const env = resolve(examples, 'platform-local.conf');
+  const nowhere = 'sc://127.0.0.1:1';
+  const scratch = `${dir}.train`;
+  const term = join(scratch, 'termination-log');
+  const runs = [['--help'], ['ping', '--remote', nowhere, '--timeout', '0.2']];
+  for (const f of readdirSync(examples)
+    .filter((f) => /\.v\d+\.conf$/.test(f))
+    .sort()) {
+    const job = ['--job', basename(f).split('.')[0], '--config', join(examples, f), '--env', env, '--termination-log', term];
+    runs.push(['validate', ...job], ['plan', ...job]);
+  }
+  runs.push([
+    'run',
+    '--job',
+    'cdc-silver-merge',
+    '--config',
+    join(examples, 'cdc-silver-merge.v1.conf'),
+    '--env',
+    env,
+    '--remote',
+    nowhere,
+    '--retry-budget',
+    '0.2',
+    '--termination-log',
+    term,
+  ]);
+  rmSync(scratch, { recursive: true, force: true });
+  mkdirSync(scratch, { recursive: true });
+  try {
+    for (const args of runs) {
+      spawnSync(process.execPath, ['--import', pathToFileURL(hook).href, cli, ...args], {
+        cwd: scratch,
+        env: { PATH: process.env.PATH ?? '', LAKEHOUSE_LAKE_HOME: join(scratch, 'lake') },
+        stdio: 'ignore',
+        timeout: 30_000,
+      });
+    }
+  } finally {
+    rmSync(scratch, { recursive: true, force: true });
+  }
+  // The entry chunk is compiled by every run: no cache of it means the training itself is broken.
+  const entryCache = join(dir, 'cli.js.v8cache');
+  try {
+    readFileSync(entryCache);
+  } catch {
+    throw new Error(`build: the training runs of ${cli} left no code cache; run it by hand to see why`);
+  }
+}
+
 let result;
 try {
   result = await build({
     absWorkingDir: root,
     entryPoints: { cli: 'src/cli.ts' },
-    outdir,
+    outdir: esmdir,
     bundle: true,
     splitting: true,
     format: 'esm',
@@ -82,15 +184,16 @@ try {
     minifySyntax: true,
     minifyWhitespace: true,
     legalComments: 'linked',
-    // Bundled CommonJS (grpc-js, yargs' helpers) may call require(): give ESM chunks one.
-    banner: { js: "import { createRequire as __lakehouseCreateRequire } from 'node:module'; const require = __lakehouseCreateRequire(import.meta.url);" },
     plugins: [sourceRelativeImportMeta, noProtoLoader],
     metafile: true,
     logLevel: 'warning',
   });
+  await asScripts(esmdir, outdir);
 } catch (e) {
   rmSync(outdir, { recursive: true, force: true });
   throw e;
+} finally {
+  rmSync(esmdir, { recursive: true, force: true });
 }
 if (process.argv.includes('--metafile')) writeFileSync(resolve(outdir, 'meta.json'), JSON.stringify(result.metafile));
 const bytes = Object.values(result.metafile.outputs).reduce((n, o) => n + (o.bytes ?? 0), 0);
@@ -104,4 +207,6 @@ try {
 }
 renameSync(outdir, dist);
 rmSync(old, { recursive: true, force: true });
+// In place: V8 keeps the file name a cache was made under, and stack traces show it.
+trainCodeCache(dist);
 process.stderr.write(`build: ${relative(root, dist) || '.'}/cli.mjs and ${chunks - 1} chunks, ${(bytes / 1e6).toFixed(1)} MB with source maps\n`);

@@ -270,7 +270,7 @@ describe('container image', () => {
         !/^\/usr\/local\/bin\/(node|tini)$/.test(f) &&
         !/^(\/usr)?\/lib(64|\/x86_64-linux-gnu|\/aarch64-linux-gnu)?\/(ld-linux[^/]*|lib[^/]+\.so[.0-9]*)$/.test(f) &&
         !/^\/etc\/(passwd|group|ssl\/certs\/ca-certificates\.crt)$/.test(f) &&
-        !/^\/app\/(package\.json|dist\/[^/]+\.(mjs|mjs\.map|LEGAL\.txt))$/.test(f),
+        !/^\/app\/(package\.json|dist\/[^/]+\.(mjs|mjs\.map|js|js\.map|js\.v8cache|LEGAL\.txt))$/.test(f),
     );
     expect(unexpected).toEqual([]);
     expect(files).toEqual(expect.arrayContaining(['/usr/local/bin/node', '/usr/local/bin/tini', '/app/dist/cli.mjs', '/etc/ssl/certs/ca-certificates.crt']));

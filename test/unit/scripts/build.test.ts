@@ -1,7 +1,8 @@
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Script } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 
 /** `npm run build` (scripts/build.mjs): the bundle the image and scripts/lakehouse-jobs run. */
@@ -83,9 +84,68 @@ describe('the bundle', () => {
   });
 
   it('writes source maps next to every chunk, with mappings and without the sources', () => {
-    const map = JSON.parse(readFileSync(join(out, 'cli.mjs.map'), 'utf8')) as { sources: string[]; mappings: string; sourcesContent?: unknown };
+    const map = JSON.parse(readFileSync(join(out, 'cli.js.map'), 'utf8')) as { sources: string[]; mappings: string; sourcesContent?: unknown };
     expect(map.mappings.length).toBeGreaterThan(0);
     expect(map.sources.some((s) => s.endsWith('src/cli.ts'))).toBe(true);
     expect(map.sourcesContent).toBeUndefined();
+  });
+
+  it('an internal error (70) under --enable-source-maps names our TypeScript sources, not the bundle', () => {
+    // A bug planted where the CLI writes --version: stdout.write throws a TypeError.
+    const plant = 'data:text/javascript,process.stdout.write=()=>{throw new TypeError("planted")}';
+    const r = spawnSync('node', ['--enable-source-maps', '--import', plant, join(out, 'cli.mjs'), '--version'], { encoding: 'utf8' });
+    expect(r.status).toBe(70);
+    expect(r.stderr).toContain('internal error: TypeError: planted');
+    expect(r.stderr).toMatch(/at main \(.*src\/app\/main\.ts:\d+:\d+\)/);
+    expect(r.stderr).toMatch(/src\/cli\.ts:\d+:\d+/);
+    expect(r.stderr).not.toMatch(/dist\/[^/\s]+\.js:/);
+  });
+});
+
+describe('the V8 code caches of the bundle (dist/cli.mjs starts from them, Node 20 has no ES module compile cache)', () => {
+  const chunks = () => readdirSync(out).filter((f) => f.endsWith('.js'));
+
+  it('were made by the build with this node binary: V8 accepts every one for the script the launcher compiles', () => {
+    // The launcher's own wrapper, read from it: the cache belongs to exactly that source text.
+    const launcher = readFileSync(join(out, 'cli.mjs'), 'utf8');
+    const literal = (name: string) =>
+      /const (\w+) = '(.*)';/.exec(launcher.split('\n').find((l) => l.startsWith(`const ${name} = `))!)![2]!.replaceAll('\\n', '\n');
+    const head = literal('HEAD');
+    // ES modules are strict code; the scripts made of them must stay so.
+    expect(head).toContain('{"use strict";');
+    const tail = literal('TAIL');
+    const cached = chunks().filter((f) => readdirSync(out).includes(`${f}.v8cache`));
+    // Every chunk a training run loads: the entry, the templates, the Spark client.
+    for (const f of ['cli.js', ...chunks().filter((c) => /^(cdc-silver-merge|client|ping|run)-/.test(c))]) expect(cached).toContain(f);
+    for (const f of cached) {
+      const script = new Script(head + readFileSync(join(out, f), 'utf8') + tail, {
+        filename: join(out, f),
+        lineOffset: -1,
+        cachedData: readFileSync(join(out, `${f}.v8cache`)),
+      });
+      expect({ f, rejected: script.cachedDataRejected }).toEqual({ f, rejected: false });
+    }
+  });
+
+  it('a rejected or missing cache only means a normal compile: same answers', () => {
+    // A sibling of the bundle: the chunks find the checkout's files by relative paths.
+    const copy = join(scratch, 'dist-copy');
+    cpSync(out, copy, { recursive: true });
+    const caches = readdirSync(copy).filter((f) => f.endsWith('.v8cache'));
+    expect(caches.length).toBeGreaterThan(0);
+    const config = join(root, 'configs/examples/cdc-silver-merge.v1.conf');
+    const args = ['validate', '--job', 'cdc-silver-merge', '--config', config, '--env', join(root, 'configs/examples/platform-local.conf')];
+    const answer = (dir: string) => {
+      const r = spawnSync('node', [join(dir, 'cli.mjs'), ...args], { encoding: 'utf8', env: { ...process.env, LAKEHOUSE_LAKE_HOME: '/lake' } });
+      return { status: r.status, summary: r.stderr.split('\n').filter((l) => l.includes(': valid')) };
+    };
+    const expected = answer(out);
+    expect(expected.status).toBe(0);
+    expect(expected.summary).toHaveLength(1);
+    // Garbage of the right name: V8 rejects it (another node binary's cache looks the same to us).
+    for (const f of caches) writeFileSync(join(copy, f), Buffer.alloc(4096, 7));
+    expect(answer(copy)).toEqual(expected);
+    for (const f of caches) rmSync(join(copy, f));
+    expect(answer(copy)).toEqual(expected);
   });
 });

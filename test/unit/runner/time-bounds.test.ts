@@ -53,8 +53,14 @@ interface Measured {
   status: Record<string, any>; // eslint-disable-line @typescript-eslint/no-explicit-any
 }
 
-/** Run the CLI; once `ready` matches its stderr (and `settleMs` passed), send `signal`. */
-async function run(args: string[], opts: { ready?: RegExp; settleMs?: number; signal?: NodeJS.Signals; env?: Record<string, string> } = {}): Promise<Measured> {
+/**
+ * Run the CLI; once `ready` matches its stderr, `until` holds (the state the signal must find, as the
+ * fake server saw it: a slow machine may take seconds to get there) and `settleMs` passed, send `signal`.
+ */
+async function run(
+  args: string[],
+  opts: { ready?: RegExp; until?: () => boolean; settleMs?: number; signal?: NodeJS.Signals; env?: Record<string, string> } = {},
+): Promise<Measured> {
   const dir = tempFiles({});
   const statusFile = join(dir, 'status.json');
   const started = Date.now();
@@ -66,6 +72,7 @@ async function run(args: string[], opts: { ready?: RegExp; settleMs?: number; si
     const deadline = Date.now() + 30_000;
     while (!(opts.ready ?? /./).test(stderr) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     expect(stderr).toMatch(opts.ready ?? /./);
+    while (opts.until && !opts.until() && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
     await new Promise((r) => setTimeout(r, opts.settleMs ?? 500));
     sentAt = Date.now();
     child.kill(opts.signal);
@@ -95,7 +102,12 @@ describe('a signal ends the run within 20 s in any state', () => {
   });
 
   it('(c) during an AnalyzePlan that never returns: SIGINT → 130', async () => {
-    const m = await run(runArgs(hanging.remote), { ready: /config valid/, settleMs: 1_000, signal: 'SIGINT' });
+    const m = await run(runArgs(hanging.remote), {
+      ready: /config valid/,
+      until: () => hanging.callsOf('analyzePlan').length >= 1,
+      settleMs: 500,
+      signal: 'SIGINT',
+    });
     console.log(`SIGINT during a hanging AnalyzePlan: exit ${m.result.code} after ${m.elapsedMs} ms`);
     expect(m.result.code, m.result.stderr).toBe(130);
     expect(m.elapsedMs).toBeLessThan(20_000);

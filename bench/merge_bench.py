@@ -218,7 +218,9 @@ def main() -> int:
     bronze(spark, f"{wd}/root/bronze/events", [(0, hot, "u", "v2"), (n, new, "c", "v2"), (hot, dele, "d", "v2")], "2026-02-28 23:00:00")
     spark.stop()
     log("silver: our job on the initial batch (creates the table, tombstones, and the first snapshot)")
-    run(ours("job-init", f"{wd}/status-init.json"), f"{wd}/logs/init.log")
+    t_init = time.perf_counter()
+    run(ours("job-init", f"{wd}/status-init.json"), f"{wd}/logs/init.log", a.server_sid)
+    log(f"silver: created in {time.perf_counter() - t_init:.1f} s, peak RSS: client {MEMORY['client'] // 1024} MB, server {MEMORY['server'] // 1024} MB")
     spark = session(a.remote)
     s0, t0 = current_snapshot(spark, table), current_snapshot(spark, tombs)
     base = checksum(spark, table, tombs)
@@ -250,7 +252,10 @@ def main() -> int:
             spark.stop()
             # B2 writes no tombstones: compare silver only for it.
             results[k].add(json.dumps(c if k != "B2" else {"rows": c["rows"], "checksum": c["checksum"]}, sort_keys=True))
-            log(f"round {r}{' (warm-up)' if warm else ''} {k}: {wall:.2f} s  silver {c['rows']} rows, tombstones {c['tombstones']}")
+            log(
+                f"round {r}{' (warm-up)' if warm else ''} {k}: {wall:.2f} s  silver {c['rows']} rows, tombstones {c['tombstones']}"
+                f"  peak RSS: client {MEMORY['client'] // 1024} MB, server {MEMORY['server'] // 1024} MB"
+            )
             if warm:
                 continue
             samples[k].append(wall)

@@ -159,6 +159,8 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
     ap.add_argument("--rows", type=int, default=1_000_000, help="silver rows = events in the batch")
+    ap.add_argument("--baseline-cli", default="", help="another build of our CLI (e.g. of main): contender A0, same config as A")
+    ap.add_argument("--contenders", default="A,B1,B2", help="which contenders run, e.g. A,B2 for a large size")
     ap.add_argument("--tenant", default="mergebench")
     ap.add_argument("--server-sid", type=int, default=0, help="session id of the Spark server's processes: their peak RSS is recorded")
     a = ap.parse_args()
@@ -187,8 +189,8 @@ def main() -> int:
                     'target { table = "items", catalog = "lake" }\n'
                 )
 
-    ours = lambda conf, status: [  # noqa: E731
-        "node", a.cli, "--job", "cdc-silver-merge", "--config", f"{wd}/{conf}.conf", "--env", f"{wd}/platform.conf",
+    ours = lambda conf, status, cli=a.cli: [  # noqa: E731
+        "node", cli, "--job", "cdc-silver-merge", "--config", f"{wd}/{conf}.conf", "--env", f"{wd}/platform.conf",
         "--remote", a.remote, "--status-file", status,
     ]
     peer = lambda mode: [  # noqa: E731
@@ -216,7 +218,9 @@ def main() -> int:
     bronze(spark, f"{wd}/root/bronze/events", [(0, hot, "u", "v2"), (n, new, "c", "v2"), (hot, dele, "d", "v2")], "2026-02-28 23:00:00")
     spark.stop()
     log("silver: our job on the initial batch (creates the table, tombstones, and the first snapshot)")
-    run(ours("job-init", f"{wd}/status-init.json"), f"{wd}/logs/init.log")
+    t_init = time.perf_counter()
+    run(ours("job-init", f"{wd}/status-init.json"), f"{wd}/logs/init.log", a.server_sid)
+    log(f"silver: created in {time.perf_counter() - t_init:.1f} s, peak RSS: client {MEMORY['client'] // 1024} MB, server {MEMORY['server'] // 1024} MB")
     spark = session(a.remote)
     s0, t0 = current_snapshot(spark, table), current_snapshot(spark, tombs)
     base = checksum(spark, table, tombs)
@@ -226,10 +230,14 @@ def main() -> int:
     assert base["rows"] == n
 
     contenders = {"A": lambda i: ours("job", f"{wd}/status-{i}.json"), "B1": lambda i: peer("b1"), "B2": lambda i: peer("b2")}
+    if a.baseline_cli:
+        contenders["A0"] = lambda i: ours("job", f"{wd}/status-A0-{i}.json", a.baseline_cli)
+    contenders = {k: v for k, v in contenders.items() if k in a.contenders.split(",") or k == "A0"}
     order = list(contenders)
     samples: dict[str, list[float]] = {k: [] for k in order}
     memory: dict[str, list[dict]] = {k: [] for k in order}
     a_steps: list[dict] = []
+    a0_steps: list[dict] = []
     b1_steps: list[dict] = []
     results: dict[str, set] = {k: set() for k in order}
     total_rounds = a.warmup + a.rounds
@@ -244,13 +252,18 @@ def main() -> int:
             spark.stop()
             # B2 writes no tombstones: compare silver only for it.
             results[k].add(json.dumps(c if k != "B2" else {"rows": c["rows"], "checksum": c["checksum"]}, sort_keys=True))
-            log(f"round {r}{' (warm-up)' if warm else ''} {k}: {wall:.2f} s  silver {c['rows']} rows, tombstones {c['tombstones']}")
+            log(
+                f"round {r}{' (warm-up)' if warm else ''} {k}: {wall:.2f} s  silver {c['rows']} rows, tombstones {c['tombstones']}"
+                f"  peak RSS: client {MEMORY['client'] // 1024} MB, server {MEMORY['server'] // 1024} MB"
+            )
             if warm:
                 continue
             samples[k].append(wall)
             memory[k].append({"clientMaxRssMB": round(MEMORY["client"] / 1024), "serverMaxRssMB": round(MEMORY["server"] / 1024)})
             if k == "A":
                 a_steps.append(our_steps(err))
+            elif k == "A0":
+                a0_steps.append(our_steps(err))
             elif k == "B1":
                 b1_steps.append(json.loads(out.strip().splitlines()[-1])["steps"])
     spark = session(a.remote)
@@ -261,7 +274,7 @@ def main() -> int:
 
     med = {k: statistics.median(v) for k, v in samples.items()}
     silver_of = lambda k: {x for x in (json.loads(s) for s in results[k])}  # noqa: E731
-    same_ab1 = results["A"] == results["B1"] and len(results["A"]) == 1
+    same_ab1 = results.get("A") == results.get("B1") and len(results.get("A", ())) == 1
     same_silver = len({(json.loads(s)["rows"], json.loads(s)["checksum"]) for k in order for s in results[k]}) == 1
     step_ids = list(a_steps[0]) if a_steps else []
     out = {
@@ -276,12 +289,14 @@ def main() -> int:
         "samples": samples,
         "memory": memory,
         "median": med,
-        "ratio": {"A/B1": med["A"] / med["B1"], "A/B2": med["A"] / med["B2"]},
+        "ratio": {f"A/{k}": med["A"] / med[k] for k in ("A0", "B1", "B2") if "A" in med and k in med},
         "base": base,
         "results": {k: [json.loads(s) for s in v] for k, v in results.items()},
         "identicalA_B1": same_ab1,
+        **({"identicalA_A0": results["A"] == results["A0"] and len(results["A"]) == 1} if "A0" in results and "A" in results else {}),
         "identicalSilverAll": same_silver,
         "stepsA": {s: statistics.median([d.get(s, 0) for d in a_steps]) for s in step_ids},
+        "stepsA0": {s: statistics.median([d.get(s, 0) for d in a0_steps]) for s in (a0_steps[0] if a0_steps else {})},
         "stepsB1": {s: statistics.median([d.get(s, 0) for d in b1_steps]) for s in (b1_steps[0] if b1_steps else {})},
     }
     with open(f"{wd}/merge-results.json", "w") as f:

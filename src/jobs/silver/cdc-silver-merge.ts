@@ -79,6 +79,9 @@ const KEY_TIE = '__lake_key_tie';
 const KEY_TIE_EXAMPLE = '__lake_key_tie_example';
 const CHECK_COLUMNS = [KEY_EVENTS, KEY_NULL, KEY_NULL_EXAMPLE, KEY_TIE, KEY_TIE_EXAMPLE];
 const PAYLOAD_JSON = '__lake_json';
+/** Two independent hashes of the payload's JSON: the tie check compares them instead of the JSON. */
+const PAYLOAD_HASH = '__lake_h1';
+const PAYLOAD_HASH2 = '__lake_h2';
 const TIE_ROW = '__lake_tie_row';
 const DELETED_AT = '_cdc_deleted_at';
 const RUN_ID = '_lake_run_id';
@@ -587,30 +590,39 @@ function resurrected(events: Query, target: TableName, tombstones: TableName, ke
 
 /**
  * The latest event per key, in one pass over the events (one shuffle by key, one sort): number the
- * key's events by sequence (highest first) and, among equal sequences, by the JSON of the payload,
- * so that events at one sequence lie next to each other and differ from their neighbour exactly when
- * their payloads differ. A second window over the whole key (same partitioning and order, so no
- * second sort) carries to the key's latest event what check-batch needs: the key's number of events,
- * whether it has a NULL key or sequence or a tie (two different events at one sequence, whichever
- * sequence), each with an example. Each event gets its delete flag. Keys whose events are all
- * identical keep one of them.
+ * key's events by sequence (highest first) and, among equal sequences, by two independent hashes of
+ * the payload's JSON (xxhash64, 64 bits, and murmur3, 32 bits), so that events at one sequence lie
+ * next to each other and differ from their neighbour exactly when their payloads' JSON differs
+ * (unless two different JSON texts collide in both hashes at once: a chance of about 2^-96 per pair
+ * of events at one sequence). The JSON itself is not shuffled or sorted, only its 12 bytes of hash:
+ * it was most of what the sort moved. A second window over the whole key (same partitioning and
+ * order, so no second sort) carries to the key's latest event what check-batch needs: the key's
+ * number of events, whether it has a NULL key or sequence or a tie (two different events at one
+ * sequence, whichever sequence), each with an example. Each event gets its delete flag. Keys whose
+ * events are all identical keep one of them.
  */
 export function resolveBatch(payload: Query, keys: string[], sequence: string[], isDelete: Expr): Query {
   const keyCols = keys.map((k) => col(k));
-  const ordered = (f: Expr) => over(f, keyCols, [...sequence.map((s) => desc(col(s))), asc(col(PAYLOAD_JSON))]);
+  const ordered = (f: Expr) => over(f, keyCols, [...sequence.map((s) => desc(col(s))), asc(col(PAYLOAD_HASH)), asc(col(PAYLOAD_HASH2))]);
   const wholeKey = (f: Expr) => over(f, keyCols, []);
   const prev = (c: string) => ordered(fn('lag', col(c), lit(1)));
   const example = (cond: Expr) =>
     wholeKey(fn('max', fn('if', cond, fn('to_json', fn('named_struct', ...[...keys, ...sequence].flatMap((c) => [lit(c), col(c)]))), lit(null))));
   const nullish = or(...[...keys, ...sequence].map((c) => isNull(col(c))));
+  const samePayload = and(eqNullSafe(prev(PAYLOAD_HASH), col(PAYLOAD_HASH)), eqNullSafe(prev(PAYLOAD_HASH2), col(PAYLOAD_HASH2)));
   return payload
     .withColumns([
       [PAYLOAD_JSON, fn('to_json', fn('struct', star()))],
       [DELETE_FLAG, isDelete],
     ])
     .withColumns([
+      [PAYLOAD_HASH, fn('xxhash64', col(PAYLOAD_JSON))],
+      [PAYLOAD_HASH2, fn('hash', col(PAYLOAD_JSON))],
+    ])
+    .drop(PAYLOAD_JSON)
+    .withColumns([
       [ROW_NUMBER, ordered(fn('row_number'))],
-      [TIE_ROW, fn('coalesce', and(...sequence.map((s) => eqNullSafe(prev(s), col(s))), not(eqNullSafe(prev(PAYLOAD_JSON), col(PAYLOAD_JSON)))), lit(false))],
+      [TIE_ROW, fn('coalesce', and(...sequence.map((s) => eqNullSafe(prev(s), col(s))), not(samePayload)), lit(false))],
     ])
     .withColumns([
       [KEY_EVENTS, wholeKey(fn('count', lit(1)))],
@@ -620,7 +632,7 @@ export function resolveBatch(payload: Query, keys: string[], sequence: string[],
       [KEY_TIE_EXAMPLE, example(col(TIE_ROW))],
     ])
     .filter(eq(col(ROW_NUMBER), lit(1)))
-    .drop(ROW_NUMBER, PAYLOAD_JSON, TIE_ROW);
+    .drop(ROW_NUMBER, PAYLOAD_HASH, PAYLOAD_HASH2, TIE_ROW);
 }
 
 /**

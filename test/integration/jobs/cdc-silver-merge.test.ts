@@ -197,6 +197,26 @@ describe('cdc-silver-merge v1 on the real stack', () => {
     expect(silver()).toEqual(before);
   });
 
+  it('rejects different payloads at a sequence below the latest one too (65), and accepts identical ones there', async () => {
+    // The tie check compares hashes of the payload's JSON, at every sequence of the key, not only
+    // at its latest: a batch that disagrees with itself anywhere is refused.
+    await appendBronze(
+      `(9, 'nine', '9.00', '2026-07-13 08:00:00', 'c', '2026-07-13'), (9, 'NINE', '9.00', '2026-07-13 08:00:00', 'c', '2026-07-13'), (9, 'nine+', '9.10', '2026-07-13 09:00:00', 'u', '2026-07-13')`,
+    );
+    const before = silver();
+    const differ = await run('2026-07-13');
+    expect(differ.code).toBe(65);
+    expect(differ.status.error).toMatchObject({ code: 'CDC_AMBIGUOUS_SEQUENCE', message: expect.stringMatching(/"id":9,"ts":"2026-07-13T08:00:00/) });
+    expect(silver()).toEqual(before);
+    await appendBronze(
+      `(10, 'ten', '10.00', '2026-07-14 08:00:00', 'c', '2026-07-14'), (10, 'ten', '10.00', '2026-07-14 08:00:00', 'c', '2026-07-14'), (10, 'ten+', '10.10', '2026-07-14 09:00:00', 'u', '2026-07-14')`,
+    );
+    const same = await run('2026-07-14');
+    expect(same.code).toBe(0);
+    expect(same.status.outputs[0].metrics).toEqual({ inserted: 1, updated: 0, deleted: 0, late: 0 });
+    expect(silver()).toContainEqual({ id: 10, name: 'ten+', amount: '10.10' });
+  });
+
   it('exits 99 (skipped) when the batch is empty', async () => {
     const { code, status } = await run('2026-07-07');
     expect(code).toBe(99);

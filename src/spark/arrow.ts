@@ -21,100 +21,12 @@
  * Other types (intervals, time, variant) come as apache-arrow returns them.
  */
 import { floorDiv, formatUnscaled, isoMicros } from './values.js';
-import {
-  type Data,
-  type DataType,
-  Message,
-  MessageHeader,
-  RecordBatch,
-  type Schema,
-  Struct,
-  Table,
-  TimeUnit,
-  Type,
-  type Vector,
-  makeData,
-  makeVector,
-  tableFromIPC,
-} from 'apache-arrow';
-// Not re-exported by the package's index; the module apache-arrow's own stream reader loads batches with.
-import { VectorLoader } from 'apache-arrow/visitor/vectorloader';
+import { type Data, type DataType, type RecordBatch, type Schema, Table, TimeUnit, Type, type Vector, makeVector, tableFromIPC } from 'apache-arrow';
 
-/**
- * Decode the `data` of one ArrowBatch message (a complete Arrow IPC stream: schema, record
- * batches, end of stream). Spark sends the same schema again with every batch: it is decoded once
- * and then reused while its bytes stay the same, and the record batches are loaded from the
- * message body directly, as apache-arrow's stream reader does, without the reader's per-stream
- * machinery. Anything this path does not handle (dictionaries, compressed bodies, an unaligned
- * body, a malformed stream) goes through apache-arrow's reader, which decodes or rejects it.
- */
+/** Decode the `data` of one ArrowBatch message (a complete Arrow IPC stream). */
 export function decodeArrowBatch(data: Uint8Array): { schema: Schema; batches: RecordBatch[] } {
-  let fast: ReturnType<typeof decodeStream>;
-  try {
-    fast = decodeStream(data);
-  } catch {
-    fast = undefined; // the reader below reports what is wrong with the stream, in its own words
-  }
-  if (fast) return fast;
   const table = tableFromIPC(data);
   return { schema: table.schema, batches: table.batches };
-}
-
-/** The last schema message decoded, and its Schema: every batch of a result repeats it. */
-let lastSchema: { bytes: Uint8Array; schema: Schema } | undefined;
-
-function schemaOf(metadata: Uint8Array, message: Message): Schema {
-  const last = lastSchema;
-  if (last && Buffer.compare(last.bytes, metadata) === 0) return last.schema;
-  const schema = message.header() as Schema;
-  // A copy: `metadata` is a view into the gRPC message, which must not be kept alive by the cache.
-  lastSchema = { bytes: Uint8Array.prototype.slice.call(metadata), schema };
-  return schema;
-}
-
-/** The IPC stream's schema and record batches, or undefined when apache-arrow's reader should decode it. */
-function decodeStream(data: Uint8Array): { schema: Schema; batches: RecordBatch[] } | undefined {
-  const view = new DataView(data.buffer, data.byteOffset, data.byteLength);
-  let schema: Schema | undefined;
-  const batches: RecordBatch[] = [];
-  let offset = 0;
-  while (offset < data.byteLength) {
-    if (offset + 4 > data.byteLength) return undefined;
-    let length = view.getInt32(offset, true);
-    offset += 4;
-    // Since format 0.15 each message starts with the continuation marker 0xFFFFFFFF, then its length.
-    if (length === -1) {
-      if (offset + 4 > data.byteLength) return undefined;
-      length = view.getInt32(offset, true);
-      offset += 4;
-    }
-    if (length === 0) break; // end of stream
-    if (length < 0 || offset + length > data.byteLength) return undefined;
-    const metadata = data.subarray(offset, offset + length);
-    offset += length;
-    const message = Message.decode(metadata);
-    const bodyLength = Number(message.bodyLength);
-    if (!Number.isSafeInteger(bodyLength) || bodyLength < 0 || offset + bodyLength > data.byteLength) return undefined;
-    const body = data.subarray(offset, offset + bodyLength);
-    offset += bodyLength;
-    if (message.headerType === MessageHeader.Schema) {
-      if (schema) return undefined;
-      schema = schemaOf(metadata, message);
-      if (schema.dictionaries.size > 0) return undefined;
-    } else if (message.headerType === MessageHeader.RecordBatch) {
-      const header = message.header() as NonNullable<ReturnType<Message<MessageHeader.RecordBatch>['header']>>;
-      // Typed arrays need aligned offsets (alignInPlace in transport.ts sees to it for Spark's results).
-      if (!schema || header.compression != null || body.byteOffset % 8 !== 0) return undefined;
-      const children = new VectorLoader(body, header.nodes, header.buffers, new Map(), schema.metadataVersion, header.variadicBufferCounts).visitMany(
-        schema.fields,
-      );
-      const batch = makeData({ type: new Struct(schema.fields), length: header.length, children });
-      batches.push(new RecordBatch(schema, batch, message.metadata));
-    } else {
-      return undefined;
-    }
-  }
-  return schema ? { schema, batches } : undefined;
 }
 
 /** One table from many batches of the same schema. */

@@ -6,17 +6,12 @@ import {
   Int64,
   List,
   Map_,
-  type RecordBatch,
-  RecordBatchStreamWriter,
-  type Schema,
   Struct,
   Table,
   TimestampMicrosecond,
-  Type,
   Utf8,
   makeData,
   makeVector,
-  tableFromIPC,
   tableToIPC,
   vectorFromArray,
 } from 'apache-arrow';
@@ -148,98 +143,5 @@ describe('Arrow batches', () => {
     expect(t.numRows).toBe(0);
     expect(t.schema.fields.map((f) => f.name)).toEqual(['id']);
     expect(rows(t)).toEqual([]);
-  });
-});
-
-describe('decoding an ArrowBatch without apache-arrow’s stream reader', () => {
-  const wide = (from: number, n: number) =>
-    new Table({
-      id: vectorFromArray(
-        Array.from({ length: n }, (_, i) => (i % 5 === 4 ? null : from + i)),
-        new Int32(),
-      ),
-      big: vectorFromArray(
-        Array.from({ length: n }, (_, i) => BigInt(from + i) * 3_000_000_000n),
-        new Int64(),
-      ),
-      name: vectorFromArray(
-        Array.from({ length: n }, (_, i) => (i % 3 === 0 ? null : `näme ${from + i} `.repeat(i % 4))),
-        new Utf8(),
-      ),
-      price: decimalVector(
-        12,
-        2,
-        Array.from({ length: n }, (_, i) => (i % 7 === 6 ? null : BigInt(from + i) * 101n - 5000n)),
-      ),
-      arr: vectorFromArray(
-        Array.from({ length: n }, (_, i) => (i % 6 === 5 ? null : Array.from({ length: i % 3 }, (_, k) => k))),
-        new List(new Field('element', new Int32(), true)),
-      ),
-    } as never);
-  /** One IPC stream holding several record batches, as Spark's ArrowBatch may. */
-  const stream = (tables: Table[], options: { legacy?: boolean } = {}) =>
-    RecordBatchStreamWriter.writeAll(
-      tables.flatMap((t) => t.batches),
-      { writeLegacyIpcFormat: options.legacy ?? false },
-    ).toUint8Array(true);
-  const viaReader = (data: Uint8Array) => tableFromIPC(data);
-  const plain = (d: { schema: Schema; batches: RecordBatch[] }) => rows(concatBatches(d.schema, d.batches));
-
-  it('decodes exactly what apache-arrow’s reader decodes, batch by batch', () => {
-    const data = stream([wide(0, 37), wide(100, 1), wide(200, 64)]);
-    const direct = decodeArrowBatch(data);
-    const reference = viaReader(data);
-    expect(direct.batches.map((b) => b.numRows)).toEqual([37, 1, 64]);
-    expect(direct.schema.fields.map(String)).toEqual(reference.schema.fields.map(String));
-    expect(plain(direct)).toEqual(rows(reference));
-    expect(plain(direct)).toHaveLength(102);
-  });
-
-  it('decodes the schema once and reuses it while its bytes stay the same; another schema is decoded anew', () => {
-    const first = decodeArrowBatch(stream([wide(0, 3)]));
-    const second = decodeArrowBatch(stream([wide(10, 5)]));
-    expect(second.schema).toBe(first.schema);
-    const other = decodeArrowBatch(ipc(new Table({ id: vectorFromArray([7n], new Int64()) })));
-    expect(other.schema).not.toBe(first.schema);
-    expect(other.schema.fields.map((f) => f.name)).toEqual(['id']);
-    expect(rows(concatBatches(other.schema, other.batches))).toEqual([{ id: 7n }]);
-    // One schema is remembered, the last one: the first is decoded anew now.
-    expect(decodeArrowBatch(stream([wide(0, 1)])).schema).not.toBe(first.schema);
-  });
-
-  it('reads the pre-0.15 framing without continuation markers, and a stream without its end marker', () => {
-    const legacy = stream([wide(0, 9), wide(9, 4)], { legacy: true });
-    expect(plain(decodeArrowBatch(legacy))).toEqual(rows(viaReader(legacy)));
-    const full = stream([wide(0, 9)]);
-    const noEnd = full.subarray(0, full.byteLength - 8);
-    expect(new DataView(full.buffer, full.byteOffset + full.byteLength - 8).getInt32(0, true)).toBe(-1);
-    expect(plain(decodeArrowBatch(noEnd))).toEqual(rows(viaReader(full)));
-  });
-
-  it('leaves dictionaries and unaligned bodies to apache-arrow’s reader, with the same result', () => {
-    const dict = new Table({ tag: vectorFromArray(['a', 'b', 'a', null]), id: vectorFromArray([1, 2, 3, 4], new Int32()) });
-    expect(dict.schema.fields[0]!.type.typeId).toBe(Type.Dictionary);
-    const d = decodeArrowBatch(ipc(dict));
-    expect(plain(d)).toEqual([
-      { tag: 'a', id: 1 },
-      { tag: 'b', id: 2 },
-      { tag: 'a', id: 3 },
-      { tag: null, id: 4 },
-    ]);
-    const data = stream([wide(0, 11)]);
-    const shifted = new Uint8Array(data.byteLength + 1).subarray(1);
-    shifted.set(data);
-    expect(shifted.byteOffset % 8).not.toBe(0);
-    expect(plain(decodeArrowBatch(shifted))).toEqual(rows(viaReader(data)));
-  });
-
-  it('rejects a truncated or garbled stream as apache-arrow’s reader does', () => {
-    const data = stream([wide(0, 20)]);
-    const truncated = data.subarray(0, data.byteLength - 40);
-    expect(() => viaReader(truncated)).toThrow();
-    expect(() => decodeArrowBatch(truncated)).toThrow();
-    const garbled = data.slice();
-    garbled.fill(0x7f, 8, 40);
-    expect(() => decodeArrowBatch(garbled)).toThrow();
   });
 });

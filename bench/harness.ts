@@ -228,6 +228,13 @@ async function coldStart() {
   return { samples, serverVersion };
 }
 
+/** The configs read ${LAKEHOUSE_LAKE_HOME}, which a job config may only with a platform config that allows it. */
+function benchPlatform(): string {
+  const platform = join(scratch, 'platform.conf');
+  writeFileSync(platform, 'config-env { allow = ["LAKEHOUSE_LAKE_HOME"] }\ncatalogs { lake { format = iceberg, default = true } }\n');
+  return platform;
+}
+
 async function validate(dir: string, expected: { valid: string[]; invalid: string[] }) {
   const check = (who: string, out: Record<string, any>) => {
     const got = [...(out.invalidFiles as string[])].sort().join(',');
@@ -235,7 +242,7 @@ async function validate(dir: string, expected: { valid: string[]; invalid: strin
       throw new BenchError(`${who}: ${out.valid} valid, invalid [${got}]; expected ${expected.valid.length} valid, invalid [${expected.invalid.join(',')}]`);
   };
   const ours = async (): Promise<Sample> => {
-    const r = await runProc('node', [`${BUILD}/validate.js`, dir], childEnv);
+    const r = await runProc('node', [`${BUILD}/validate.js`, dir, benchPlatform()], childEnv);
     expectExit('ours: validate.js', r);
     const out = lastJson('ours: validate.js', r);
     check('ours', out);
@@ -265,9 +272,7 @@ async function validatePerProcess(dir: string, valid: string[]) {
   const warm = 2;
   const file = (round: number) => join(dir, sample[(round - warm + sample.length) % sample.length]!);
   const termination = join(scratch, 'termination-log');
-  // The configs read ${LAKEHOUSE_LAKE_HOME}, which a job config may only with a platform config that allows it.
-  const platform = join(scratch, 'platform.conf');
-  writeFileSync(platform, 'config-env { allow = ["LAKEHOUSE_LAKE_HOME"] }\ncatalogs { lake { format = iceberg, default = true } }\n');
+  const platform = benchPlatform();
   const ours = async (round: number): Promise<Sample> => {
     const r = await runProc(
       'node',

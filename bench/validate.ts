@@ -3,7 +3,10 @@
  * HOCON parse, zod schema, tenant rules, plan building) on every *.conf of a folder, in one process,
  * so the number is validation and not 1,000 process starts. One JSON line on stdout.
  *
- *   node .cache/bench/build/bench/validate.js DIR
+ *   node .cache/bench/build/bench/validate.js DIR [PLATFORM]
+ *
+ * PLATFORM: the platform config (`--env`) each load reads, as `lakehouse-jobs validate --env` does;
+ * the generated configs read ${LAKEHOUSE_LAKE_HOME}, which a job config may only when it allows it.
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,7 +14,8 @@ import { loadJob } from '../src/app/load-job.js';
 import { ConfigError } from '../src/core/errors.js';
 
 const dir = process.argv[2];
-if (!dir) throw new Error('usage: validate.js DIR');
+const envFile = process.argv[3];
+if (!dir) throw new Error('usage: validate.js DIR [PLATFORM]');
 const files = readdirSync(dir)
   .filter((f) => f.endsWith('.conf'))
   .sort();
@@ -22,7 +26,7 @@ const invalidFiles: string[] = [];
 const t0 = performance.now();
 for (const f of files) {
   try {
-    await loadJob({ configFile: join(dir, f), env, runId: 'bench', overrides: [] });
+    await loadJob({ configFile: join(dir, f), ...(envFile ? { envFile } : {}), env, runId: 'bench', overrides: [] });
   } catch (e) {
     if (!(e instanceof ConfigError)) throw e;
     invalidFiles.push(f);

@@ -231,7 +231,10 @@ async function coldStart() {
 /** The configs read ${LAKEHOUSE_LAKE_HOME}, which a job config may only with a platform config that allows it. */
 function benchPlatform(): string {
   const platform = join(scratch, 'platform.conf');
-  writeFileSync(platform, 'config-env { allow = ["LAKEHOUSE_LAKE_HOME"] }\ncatalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }\n');
+  writeFileSync(
+    platform,
+    'config-env { allow = ["LAKEHOUSE_LAKE_HOME"] }\ncatalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }\n',
+  );
   return platform;
 }
 

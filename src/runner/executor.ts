@@ -161,6 +161,13 @@ async function runStep(
     opts.logger.debug({ step: step.id, operationId }, 'operation sent');
     return opts.session.execute(plan, { operationId, tags: opts.tags, signal: opts.signal });
   };
+  // A query's rows become the step's fact for later steps, and its pure function says what they mean.
+  const factsOf = async (rel: Rel, interpret: (rows: Row[]) => StepEffect) => {
+    const result = await run(compileRelationPlan(rel, live));
+    const rows = result.table ? arrowRows(result.table) : [];
+    facts[step.id] = rows;
+    return applyEffect(interpret(rows), report);
+  };
   switch (step.kind) {
     case 'command':
       await policyCheck();
@@ -227,20 +234,14 @@ async function runStep(
     }
     case 'query': {
       await policyCheck();
-      const result = await run(compileRelationPlan(step.query.rel, live));
-      const rows = result.table ? arrowRows(result.table) : [];
-      facts[step.id] = rows;
-      return applyEffect(step.interpret(rows), report);
+      return factsOf(step.query.rel, step.interpret);
     }
     case 'materialize': {
       await policyCheck();
       const kept = await run(compileCheckpointCommand(step.query.rel, live));
       if (!kept.checkpointRelationId) throw new InternalError(`step ${step.id}: the server answered the checkpoint without naming its rows`);
       materialized.set(step.name, kept.checkpointRelationId);
-      const result = await run(compileRelationPlan(step.check.rel, live));
-      const rows = result.table ? arrowRows(result.table) : [];
-      facts[step.id] = rows;
-      return applyEffect(step.interpret(rows), report);
+      return factsOf(step.check.rel, step.interpret);
     }
     case 'stream': {
       await policyCheck();

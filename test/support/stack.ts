@@ -48,62 +48,37 @@ export function freshTenant(): { id: string; root: string } {
   return { id, root: `file://${dir}` };
 }
 
-/** Rows of an Iceberg table read by PyIceberg, not by Spark (from the catalog "lake" unless named). */
-export function readIcebergWithPyIceberg(namespace: string, table: string, catalog = 'lake'): Record<string, unknown>[] {
-  const out = execFileSync('bash', [
-    join(repoRoot, 'scripts/py-tools'),
-    'python',
-    join(repoRoot, 'test/support/read_iceberg.py'),
-    pyIcebergCatalog(catalog),
-    namespace,
-    table,
-  ]);
-  return out
-    .toString()
+/** A script of test/support run by the independent readers' Python (scripts/py-tools): its stdout. */
+function pyTool(script: string, ...args: string[]): string {
+  return execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support', script), ...args]).toString();
+}
+
+const jsonLines = (text: string): Record<string, unknown>[] =>
+  text
     .split('\n')
     .filter(Boolean)
     .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+const deltaPath = (path: string) => path.replace(/^file:\/\//, '');
+
+/** Rows of an Iceberg table read by PyIceberg, not by Spark (from the catalog "lake" unless named). */
+export function readIcebergWithPyIceberg(namespace: string, table: string, catalog = 'lake'): Record<string, unknown>[] {
+  return jsonLines(pyTool('read_iceberg.py', pyIcebergCatalog(catalog), namespace, table));
 }
 
 /** Rows of a Delta table read by delta-rs, not by Spark. */
 export function readDeltaWithDeltaRs(path: string): Record<string, unknown>[] {
-  const out = execFileSync('bash', [
-    join(repoRoot, 'scripts/py-tools'),
-    'python',
-    join(repoRoot, 'test/support/read_delta.py'),
-    path.replace(/^file:\/\//, ''),
-  ]);
-  return out
-    .toString()
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as Record<string, unknown>);
+  return jsonLines(pyTool('read_delta.py', deltaPath(path)));
 }
 
 /** The current snapshot's summary of an Iceberg table, read by PyIceberg. */
 export function icebergSnapshotSummary(namespace: string, table: string, catalog = 'lake'): Record<string, string> {
-  const out = execFileSync('bash', [
-    join(repoRoot, 'scripts/py-tools'),
-    'python',
-    join(repoRoot, 'test/support/read_iceberg.py'),
-    pyIcebergCatalog(catalog),
-    namespace,
-    table,
-    'summary',
-  ]);
-  return JSON.parse(out.toString()) as Record<string, string>;
+  return JSON.parse(pyTool('read_iceberg.py', pyIcebergCatalog(catalog), namespace, table, 'summary')) as Record<string, string>;
 }
 
 /** The latest commit info of a Delta table, read by delta-rs. */
 export function deltaLastCommit(path: string): Record<string, unknown> {
-  const out = execFileSync('bash', [
-    join(repoRoot, 'scripts/py-tools'),
-    'python',
-    join(repoRoot, 'test/support/read_delta.py'),
-    path.replace(/^file:\/\//, ''),
-    'history',
-  ]);
-  return JSON.parse(out.toString()) as Record<string, unknown>;
+  return JSON.parse(pyTool('read_delta.py', deltaPath(path), 'history')) as Record<string, unknown>;
 }
 
 export interface CliResult {

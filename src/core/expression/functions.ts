@@ -92,22 +92,28 @@ export const FUNCTIONS: ReadonlyMap<string, FunctionSpec> = new Map([
   ['trunc', f(2)],
 ]);
 
+/** Functions that call into the JVM by reflection: Java code on the shared server. */
+export const REFLECTION_FUNCTIONS: readonly string[] = ['reflect', 'java_method', 'try_reflect'];
+
+/** Functions that tell about the server, the session or the files read, not about the row. */
+export const DISCLOSING_FUNCTIONS: readonly string[] = [
+  'input_file_name',
+  'input_file_block_start',
+  'input_file_block_length',
+  'current_user',
+  'user',
+  'session_user',
+  'current_database',
+  'current_schema',
+  'current_catalog',
+  'version',
+  'spark_partition_id',
+];
+
 /** Why some well-known functions are refused, for a clearer message than "not allowed". */
 export const REFUSED_FUNCTIONS: ReadonlyMap<string, string> = new Map([
-  ...['reflect', 'java_method', 'try_reflect'].map((n) => [n, 'reflection runs Java code on the shared server'] as const),
-  ...[
-    'input_file_name',
-    'input_file_block_start',
-    'input_file_block_length',
-    'current_user',
-    'user',
-    'session_user',
-    'current_database',
-    'current_schema',
-    'current_catalog',
-    'version',
-    'spark_partition_id',
-  ].map((n) => [n, 'it discloses the server and session, not the row'] as const),
+  ...REFLECTION_FUNCTIONS.map((n) => [n, 'reflection runs Java code on the shared server'] as const),
+  ...DISCLOSING_FUNCTIONS.map((n) => [n, 'it discloses the server and session, not the row'] as const),
   ...['rand', 'random', 'randn', 'uuid', 'shuffle', 'monotonically_increasing_id', 'current_date', 'current_timestamp', 'now', 'curdate', 'localtimestamp'].map(
     (n) => [n, 'it is not deterministic: a rerun must select the same rows'] as const,
   ),

@@ -1,3 +1,4 @@
+import { DISCLOSING_FUNCTIONS, REFLECTION_FUNCTIONS } from '../../core/expression/functions.js';
 import { NAME_PATTERN, quoteIdentifier, quoteName } from '../../core/naming.js';
 
 /**
@@ -72,21 +73,15 @@ const STATEMENT_WORDS = new Set([
 
 /**
  * Functions refused already here, for a clear early message (the policy's allow-list refuses these
- * and everything else not on it anyway): reflection into the JVM, reading files or tables by name,
- * and identifiers computed from strings.
+ * and everything else not on it anyway): reflection into the JVM and what discloses the server or
+ * session (the expression language's lists), reading files or tables by name, identifiers computed
+ * from strings, and failing on purpose.
  */
 const REFUSED_CALLS = new Set([
-  'reflect',
-  'java_method',
-  'try_reflect',
+  ...REFLECTION_FUNCTIONS,
+  ...DISCLOSING_FUNCTIONS,
   'identifier',
   'read_files',
-  'input_file_name',
-  'input_file_block_start',
-  'input_file_block_length',
-  'current_user',
-  'user',
-  'session_user',
   'assert_true',
   'raise_error',
   'from_avro',

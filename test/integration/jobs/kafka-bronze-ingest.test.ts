@@ -285,6 +285,10 @@ async function until(check: () => boolean, ms: number, what: string, child?: { e
   throw new Error(`timed out waiting for ${what}`);
 }
 
+/** Until the runner logged that its streaming query started (it may first wait for the server). */
+const streamStarted = (child: { exitCode: number | null }, log: () => string) =>
+  until(() => log().includes('streaming query started'), 300_000, 'the stream started', child, log);
+
 describe('exactly once across failures', () => {
   const many = (n: number, partitions: number) => Array.from({ length: n }, (_, i) => ({ key: `k${i}`, value: { i }, partition: i % partitions }));
 
@@ -299,13 +303,7 @@ describe('exactly once across failures', () => {
       const { child, done } = spawnCli(['--config', path, '--env', join(dir, 'platform.conf'), '--remote', remote(), '--log-level', 'info']);
       let log = '';
       child.stderr!.on('data', (b: Buffer) => (log += b.toString()));
-      await until(
-        () => log.includes('streaming query started'),
-        300_000,
-        'the stream started',
-        child,
-        () => log,
-      );
+      await streamStarted(child, () => log);
       // Let at least one micro-batch commit, then kill the runner without a chance to clean up.
       const checkpoint = join(tenant.root.replace(/^file:\/\//, ''), '_checkpoints/kill_runner/commits');
       await until(
@@ -353,13 +351,7 @@ describe('exactly once across failures', () => {
       ]);
       let log = '';
       child.stderr!.on('data', (b: Buffer) => (log += b.toString()));
-      await until(
-        () => log.includes('streaming query started'),
-        300_000,
-        'the stream started',
-        child,
-        () => log,
-      );
+      await streamStarted(child, () => log);
       const checkpoint = join(tenant.root.replace(/^file:\/\//, ''), '_checkpoints/kill_spark/offsets');
       await until(
         () => {

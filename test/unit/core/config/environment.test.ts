@@ -113,6 +113,24 @@ describe('config environment: only what the platform lists', () => {
   });
 });
 
+/** A failed run's status document whose error message is `message` (as a server's might carry a secret). */
+function failedStatus(message: string): StatusDocument {
+  return {
+    schema: 'lakehouse-jobs/status/v1',
+    status: 'failed',
+    exitCode: 77,
+    command: 'run',
+    job: {},
+    runId: 'r',
+    startedAt: '',
+    finishedAt: '',
+    durationMs: 0,
+    outputs: [],
+    metrics: { rowsRead: 0, rowsWritten: 0 },
+    error: { code: 'X', category: 'spark', message, retryable: false },
+  } as StatusDocument;
+}
+
 describe('secrets scrubbed by value', () => {
   afterEach(() => vi.restoreAllMocks());
 
@@ -149,20 +167,7 @@ describe('secrets scrubbed by value', () => {
     createLogger('info', {}, (l) => lines.push(l)).error({ detail: `denied for ${token}` }, `server said ${token}`);
     expect(lines.join('')).not.toContain(token);
     const out: string[] = [];
-    const doc = {
-      schema: 'lakehouse-jobs/status/v1',
-      status: 'failed',
-      exitCode: 77,
-      command: 'run',
-      job: {},
-      runId: 'r',
-      startedAt: '',
-      finishedAt: '',
-      durationMs: 0,
-      outputs: [],
-      metrics: { rowsRead: 0, rowsWritten: 0 },
-      error: { code: 'X', category: 'spark', message: `PERMISSION_DENIED ${token}`, retryable: false },
-    } as StatusDocument;
+    const doc = failedStatus(`PERMISSION_DENIED ${token}`);
     writeStatus(doc, { stdout: (t) => out.push(t) });
     expect(out.join('')).toContain('PERMISSION_DENIED [redacted]');
   });
@@ -171,20 +176,7 @@ describe('secrets scrubbed by value', () => {
     const token = 'tok-cut-0123456789abcdef';
     registerConnectionSecrets(`sc://h/;token=${token}`);
     const message = `${'x'.repeat(990)}${token} tail`;
-    const doc = {
-      schema: 'lakehouse-jobs/status/v1',
-      status: 'failed',
-      exitCode: 77,
-      command: 'run',
-      job: {},
-      runId: 'r',
-      startedAt: '',
-      finishedAt: '',
-      durationMs: 0,
-      outputs: [],
-      metrics: { rowsRead: 0, rowsWritten: 0 },
-      error: { code: 'X', category: 'spark', message, retryable: false },
-    } as StatusDocument;
+    const doc = failedStatus(message);
     const text = compact(doc);
     expect(text).not.toContain('tok-cut-01');
     expect(text).toContain('[redacted]');

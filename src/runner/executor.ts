@@ -199,7 +199,7 @@ async function runStep(
         await run(compileCommandPlan(step.create, live));
       } catch (e) {
         // Another run created it between our probe and our create: the state we wanted, if it is ours.
-        if (!errorClassOf(e)?.startsWith('TABLE_OR_VIEW_ALREADY_EXISTS')) throw e;
+        if (!errorClassOf(e)?.startsWith('TABLE_OR_VIEW_ALREADY_EXISTS')) throw e instanceof SparkError ? e.at(step.configPath) : e;
         await checkLocation();
       }
       return undefined;

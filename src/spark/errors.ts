@@ -347,6 +347,8 @@ export class SparkError extends LakehouseError {
   readonly causes: readonly string[];
   /** How to fix it, for the failures we can explain (bad source files). */
   readonly hint: string | undefined;
+  /** The config key the failed statement came from, when the caller knows it (see `at`). */
+  private configPath: string | undefined;
 
   constructor(failure: SparkFailure, options?: { cause?: unknown }) {
     const rule = ruleFor(failure);
@@ -369,9 +371,22 @@ export class SparkError extends LakehouseError {
     this.causes = failure.causes;
   }
 
+  /**
+   * Name the config key a config-class failure comes from (a table create refused for its
+   * location is the job's `target.table`): the message and the report carry it, like a
+   * ConfigError's. Other failures are not the config's doing and stay unlocated.
+   */
+  at(configPath: string): this {
+    if (this.category !== 'config' || this.configPath !== undefined) return this;
+    this.configPath = configPath;
+    this.message = `${configPath}: ${this.message}`;
+    return this;
+  }
+
   override report(): ErrorReport {
     return {
       ...super.report(),
+      ...(this.configPath ? { path: this.configPath } : {}),
       ...(this.errorClass ? { sparkErrorClass: this.errorClass } : {}),
       ...(this.sqlState ? { sqlState: this.sqlState } : {}),
       ...(this.hint ? { hint: this.hint } : {}),

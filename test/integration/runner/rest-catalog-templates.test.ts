@@ -356,7 +356,8 @@ hub { hash-key = "hk_customer", business-key = ["customer"] }
 target { table = "orders", catalog = "spark_catalog", format = delta }`;
     const r = await run(config);
     expect(r.code, r.stderr).toBe(78);
-    expect(r.status).toMatchObject({ exitCode: 78, error: { code: 'TABLE_LOCATION_TAKEN' } });
+    expect(r.status).toMatchObject({ exitCode: 78, error: { code: 'TABLE_LOCATION_TAKEN', path: 'target.table' } });
+    expect(r.stderr).toContain('target.table: ');
     expect(sorted(read(REST, 'silver', 'orders'), 'id', 'status')).toEqual(before);
   }, 300_000);
 });

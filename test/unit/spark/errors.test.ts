@@ -233,6 +233,16 @@ describe('classification', () => {
     expect(e.code).toBe(code);
   });
 
+  it('names the config key of a config-class failure once, and leaves other failures unlocated', () => {
+    const taken = new SparkError(failure({ errorClass: 'DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION', message: 'Cannot create table' }));
+    taken.at('target.table').at('target.other');
+    expect(taken.message).toBe('target.table: [DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION] Cannot create table');
+    expect(taken.report()).toMatchObject({ code: 'TABLE_LOCATION_TAKEN', path: 'target.table', category: 'config' });
+    const transient = new SparkError(failure({ errorClass: 'DELTA_CONCURRENT_TRANSACTION', message: 'conflict' })).at('target.table');
+    expect(transient.report().path).toBeUndefined();
+    expect(transient.message).not.toContain('target.table');
+  });
+
   it('counts an Iceberg ValidationException as a conflict only for its conflict messages', () => {
     const other = failure({ classes: ['org.apache.iceberg.exceptions.ValidationException'], message: 'Cannot add column, name already exists: id' });
     expect(ruleFor(other).code).toBe('SPARK_ERROR');

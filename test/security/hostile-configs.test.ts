@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, asLakehouseError } from '../../src/core/errors.js';
 import { loadJob } from '../../src/app/load-job.js';
+import { templates } from '../../src/jobs/registry.js';
 import type { SparkConnectClient } from '../../src/spark/client.js';
 import { compileCommandPlan } from '../../src/spark/plan/compile.js';
 import { Query, sqlCommand } from '../../src/spark/plan/query.js';
@@ -30,6 +31,10 @@ jdbc.connections.shop { url = "jdbc:sqlite:${attacker.root.replace(/^file:\/\//,
 tenants {
   ${attacker.id} { storage-roots = ["${attacker.root}"] }
   ${victim.id} { storage-roots = ["${victim.root}"] }
+}
+kafka.clusters.local {
+  bootstrap-servers = "127.0.0.1:9"
+  tenants { ${attacker.id} { topic-prefixes = ["${attacker.id}."] } }
 }
 `;
 
@@ -88,10 +93,49 @@ tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
 source { table = "orders_cdc", record-source = "shop.orders" }
 satellite { parent-hash-key = "hk_order", business-key = ["id"], payload = ["v"], order-by = ["ts"] }
 target { table = "orders", format = delta, catalog = "spark_catalog" }`,
+  'gold-publish v1': `
+job    { template = "gold-publish", schema-version = 1, name = "hostile" }
+tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
+transform { sql = "SELECT id, v FROM silver.orders" }
+target { table = "orders_gold", catalog = "lake", grain = ["id"], mode = merge }
+expectations = [ { name = "v_set", type = expression, expr = "v IS NOT NULL", action = fail } ]`,
+  'table-maintenance v1': `
+job    { template = "table-maintenance", schema-version = 1, name = "hostile" }
+tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
+tables = [ { layer = silver, table = "orders", catalog = "lake", rewrite-manifests = true } ]`,
+  'kafka-bronze-ingest v1': `
+job    { template = "kafka-bronze-ingest", schema-version = 1, name = "hostile" }
+tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
+source { cluster = "local", topics = ["${attacker.id}.orders"], value-format = raw }
+target { table = "orders_events", format = iceberg, catalog = "lake" }`,
+  'iceberg-zero-copy-append v1': `
+job    { template = "iceberg-zero-copy-append", schema-version = 1, name = "hostile" }
+tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
+source { table = "orders_2025", layer = silver }
+target { table = "orders_history", layer = silver, catalog = "lake" }`,
 };
 
+/**
+ * A value inside a list element cannot be --set: the hostile value replaces the base's own text of
+ * it (`text`, unique in the base) instead.
+ */
+interface InText {
+  readonly path: string;
+  readonly text: string;
+}
+type ValuePath = string | InText;
+const pathOf = (p: ValuePath) => (typeof p === 'string' ? p : p.path);
+
+/** The base config of a template version with `value` (a HOCON string) at `p`: config text and --set lines. */
+function withValue(template: string, p: ValuePath, value: string): { config: string; set: string[] } {
+  const base = bases[template]!;
+  if (typeof p === 'string') return { config: base, set: [`${p}=${JSON.stringify(value)}`] };
+  expect(base.split(p.text).length, `${p.text} once in ${template}'s base`).toBe(2);
+  return { config: base.replace(p.text, JSON.stringify(value)), set: [] };
+}
+
 /** The config paths that carry an expression, per template version. */
-const expressionPaths: Record<string, string[]> = {
+const expressionPaths: Record<string, ValuePath[]> = {
   'cdc-silver-merge v1': ['source.where'],
   'cdc-silver-merge v2': ['source.where', 'cdc.delete-when'],
   'jdbc-snapshot-ingest v1': ['source.where'],
@@ -102,6 +146,16 @@ const expressionPaths: Record<string, string[]> = {
   'dv-hub v1': [],
   'dv-link v1': ['source.where'],
   'dv-satellite v1': ['source.where'],
+  // The transform's SQL has its own corpus (test/unit/jobs/gold-publish.test.ts) and the server-side policy's.
+  'gold-publish v1': [{ path: 'expectations[0].expr', text: '"v IS NOT NULL"' }],
+  'table-maintenance v1': [],
+  'kafka-bronze-ingest v1': [],
+  'iceberg-zero-copy-append v1': [],
+};
+
+/** Where each template version names the table it writes (a name that would change a statement is refused there). */
+const tablePaths: Record<string, ValuePath> = {
+  'table-maintenance v1': { path: 'tables[0].table', text: '"orders"' },
 };
 
 const other = () => `lake.${victim.id}_silver.secrets`;
@@ -217,18 +271,27 @@ afterAll(async () => {
   client?.close();
 });
 
+describe('the corpus', () => {
+  it('meets every template version of the registry (a new template cannot skip it)', () => {
+    const all = templates.flatMap((t) => t.versions.map((v) => `${t.name} v${v.version}`));
+    expect(all.filter((t) => !(t in bases))).toEqual([]);
+    expect(Object.keys(bases).filter((t) => !(t in expressionPaths))).toEqual([]);
+  });
+});
+
 describe.each(Object.keys(bases))('%s refuses hostile configs at validate (78, with the path)', (template) => {
   it('accepts its base config (the corpus tests refusals, not a broken base)', async () => {
-    expect((await validate(bases[template]!)).code).toBe(0);
+    const r = await validate(bases[template]!);
+    expect(r.code, r.text).toBe(0);
   });
 
   for (const path of expressionPaths[template]!)
-    it.each(hostileExpressions)(`${path}: %s`, async (_, expr) => {
-      const set = [`${path}=${JSON.stringify(expr())}`];
+    it.each(hostileExpressions)(`${pathOf(path)}: %s`, async (_, expr) => {
       // delete-when and op-column exclude each other: v2's base has no op column.
-      const r = await validate(bases[template]!, set);
+      const { config, set } = withValue(template, path, expr());
+      const r = await validate(config, set);
       expect(r.code, r.text).toBe(78);
-      expect(r.paths).toContain(path);
+      expect(r.paths).toContain(pathOf(path));
       expect(r.text).not.toContain(CANARY);
     });
 
@@ -244,11 +307,16 @@ describe.each(Object.keys(bases))('%s refuses hostile configs at validate (78, w
     expect(r.text).not.toContain(TOKEN);
   });
 
-  it('identifiers: a table name that would change a statement', async () => {
-    const r = await validate(bases[template]!, ['target.table="orders`; DROP TABLE x"']);
-    expect(r.code).toBe(78);
-    expect(r.paths).toContain('target.table');
-  });
+  it.each(['orders`; DROP TABLE x', `orders\` UNION SELECT * FROM ${other()} --`, '../orders', 'x.y'])(
+    'identifiers: a table name that would change a statement or a path: %s',
+    async (name) => {
+      const path = tablePaths[template] ?? 'target.table';
+      const { config, set } = withValue(template, path, name);
+      const r = await validate(config, set);
+      expect(r.code, r.text).toBe(78);
+      expect(r.paths).toContain(pathOf(path));
+    },
+  );
 
   it('resource limits: a 10,000-segment dotted key and a self-concatenation bomb', async () => {
     const deep = `${bases[template]}\n${Array.from({ length: 10_000 }, (_, i) => `k${i}`).join('.')} = 1\n`;

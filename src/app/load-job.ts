@@ -2,6 +2,7 @@ import { ConfigError, type ConfigIssue, UsageError } from '../core/errors.js';
 import { identify, type JobIdentity, loadPlatform, type LoadRequest, readJobConfig, validateJobConfig } from '../core/config/load.js';
 import { localPlatformDefaults, type PlatformConfig, resolveSecret, type SecretRef } from '../core/config/platform.js';
 import { closest } from '../core/config/closest.js';
+import { NAME_PATTERN } from '../core/naming.js';
 import { Secret } from '../core/secrets.js';
 import { tenantContext, type TenantContext } from '../core/tenant.js';
 import { loadTemplate } from '../jobs/loaders.js';
@@ -32,9 +33,12 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
   // A job config is judged under its platform config (its variables, catalogs, tenants): against a
   // broken one its problems would be guesses, so the platform's own problems come alone.
   if (issues.length) throw new ConfigError(issues);
+  checkBinding(req.tenant, platform);
   const origins = new Map<string, string>();
   const raw = await readJobConfig(req, platform, origins);
   const { named, schemaVersion: wanted } = identify(raw, identity);
+  // The status names the tenant the orchestrator bound the run to, not the config's claim.
+  if (req.tenant !== undefined) identity.tenant = req.tenant;
 
   const template = await chooseTemplate(req.job, named);
   identity.template = template.name;
@@ -50,7 +54,7 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
     ]);
   identity.schemaVersion = version.version;
 
-  const config = validateJobConfig(raw, version.schema, platform, origins) as Record<string, any>;
+  const config = validateJobConfig(raw, version.schema, platform, origins, req.tenant) as Record<string, any>;
   const tenant = tenantContext(config.tenant.id, config.tenant['storage-root']);
   const grant = platform.tenants?.[tenant.id];
   const context: JobContext = {
@@ -68,6 +72,23 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
   // Templates may reject combinations only the plan reveals (an unknown catalog): still config errors.
   const plan = version.plan(context, config);
   return { template, version, config, platform, tenant, context, plan };
+}
+
+/**
+ * The orchestrator's tenant binding (`--tenant`) is a usage matter: 64 when it is malformed, or
+ * missing where the platform config requires one. Whether the job config's tenant matches it is the
+ * config's (78 at tenant.id, with the other tenant rules).
+ */
+function checkBinding(bound: string | undefined, platform: PlatformConfig): void {
+  if (bound === undefined) {
+    if (platform['tenant-binding'] === 'required')
+      throw new UsageError(
+        'the platform config requires every run to be bound to its tenant by the orchestrator: pass --tenant <id> (or LAKEHOUSE_TENANT) from what the platform controls, e.g. the pod template',
+      );
+    return;
+  }
+  if (!NAME_PATTERN.test(bound)) throw new UsageError(`--tenant ${JSON.stringify(bound)} is not a tenant id (${NAME_PATTERN.source})`);
+  if (platform.tenants && !platform.tenants[bound]) throw new UsageError(`--tenant ${bound} is not a tenant of the platform config`);
 }
 
 /**

@@ -25,6 +25,8 @@ export interface RunRequest {
   job?: string;
   config: string;
   envFile?: string;
+  /** The tenant the orchestrator binds this run to (`--tenant`): trusted, unlike the config's tenant.id. */
+  tenant?: string;
   remote?: string;
   set: string[];
   runId?: string;
@@ -95,6 +97,7 @@ export async function runJob(req: RunRequest): Promise<number> {
       {
         configFile: req.config,
         ...(req.envFile ? { envFile: req.envFile } : {}),
+        ...(req.tenant !== undefined ? { tenant: req.tenant } : {}),
         ...(req.job ? { job: req.job } : {}),
         overrides: req.set,
         env: req.env,

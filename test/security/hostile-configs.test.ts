@@ -212,12 +212,13 @@ async function validate(
   set: string[] = [],
   env: Record<string, string> = {},
   platformFile = 'platform.conf',
+  tenant?: string,
 ): Promise<{ code: number; paths: string[]; text: string }> {
   const file = join(dir, `c-${randomBytes(4).toString('hex')}.conf`);
   writeFileSync(file, config);
   const started = performance.now();
   try {
-    await loadJob({ configFile: file, envFile: join(dir, platformFile), overrides: set, env, runId: 'hostile' });
+    await loadJob({ configFile: file, envFile: join(dir, platformFile), overrides: set, env, runId: 'hostile', ...(tenant ? { tenant } : {}) });
     return { code: 0, paths: [], text: '' };
   } catch (e) {
     const err = asLakehouseError(e);
@@ -294,6 +295,14 @@ describe.each(Object.keys(bases))('%s refuses hostile configs at validate (78, w
       expect(r.paths).toContain(pathOf(path));
       expect(r.text).not.toContain(CANARY);
     });
+
+  it("impersonation: the victim's tenant id and storage root in a run the orchestrator bound to the attacker", async () => {
+    const set = [`tenant.id=${victim.id}`, `tenant.storage-root=${JSON.stringify(victim.root)}`];
+    expect((await validate(bases[template]!, [], {}, 'platform.conf', attacker.id)).code).toBe(0);
+    const r = await validate(bases[template]!, set, {}, 'platform.conf', attacker.id);
+    expect(r.code, r.text).toBe(78);
+    expect(r.paths).toContain('tenant.id');
+  });
 
   it.each(hostileRoots)('tenant.storage-root: %s', async (_, root) => {
     const r = await validate(bases[template]!, [`tenant.storage-root=${JSON.stringify(root())}`]);

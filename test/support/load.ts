@@ -9,6 +9,8 @@ export interface LoadOptions {
   platform?: string;
   /** --job */
   job?: string;
+  /** --tenant: the orchestrator's binding */
+  tenant?: string;
   /** --set lines */
   set?: string[];
   /** The environment the configs see. */
@@ -23,6 +25,7 @@ export async function loadConfig(config: string, opts: LoadOptions = {}): Promis
     configFile: join(dir, 'job.conf'),
     ...(opts.platform !== undefined ? { envFile: join(dir, 'platform.conf') } : {}),
     ...(opts.job ? { job: opts.job } : {}),
+    ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}),
     overrides: opts.set ?? [],
     env: opts.env ?? {},
     runId: opts.runId ?? 'test-run',

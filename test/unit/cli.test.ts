@@ -166,6 +166,22 @@ describe('lakehouse-jobs CLI without Spark', () => {
     expect(JSON.stringify(answer.error)).toContain('catalogs.lake.format');
   });
 
+  it("binds a run to the orchestrator's tenant (--tenant, LAKEHOUSE_TENANT): a config for another tenant is 78 at tenant.id", async () => {
+    const dir = tempFiles({
+      'platform.conf': `${readFileSync(platform, 'utf8')}\ntenants.globex { storage-roots = ["file:///srv/lake/globex"] }\ntenant-binding = required\n`,
+    });
+    const shared = join(dir, 'platform.conf');
+    const bound = await runCli(['validate', '--config', example, '--env', shared, '--tenant', 'acme'], env);
+    expect(bound.code, bound.stderr).toBe(0);
+    const claimed = await runCli(['validate', '--config', example, '--env', shared], { ...env, LAKEHOUSE_TENANT: 'globex' });
+    expect(claimed.code).toBe(78);
+    expect(claimed.stderr).toContain('tenant.id: is "acme", but the orchestrator runs this job for tenant "globex"');
+    expect(JSON.parse(claimed.stdout)).toMatchObject({ exitCode: 78, error: { code: 'CONFIG_INVALID', path: 'tenant.id' } });
+    const unbound = await runCli(['validate', '--config', example, '--env', shared], env);
+    expect(unbound.code).toBe(64);
+    expect(unbound.stderr).toContain('--tenant');
+  });
+
   it('refuses a storage root outside the tenant policy with 78 before any plan', async () => {
     const r = await runCli(['validate', '--config', example, '--env', platform, '--set', 'tenant.storage-root="file:///srv/other"'], env);
     expect(r.code).toBe(78);

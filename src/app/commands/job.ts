@@ -9,6 +9,13 @@ export const JOB_OPTIONS: readonly OptionSpec[] = [
   { name: 'config', type: 'string', arg: '<file>', env: 'LAKEHOUSE_CONFIG', describe: "the tenant's job config (HOCON)" },
   { name: 'env', type: 'string', arg: '<file>', env: 'LAKEHOUSE_ENV', describe: 'platform config (HOCON): Spark remote, catalogs, connections, tenant roots' },
   {
+    name: 'tenant',
+    type: 'string',
+    arg: '<id>',
+    env: 'LAKEHOUSE_TENANT',
+    describe: "the tenant the orchestrator runs this job for: the config's tenant.id must be this one",
+  },
+  {
     name: 'remote',
     type: 'string',
     arg: '<sc://…|local>',
@@ -66,6 +73,7 @@ export function jobRequest(
     env,
     ...(v.job ? { job: v.job } : {}),
     ...(v.env ? { envFile: v.env } : {}),
+    ...(v.tenant !== undefined ? { tenant: v.tenant } : {}),
     ...(v.remote ? { remote: v.remote } : {}),
     ...(v['run-id'] ? { runId: v['run-id'] } : {}),
     ...(v['logical-date'] ? { logicalDate: v['logical-date'] } : {}),

@@ -16,6 +16,11 @@ import { keysAt, toConfigIssues } from './validate.js';
 export interface LoadRequest {
   configFile: string;
   envFile?: string;
+  /**
+   * The tenant the orchestrator binds the run to (`--tenant`, `LAKEHOUSE_TENANT`): trusted. The job
+   * config's `tenant.id` is the tenant's own claim and must equal it.
+   */
+  tenant?: string;
   job?: string;
   overrides?: string[];
   env: Record<string, string | undefined>;
@@ -58,12 +63,18 @@ export function identify(raw: Record<string, unknown>, identity: JobIdentity): {
  * A parsed config against its template version's schema and the platform's tenant policy: the
  * validated config, or one ConfigError listing every problem with its path.
  */
-export function validateJobConfig<C>(raw: Record<string, unknown>, schema: z.ZodType<C>, platform: PlatformConfig, origins?: ReadonlyMap<string, string>): C {
+export function validateJobConfig<C>(
+  raw: Record<string, unknown>,
+  schema: z.ZodType<C>,
+  platform: PlatformConfig,
+  origins?: ReadonlyMap<string, string>,
+  bound?: string,
+): C {
   const issues: LocatedIssue[] = [];
   const parsed = schema.safeParse(raw);
   const origin = origins && ((p: readonly PropertyKey[]) => originOf(origins, p));
   if (!parsed.success) issues.push(...toConfigIssues(parsed.error, (p) => keysAt(schema, p), origin));
-  for (const i of tenantPolicy(raw, platform)) {
+  for (const i of tenantPolicy(raw, platform, bound)) {
     const at = origin?.(i.path.split('.'));
     issues.push({ ...i, ...(at ? { at } : {}) });
   }
@@ -99,13 +110,21 @@ export async function loadPlatform(file: string, env: Record<string, string | un
   return localPlatformDefaults;
 }
 
-/** A tenant may only use the storage roots the platform allows it (when the platform lists tenants). */
-function tenantPolicy(config: Record<string, unknown>, platform: PlatformConfig): ConfigIssue[] {
-  if (!platform.tenants) return [];
+/**
+ * A job is for the tenant the orchestrator bound it to, when it did (`bound`: trusted, unlike the
+ * config's claim), and a tenant may only use the storage roots the platform allows it (when the
+ * platform lists tenants).
+ */
+function tenantPolicy(config: Record<string, unknown>, platform: PlatformConfig, bound?: string): ConfigIssue[] {
   const tenant = isObject(config.tenant) ? config.tenant : {};
   const id = tenant.id;
   const root = tenant['storage-root'];
   if (typeof id !== 'string') return [];
+  if (bound !== undefined && id !== bound)
+    return [
+      { path: 'tenant.id', message: `is "${id}", but the orchestrator runs this job for tenant "${bound}" (--tenant): a job config cannot choose its tenant` },
+    ];
+  if (!platform.tenants) return [];
   const allowed = platform.tenants[id];
   if (!allowed) return [{ path: 'tenant.id', message: `tenant "${id}" is not known to the platform config` }];
   if (typeof root === 'string' && !isUnderRoot(root, allowed['storage-roots']))

@@ -194,6 +194,18 @@ export const platformSchema = z
           .strict(),
       )
       .optional(),
+    /**
+     * Who says which tenant a run is for. A job config's `tenant.id` is the tenant's own claim: under
+     * a platform config that lists several tenants, a config could claim any of them. `required`:
+     * every run must be bound by the orchestrator (`--tenant`, `LAKEHOUSE_TENANT`, from what the
+     * platform controls, e.g. the pod template), and the config's tenant must be that one.
+     * `optional`: a binding is checked when given. A platform config that lists only one tenant
+     * (one per tenant's deployment) binds by itself.
+     */
+    'tenant-binding': z
+      .enum(['optional', 'required'])
+      .default('optional')
+      .describe("required: every run needs the orchestrator's --tenant/LAKEHOUSE_TENANT, and the job config's tenant.id must equal it"),
     jdbc: z
       .object({
         connections: z

@@ -66,7 +66,7 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
     kafkaCluster: (name, path) => resolveKafkaCluster(platform, tenant.id, name, path, req.env),
     inlineJdbcUrls: platform.jdbc['inline-urls'] === 'allow',
     retentionFloorHours: platform.maintenance['retention-floor-hours'],
-    secret: (ref, path) => deferredSecret(ref, path, req.env),
+    secret: (ref, path) => deferredSecret(grantedSecret(ref, path, req.envFile ? platform : undefined, tenant.id), path, req.env),
     ...(grant ? { access: { storageRoots: grant['storage-roots'], readNamespaces: grant['read-namespaces'], readRoots: grant['read-roots'] } } : {}),
   };
   // Templates may reject combinations only the plan reveals (an unknown catalog): still config errors.
@@ -196,6 +196,37 @@ function resolveKafkaCluster(
       : {}),
     grant: { topics: grant?.topics ?? [], prefixes: grant?.['topic-prefixes'] ?? [] },
   };
+}
+
+/**
+ * A job config is untrusted, so the secrets it names by reference are only those the platform
+ * grants its tenant (`tenants.<id>.secrets`): the runner's environment and mounts hold the
+ * platform's own credentials (the Spark token, connections' passwords), and a config naming one as
+ * the password of a url it chose would send it to that server. Without a platform config (one
+ * developer's machine, nothing shared) every reference resolves.
+ */
+function grantedSecret(ref: SecretRef, path: string, platform: PlatformConfig | undefined, tenant: string): SecretRef {
+  if (!platform) return ref;
+  const grant = platform.tenants?.[tenant]?.secrets;
+  const where = `tenants.${tenant}.secrets`;
+  if ('env' in ref) {
+    if (grant?.env.includes(ref.env)) return ref;
+    throw new ConfigError([
+      {
+        path,
+        message: `{ env = "${ref.env}" } is not a secret the platform config grants tenant "${tenant}" (${where}.env lists those a job config may name)`,
+      },
+    ]);
+  }
+  const segments = ref.file.split('/');
+  const under = (root: string) => ref.file.startsWith(root.endsWith('/') ? root : `${root}/`);
+  if (!segments.some((s) => s === '.' || s === '..') && grant?.['file-roots'].some(under)) return ref;
+  throw new ConfigError([
+    {
+      path,
+      message: `{ file = "${ref.file}" } is not under a directory the platform config grants tenant "${tenant}" (${where}.file-roots lists those a job config may name)`,
+    },
+  ]);
 }
 
 /**

@@ -361,6 +361,18 @@ describe('jdbc-snapshot-ingest: inline urls, credentials and driver classes', ()
     expect(r.paths).toContain('source.url');
   });
 
+  it.each([
+    ['the Spark remote with its token', '{ env = "SPARK_REMOTE" }'],
+    ['a token variable', '{ env = "SPARK_CONNECT_AUTHENTICATE_TOKEN" }'],
+    ["the pod's service account token", '{ file = "/var/run/secrets/kubernetes.io/serviceaccount/token" }'],
+  ])("a password reference to the runner's own credentials (%s), even where inline urls are allowed", async (_, ref) => {
+    const config = inline('jdbc:postgresql://127.0.0.1:9/db').replace('driver = ', `user = "u", password ${ref}, driver = `);
+    const r = await validate(config, [], hostileEnvValues, 'platform-inline.conf');
+    expect(r.code, r.text).toBe(78);
+    expect(r.paths).toContain('source.password');
+    expect(r.text).not.toContain(TOKEN);
+  });
+
   it("a driver class other than the url protocol's own", async () => {
     const r = await validate(inline('jdbc:postgresql://127.0.0.1:5432/db', 'java.lang.ProcessBuilder'), [], {}, 'platform-inline.conf');
     expect(r.code).toBe(78);

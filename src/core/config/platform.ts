@@ -190,6 +190,27 @@ export const platformSchema = z
             // namespaces (`catalog.namespace`) and where their files live. Writes stay the templates'.
             'read-namespaces': z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\.[a-z][a-z0-9_]*$/, 'a catalog.namespace')).default([]),
             'read-roots': z.array(storageUri()).default([]),
+            // The secrets a job config of this tenant may name by reference (an inline JDBC url's
+            // password): without a grant it names none, or it could send the runner's own
+            // credentials (any variable, any mounted file) to a server of its choosing.
+            secrets: z
+              .object({
+                env: z
+                  .array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, 'an environment variable name'))
+                  .default([])
+                  .describe('Environment variables the tenant may name as { env = NAME }.'),
+                'file-roots': z
+                  .array(
+                    z
+                      .string()
+                      .regex(/^(\/[A-Za-z0-9._-]+)+\/?$/, 'an absolute directory path')
+                      .refine((p) => !p.split('/').some((s) => s === '.' || s === '..'), 'no . or .. segments'),
+                  )
+                  .default([])
+                  .describe('Directories whose files the tenant may name as { file = /dir/file }.'),
+              })
+              .strict()
+              .default({ env: [], 'file-roots': [] }),
           })
           .strict(),
       )

@@ -339,7 +339,8 @@ describe('jdbc-snapshot-ingest v2', () => {
         'target { table = "orders", snapshot-date = "2026-07-05", partition-by = [] }',
         `target { table = "orders", snapshot-date = "2026-07-05", ${target} }`,
       );
-  const catalogs = `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }\njdbc { inline-urls = allow }`;
+  const catalogs = `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }\njdbc { inline-urls = allow }
+tenants.acme { storage-roots = ["file:///lake/acme"], secrets.env = ["SHOP_PW"] }`;
 
   it('writes a bronze Iceberg table: create if missing, then replace exactly the snapshot date', async () => {
     const job = await load(v2('format = iceberg'), { platform: catalogs });
@@ -382,6 +383,29 @@ target { table = "orders", snapshot-date = "2026-07-05" }
     expect(allowed.plan.steps.length).toBeGreaterThan(0);
     // Without a platform config (a developer's machine) inline urls are allowed.
     expect((await load(inline)).plan.steps.length).toBeGreaterThan(0);
+  });
+
+  it("names only the secrets the platform grants the tenant: the runner's own credentials stay out of a url the config chose (78 at source.password)", async () => {
+    const withPassword = (ref: string) => inline.replace('driver = "org.sqlite.JDBC"', `driver = "org.sqlite.JDBC", user = "u", password ${ref}`);
+    const platform = (grant: string) => `jdbc { inline-urls = allow }\ntenants.acme { storage-roots = ["file:///lake/acme"]${grant} }`;
+    const granted = platform(', secrets { env = ["ACME_DB_PW"], file-roots = ["/var/run/secrets/acme-db"] }');
+    // Granted: the tenant's own variable, a file under its own secret directory.
+    expect((await load(withPassword('{ env = "ACME_DB_PW" }'), { platform: granted })).plan.steps.length).toBeGreaterThan(0);
+    expect((await load(withPassword('{ file = "/var/run/secrets/acme-db/password" }'), { platform: granted })).plan.steps.length).toBeGreaterThan(0);
+    // Everything else the runner can read is refused, at validate, before any connection.
+    for (const [ref, why] of [
+      ['{ env = "SPARK_REMOTE" }', /\{ env = "SPARK_REMOTE" \} is not a secret the platform config grants tenant "acme" \(tenants\.acme\.secrets\.env/],
+      ['{ env = "CRM_PW" }', /is not a secret the platform config grants/],
+      ['{ file = "/var/run/secrets/kubernetes.io/serviceaccount/token" }', /is not under a directory the platform config grants tenant "acme"/],
+      ['{ file = "/var/run/secrets/acme-db/../platform/token" }', /is not under a directory/],
+      ['{ file = "/var/run/secrets/acme-dbx/password" }', /is not under a directory/],
+      ['{ file = "/var/run/secrets/acme-db" }', /is not under a directory/],
+    ] as const)
+      expect(await configIssues(withPassword(ref), { platform: granted }), ref).toEqual([{ path: 'source.password', message: expect.stringMatching(why) }]);
+    // No grant at all: no reference resolves.
+    expect((await configIssues(withPassword('{ env = "ACME_DB_PW" }'), { platform: platform('') })).map((i) => i.path)).toEqual(['source.password']);
+    // Without a platform config (one developer's machine) any reference resolves.
+    expect((await load(withPassword('{ env = "SPARK_REMOTE" }'))).plan.steps.length).toBeGreaterThan(0);
   });
 
   it("refuses a driver class that is not the url's own driver (the server would load any class named)", async () => {

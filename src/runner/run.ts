@@ -263,19 +263,33 @@ async function connect(loaded: LoadedJob, req: RunRequest, logger: Logger, signa
 /**
  * `plan --explain`: Spark's own explain of each step's query (a command's input), analysed on the
  * server and never executed. A step Spark cannot analyse yet (its table does not exist before the
- * run creates it) shows why instead.
+ * run creates it) shows why instead. A step carrying config logic is judged by the tenant read
+ * policy first, as a run judges it: Spark's explain of a plan that reads another tenant's table
+ * would show that table's columns and files, so a refusal ends the command (78) unexplained.
  */
 async function explainSteps(loaded: LoadedJob, req: RunRequest, logger: Logger, signal: AbortSignal, spark: SparkState): Promise<Map<string, string>> {
   const client = await connect(loaded, req, logger, signal, spark);
   await client.config.set(sessionSettings(loaded, 'plan', req.logicalDate));
-  const { compileRelationPlan } = await import('../spark/plan/compile.js');
+  const [{ compileRelationPlan }, { stepRelations }, { PolicyVerdicts, checkStepPolicy, tenantReadPolicy }] = await Promise.all([
+    import('../spark/plan/compile.js'),
+    import('./executor.js'),
+    import('../spark/policy/index.js'),
+  ]);
+  const policy = tenantReadPolicy(loaded.platform, loaded.tenant);
+  const verdicts = new PolicyVerdicts();
   const out = new Map<string, string>();
   for (const step of loaded.plan.steps) {
     const rel = explainableRel(step);
     if (!rel) continue;
     try {
+      if (step.untrusted?.length) {
+        const subject = { step: step.id, configPaths: step.untrusted };
+        await checkStepPolicy(client, stepRelations(step, subject), policy, subject, { verdicts });
+      }
       out.set(step.id, await client.analyze.explain(compileRelationPlan(rel, { reveal: false }), 'simple'));
     } catch (e) {
+      // The policy's refusal is the config's error, as in a run; anything else leaves the step unexplained.
+      if (e instanceof ConfigError) throw e;
       out.set(step.id, `(not explained: ${asLakehouseError(e).message.split('\n')[0]})`);
     }
   }

@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
+import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, remote, runCli } from '../../support/stack.js';
@@ -62,5 +62,37 @@ describe('messages from a real run', () => {
     expect(r.stdout).toContain('[1/');
     expect(r.stdout).toContain('  Spark explain:');
     expect(r.stdout).toMatch(/== Physical Plan ==/);
+  });
+
+  it('plan --explain judges a step carrying tenant SQL by the tenant read policy first: refused (78), nothing explained', async () => {
+    const tenant = freshTenant();
+    await client.execute(compileCommandPlan(sqlCommand(`CREATE NAMESPACE IF NOT EXISTS lake.${tenant.id}_silver`), { reveal: true }));
+    await client.execute(
+      compileCommandPlan(
+        Query.sql('SELECT 1L AS id').writeTo(['lake', `${tenant.id}_silver`, 'orders'], 'create', { properties: { location: `${tenant.root}/silver/orders` } }),
+        { reveal: true },
+      ),
+    );
+    const gold = (select: string) =>
+      tempFiles({
+        'job.conf': `
+job    { template = "gold-publish", schema-version = 1 }
+tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
+transform { sql = "${select} FROM silver.orders" }
+target { table = "orders_gold", catalog = "lake", grain = ["id"], mode = merge }
+`,
+        'platform.conf': `catalogs { lake { format = iceberg, default = true } }`,
+      });
+    const explain = (dir: string) =>
+      runCli(['plan', '--explain', '--config', join(dir, 'job.conf'), '--env', join(dir, 'platform.conf'), '--remote', remote()]);
+    // A function the screen lets through and the policy's allow-list does not hold.
+    const refused = await explain(gold('SELECT id, uuid() AS u'));
+    expect(refused.code, refused.stderr).toBe(78);
+    expect(refused.stdout).not.toContain('Spark explain');
+    expect(refused.stderr).toMatch(/transform\.sql: refused by the tenant read policy \(step [a-z-]+\): .*uuid/);
+    // The same transform without it is judged and explained.
+    const allowed = await explain(gold('SELECT id'));
+    expect(allowed.code, allowed.stderr).toBe(0);
+    expect(allowed.stdout).toContain('  Spark explain:');
   });
 });

@@ -20,23 +20,14 @@ import { createTopic, produce } from '../test/support/kafka.js';
 import { QUICKSTART_ORDERS, writeOrderEvents } from '../test/support/shop-source.js';
 import { connect } from '../test/support/stack.js';
 import { DAYS, type Day, type PassCase, type Seed, selectCases } from './passes-cases.js';
-import { type RunCount, countRuns, stepTables } from './passes-count.js';
+import { type Baseline, kept, summary } from './passes-baseline.js';
+import { countRuns, stepTables } from './passes-count.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const BASELINE = join(root, 'bench/passes-baseline.json');
 const OUT = join(root, '.cache/bench');
 const PLATFORM = 'configs/examples/platform-local.conf';
 const say = (s: string) => process.stderr.write(`bench/passes: ${s}\n`);
-
-/** What the baseline keeps of a run: the counts, not the time (which depends on the machine and its load). */
-const KEPT = ['ops', 'jobs', 'stages', 'tasks', 'scans', 'rows', 'analyses', 'analysisJobs'] as const;
-type Kept = Record<(typeof KEPT)[number], number>;
-interface Baseline {
-  commit: string;
-  date: string;
-  runs: Record<string, Kept>;
-}
-const kept = (r: RunCount): Kept => ({ ...Object.fromEntries(KEPT.map((k) => [k, k === 'analysisJobs' ? r.analysisJobs : r.total[k]])) }) as Kept;
 
 const only = (process.env.BENCH_PASSES_ONLY ?? '')
   .split(',')
@@ -118,24 +109,6 @@ function runJob(c: PassCase, day: Day, work: string, remote: string): [string, s
   if (r.status !== 0 && r.status !== 99) throw new Error(`${name} exited ${r.status ?? r.signal} (log: ${log})`);
   say(`${name}: exit ${r.status} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
   return [name, log];
-}
-
-const fmt = (k: Kept) => KEPT.map((x) => k[x]).join(' / ');
-
-/** The summary: per run its totals next to the baseline's, and a regression line for every run with more jobs or scans. */
-function summary(result: readonly RunCount[], baseline: Baseline | undefined): { table: string; regressions: string[] } {
-  const regressions: string[] = [];
-  let table = `| run | now (${KEPT.join(' / ')}) | baseline${baseline ? ` (${baseline.commit})` : ''} | |\n|---|---|---|---|\n`;
-  for (const r of result) {
-    const now = kept(r);
-    const before = baseline?.runs[r.run];
-    const worse = before ? (['jobs', 'scans'] as const).filter((k) => now[k] > before[k]) : [];
-    const better = before ? (['jobs', 'scans'] as const).filter((k) => now[k] < before[k]) : [];
-    const flag = !before ? 'new' : worse.length ? '**more passes**' : better.length ? 'fewer passes' : '';
-    for (const k of worse) regressions.push(`REGRESSION ${r.run}: ${k} ${before![k]} -> ${now[k]}`);
-    table += `| ${r.run} | ${fmt(now)} | ${before ? fmt(before) : '–'} | ${flag} |\n`;
-  }
-  return { table, regressions };
 }
 
 function commit(): string {

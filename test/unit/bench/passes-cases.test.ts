@@ -3,7 +3,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { templates } from '../../../src/jobs/registry.js';
+import { type Baseline, kept, summary } from '../../../bench/passes-baseline.js';
 import { DAYS, cases, selectCases } from '../../../bench/passes-cases.js';
+import { type RunCount, zero } from '../../../bench/passes-count.js';
 
 /**
  * bench/passes counts the Spark work of every template of the catalog: a template (or a version)
@@ -53,5 +55,34 @@ describe('bench/passes covers the catalog', () => {
     ]);
     expect(selectCases([])).toHaveLength(cases.length);
     expect(() => selectCases(['no-such-template'])).toThrow(/no case for no-such-template/);
+  });
+});
+
+describe('bench/passes compares each run with the baseline', () => {
+  const run = (name: string, jobs: number, scans: number, rows = 10): RunCount => ({
+    run: name,
+    total: { ...zero(), ops: 3, jobs, stages: jobs, tasks: jobs, scans, rows, ms: 1234 },
+    analysisJobs: 0,
+    steps: {},
+  });
+  const baseline: Baseline = {
+    commit: 'abc1234',
+    date: '2026-12-01',
+    runs: { same: kept(run('same', 5, 2)), jobs: kept(run('jobs', 5, 2)), scans: kept(run('scans', 5, 2)), fewer: kept(run('fewer', 5, 2)) },
+  };
+
+  it('flags a run with more jobs or scans as a regression line, not one with fewer, other rows or another time; a run without baseline is new', () => {
+    const { table, regressions } = summary([run('same', 5, 2, 99), run('jobs', 6, 2), run('scans', 5, 3), run('fewer', 4, 1), run('added', 1, 1)], baseline);
+    expect(regressions).toEqual(['REGRESSION jobs: jobs 5 -> 6', 'REGRESSION scans: scans 2 -> 3']);
+    expect(table).toContain('| same | 3 / 5 / 5 / 5 / 2 / 99 / 0 / 0 | 3 / 5 / 5 / 5 / 2 / 10 / 0 / 0 |  |');
+    expect(table).toContain('| jobs | 3 / 6 / 6 / 6 / 2 / 10 / 0 / 0 | 3 / 5 / 5 / 5 / 2 / 10 / 0 / 0 | **more passes** |');
+    expect(table).toContain('| fewer | 3 / 4 / 4 / 4 / 1 / 10 / 0 / 0 | 3 / 5 / 5 / 5 / 2 / 10 / 0 / 0 | fewer passes |');
+    expect(table).toContain('| added | 3 / 1 / 1 / 1 / 1 / 10 / 0 / 0 | – | new |');
+    expect(table).toContain('baseline (abc1234)');
+  });
+
+  it('the committed baseline has a run of every case on every day', () => {
+    const committed = JSON.parse(readFileSync(join(repo, 'bench/passes-baseline.json'), 'utf8')) as Baseline;
+    for (const c of cases) for (const day of DAYS) expect(Object.keys(committed.runs), c.name).toContain(`${day} ${c.name}`);
   });
 });

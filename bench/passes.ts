@@ -1,203 +1,165 @@
 /**
- * bench/passes (driver): how much Spark work each step of a template's run causes, counted by the
- * server itself. The server runs with its event log on (`spark.eventLog.*`, set by bench/passes);
- * every Spark Connect operation tags its jobs and SQL executions with
- * `SparkConnect_OperationTag_…_Operation_<id>`, and our runner logs (debug) which step sent which
- * operation id. Joined, per step:
- *   ops      Spark Connect operations (ExecutePlan) the step sent
- *   jobs     Spark jobs those operations ran (SparkListenerJobStart)
- *   stages   stages actually run (skipped stages, whose shuffle output was reused, not counted)
- *   tasks    tasks run
- *   scans    scan nodes in the final physical plans of their SQL executions (parquet/Delta `Scan …`,
- *            Iceberg `BatchScan …`): each is one pass over a table or a set of files
- *   rows     records read from storage (the tasks' input metrics)
- *   analyses AnalyzePlan calls of the tenant read policy (from our log: relations analysed)
- * and per run the jobs of no operation (those an AnalyzePlan call starts, e.g. Delta's log replay).
- * The Spark UI and its REST API are off on this server, and Spark Connect has no listener API for
- * clients: the event log is the server's own record of the same listener events the UI shows.
+ * bench/passes (driver): walks the cases of bench/passes-cases.ts for two days on the server that
+ * bench/passes started (event log on), preparing each day's inputs before the first case that needs
+ * them, then counts every run from the server's event log (bench/passes-count.ts) and compares the
+ * totals with the committed baseline (bench/passes-baseline.json).
  *
- *   tsx bench/passes.ts --eventlog <dir> --run <name>=<log file> …   (prints JSON)
+ *   tsx bench/passes.ts needs                 the seeds of the selected cases, one a line (bench/passes starts Kafka for "kafka")
+ *   tsx bench/passes.ts run --work <dir>      run, count, print the summary; writes .cache/bench/passes-last.{json,md}
+ *
+ * Environment (set by bench/passes): BENCH_REMOTE (sc://…), LAKEHOUSE_LAKE_HOME, SPARK_REMOTE and
+ * LAKEHOUSE_KAFKA_BOOTSTRAP (for the seeds); BENCH_PASSES_ONLY=<template,…>; BENCH_PASSES_WRITE_BASELINE=1.
  */
-import { execFileSync } from 'node:child_process';
-import { readFileSync, readdirSync, statSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { compileCommandPlan } from '../src/spark/plan/compile.js';
+import { sqlCommand } from '../src/spark/plan/query.js';
+import { createTopic, produce } from '../test/support/kafka.js';
+import { QUICKSTART_ORDERS, writeOrderEvents } from '../test/support/shop-source.js';
+import { connect } from '../test/support/stack.js';
+import { DAYS, type Day, type PassCase, type Seed, selectCases } from './passes-cases.js';
+import { type Baseline, kept, summary } from './passes-baseline.js';
+import { countRuns, stepTables } from './passes-count.js';
 
-interface StepCount {
-  ops: number;
-  jobs: number;
-  stages: number;
-  tasks: number;
-  scans: number;
-  rows: number;
-  analyses: number;
-  ms: number;
-}
-const zero = (): StepCount => ({ ops: 0, jobs: 0, stages: 0, tasks: 0, scans: 0, rows: 0, analyses: 0, ms: 0 });
+const root = fileURLToPath(new URL('..', import.meta.url));
+const BASELINE = join(root, 'bench/passes-baseline.json');
+const OUT = join(root, '.cache/bench');
+const PLATFORM = 'configs/examples/platform-local.conf';
+const say = (s: string) => process.stderr.write(`bench/passes: ${s}\n`);
 
-type Event = Record<string, unknown> & { Event: string };
+const only = (process.env.BENCH_PASSES_ONLY ?? '')
+  .split(',')
+  .map((s) => s.trim())
+  .filter(Boolean);
+const selected = selectCases(only);
 
-/** The newest application's event log under `dir` (plain, or zstd-compressed as Spark writes it by default). */
-function readEventLog(dir: string): Event[] {
-  const files: string[] = [];
-  const walk = (d: string) => {
-    for (const f of readdirSync(d)) {
-      const p = join(d, f);
-      if (statSync(p).isDirectory()) walk(p);
-      else if (!f.startsWith('.') && !f.startsWith('appstatus')) files.push(p);
-    }
-  };
-  walk(dir);
-  const newest = files.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
-  if (!newest) throw new Error(`no event log under ${dir}`);
-  const text = /\.zstd?$/.test(newest)
-    ? execFileSync('zstd', ['-dc', newest], { maxBuffer: 1 << 30, stdio: ['ignore', 'pipe', 'ignore'] }).toString()
-    : readFileSync(newest, 'utf8');
-  const out: Event[] = [];
-  for (const line of text.split('\n')) {
-    if (!line.trim()) continue;
-    try {
-      out.push(JSON.parse(line) as Event);
-    } catch {
-      // The last line of a log still being written may be cut short.
-    }
-  }
-  return out;
-}
-
-const OP_TAG = /_Operation_([0-9a-f-]{36})/;
-const opOf = (tags: unknown): string | undefined => {
-  const text = Array.isArray(tags) ? tags.join(',') : typeof tags === 'string' ? tags : '';
-  return OP_TAG.exec(text)?.[1];
+const TOPIC = 'acme.shop.orders';
+const HISTORY_SOURCES: Record<Day, { table: string; rows: string }> = {
+  '2026-07-05': { table: 'orders_2025', rows: "(1, 'PAID'), (2, 'SHIPPED')" },
+  '2026-07-06': { table: 'orders_2025_h2', rows: "(3, 'NEW'), (4, 'PAID'), (5, 'SHIPPED')" },
 };
 
-interface PlanInfo {
-  nodeName: string;
-  children: PlanInfo[];
-}
-/** Scan nodes of a physical plan: each one a pass over a table or files. */
-function scans(p: PlanInfo | undefined): number {
-  if (!p) return 0;
-  const self = /^(Scan |BatchScan|FileScan)/.test(p.nodeName) && !/^Scan (ExistingRDD|OneRowRelation)/.test(p.nodeName) ? 1 : 0;
-  return self + (p.children ?? []).reduce((n, c) => n + scans(c), 0);
-}
-
-/** Per operation id: jobs, stages, tasks, scans, rows. */
-function countByOperation(events: Event[], untagged: number[]): Map<string, Omit<StepCount, 'ops' | 'analyses' | 'ms'>> {
-  const byOp = new Map<string, Omit<StepCount, 'ops' | 'analyses' | 'ms'>>();
-  const get = (op: string) => byOp.get(op) ?? byOp.set(op, { jobs: 0, stages: 0, tasks: 0, scans: 0, rows: 0 }).get(op)!;
-  const stageOp = new Map<number, string>();
-  const execOp = new Map<number, string>();
-  const execPlan = new Map<number, PlanInfo>();
-  for (const e of events) {
-    switch (e.Event) {
-      case 'SparkListenerJobStart': {
-        const op = opOf((e.Properties as Record<string, unknown> | undefined)?.['spark.job.tags']);
-        if (!op) {
-          untagged.push(e['Submission Time'] as number);
-          break;
-        }
-        get(op).jobs++;
-        for (const s of (e['Stage IDs'] as number[] | undefined) ?? []) stageOp.set(s, op);
-        break;
+/** Prepare one seed for a day (see Seed in passes-cases.ts). */
+async function seed(s: Seed, day: Day, home: string): Promise<void> {
+  switch (s) {
+    case 'shop-db':
+      writeOrderEvents(home, QUICKSTART_ORDERS[day]);
+      return;
+    case 'kafka': {
+      if (day === DAYS[0]) createTopic(TOPIC, 1);
+      // The day's events as Debezium writes them: before/after images, op, source time.
+      const records = QUICKSTART_ORDERS[day].map(([id, customer, status, amount, ts, op]) => {
+        const row = { id, customer, status, amount };
+        const ms = Date.parse(`${ts.replace(' ', 'T')}Z`);
+        return {
+          key: JSON.stringify({ id }),
+          value: { before: op === 'c' ? null : row, after: op === 'd' ? null : row, op, ts_ms: ms, source: { ts_ms: ms } },
+        };
+      });
+      produce(TOPIC, records);
+      return;
+    }
+    case 'orders-2025': {
+      const client = connect();
+      const sql = (q: string) => client.execute(compileCommandPlan(sqlCommand(q), { reveal: true }));
+      const { table, rows } = HISTORY_SOURCES[day];
+      try {
+        await sql('CREATE NAMESPACE IF NOT EXISTS lake.acme_silver');
+        for (const t of [table, 'orders_history'])
+          await sql(
+            `CREATE TABLE IF NOT EXISTS lake.acme_silver.${t} (id BIGINT, status STRING) USING iceberg LOCATION 'file://${home}/acme/silver/${t}' TBLPROPERTIES ('format-version' = '2')`,
+          );
+        await sql(`INSERT INTO lake.acme_silver.${table} VALUES ${rows}`);
+      } finally {
+        client.close();
       }
-      case 'SparkListenerStageSubmitted': {
-        const op = stageOp.get((e['Stage Info'] as { 'Stage ID': number })['Stage ID']);
-        if (op) get(op).stages++;
-        break;
-      }
-      case 'SparkListenerTaskEnd': {
-        const op = stageOp.get(e['Stage ID'] as number);
-        if (!op) break;
-        const c = get(op);
-        c.tasks++;
-        const input = (e['Task Metrics'] as { 'Input Metrics'?: { 'Records Read'?: number } } | undefined)?.['Input Metrics'];
-        c.rows += input?.['Records Read'] ?? 0;
-        break;
-      }
-      case 'org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart': {
-        const op = opOf(e.jobTags);
-        if (!op) break;
-        execOp.set(e.executionId as number, op);
-        execPlan.set(e.executionId as number, e.sparkPlanInfo as PlanInfo);
-        break;
-      }
-      case 'org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate':
-        // Adaptive execution replans as stages finish: the last plan is the one that ran.
-        if (execOp.has(e.executionId as number)) execPlan.set(e.executionId as number, e.sparkPlanInfo as PlanInfo);
-        break;
+      return;
     }
   }
-  for (const [id, op] of execOp) get(op).scans += scans(execPlan.get(id));
-  return byOp;
 }
 
-/** Our runner's JSON log lines: which step sent which operation, the policy's analyses, step durations. */
-function stepsOfRun(logFile: string): {
-  order: string[];
-  opStep: Map<string, string>;
-  analyses: Map<string, number>;
-  ms: Map<string, number>;
-  span: [number, number];
-} {
-  const order: string[] = [];
-  const opStep = new Map<string, string>();
-  const analyses = new Map<string, number>();
-  const ms = new Map<string, number>();
-  const span: [number, number] = [Infinity, -Infinity];
-  for (const line of readFileSync(logFile, 'utf8').split('\n')) {
-    let r: { time?: string; step?: string; operationId?: string; msg?: string; durationMs?: number; policy?: { relations?: number } };
-    try {
-      r = JSON.parse(line) as typeof r;
-    } catch {
-      continue;
+/** One CLI run of a case, its debug log kept for the count. Exit 0 or 99 (skipped) only. */
+function runJob(c: PassCase, day: Day, work: string, remote: string): [string, string] {
+  const name = `${day} ${c.name}`;
+  const file = name.replace(/[^A-Za-z0-9.-]+/g, '_');
+  const log = join(work, 'logs', `${file}.log`);
+  const fd = openSync(log, 'w');
+  const started = Date.now();
+  const r = spawnSync(
+    'bash',
+    [
+      join(root, 'scripts/lakehouse-jobs'),
+      '--config',
+      `configs/examples/${c.config}`,
+      '--env',
+      PLATFORM,
+      '--remote',
+      remote,
+      '--log-level',
+      'debug',
+      '--status-file',
+      join(work, 'logs', `${file}.status.json`),
+      ...c.args(day),
+    ],
+    { cwd: root, stdio: ['ignore', 'ignore', fd] },
+  );
+  closeSync(fd);
+  if (r.status !== 0 && r.status !== 99) throw new Error(`${name} exited ${r.status ?? r.signal} (log: ${log})`);
+  say(`${name}: exit ${r.status} in ${((Date.now() - started) / 1000).toFixed(1)} s`);
+  return [name, log];
+}
+
+function commit(): string {
+  try {
+    const head = execFileSync('git', ['rev-parse', '--short', 'HEAD'], { cwd: root }).toString().trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--', 'src'], { cwd: root }).toString().trim();
+    return dirty ? `${head}+changes` : head;
+  } catch {
+    return 'unknown';
+  }
+}
+
+async function run(work: string): Promise<void> {
+  const remote = process.env.BENCH_REMOTE;
+  const home = process.env.LAKEHOUSE_LAKE_HOME;
+  if (!remote || !home) throw new Error('BENCH_REMOTE and LAKEHOUSE_LAKE_HOME must be set (bench/passes sets them)');
+  mkdirSync(join(work, 'logs'), { recursive: true });
+  const runs: [string, string][] = [];
+  const started = Date.now();
+  for (const day of DAYS) {
+    const seeded = new Set<Seed>();
+    for (const c of selected) {
+      for (const s of c.seeds ?? []) if (!seeded.has(s)) await seed(s, day, home).then(() => seeded.add(s));
+      runs.push(runJob(c, day, work, remote));
     }
-    const t = r.time ? Date.parse(r.time) : NaN;
-    if (!Number.isNaN(t)) [span[0], span[1]] = [Math.min(span[0], t), Math.max(span[1], t)];
-    if (!r.step) continue;
-    if (!order.includes(r.step)) order.push(r.step);
-    if (r.operationId && r.msg === 'operation sent') opStep.set(r.operationId, r.step);
-    if (r.policy?.relations !== undefined) analyses.set(r.step, (analyses.get(r.step) ?? 0) + r.policy.relations);
-    if (r.msg === `${r.step} done` && r.durationMs !== undefined) ms.set(r.step, r.durationMs);
   }
-  return { order, opStep, analyses, ms, span };
-}
-
-function main(): void {
-  const args = process.argv.slice(2);
-  const dir = args[args.indexOf('--eventlog') + 1];
-  if (!dir) throw new Error('usage: passes.ts --eventlog <dir> --run <name>=<log> …');
-  const runs = args.flatMap((a, i) => (args[i - 1] === '--run' ? [a] : [])).map((r) => r.split(/=(.*)/s, 2) as [string, string]);
-  const untagged: number[] = [];
-  const byOp = countByOperation(readEventLog(dir), untagged);
-  const result = runs.map(([name, log]) => {
-    const { order, opStep, analyses, ms, span } = stepsOfRun(log);
-    const steps = new Map(order.map((s) => [s, zero()]));
-    for (const [op, step] of opStep) {
-      const c = steps.get(step)!;
-      c.ops++;
-      const server = byOp.get(op);
-      if (server) for (const k of ['jobs', 'stages', 'tasks', 'scans', 'rows'] as const) c[k] += server[k];
-    }
-    for (const [step, n] of analyses) steps.get(step)!.analyses = n;
-    for (const [step, t] of ms) steps.get(step)!.ms = t;
-    const total = zero();
-    for (const c of steps.values()) for (const k of Object.keys(total) as (keyof StepCount)[]) total[k] += c[k];
-    // Jobs of no operation while the run ran (runs are sequential, on a server of their own): what
-    // an AnalyzePlan call started, e.g. Delta replaying its log to analyse a plan for the policy.
-    const analysisJobs = untagged.filter((t) => t >= span[0] && t <= span[1]).length;
-    return { run: name, total, analysisJobs, steps: Object.fromEntries(steps) };
-  });
-  if (!args.includes('--markdown')) {
-    process.stdout.write(`${JSON.stringify(result, null, 2)}\n`);
-    return;
-  }
-  const cols = ['ops', 'jobs', 'stages', 'tasks', 'scans', 'rows', 'analyses', 'ms'] as const;
-  const row = (name: string, c: StepCount) => `| ${name} | ${cols.map((k) => c[k]).join(' | ')} |`;
-  for (const r of result) {
-    process.stdout.write(`\n### ${r.run}\n\n| step | ${cols.join(' | ')} |\n|---|${cols.map(() => '---:').join('|')}|\n`);
-    for (const [step, c] of Object.entries(r.steps)) process.stdout.write(`${row(step, c)}\n`);
-    process.stdout.write(`${row('**total**', r.total)}\n\nJobs of no operation during the run (started by AnalyzePlan): ${r.analysisJobs}\n`);
+  const result = countRuns(join(work, 'eventlog'), runs);
+  const baseline = existsSync(BASELINE) ? (JSON.parse(readFileSync(BASELINE, 'utf8')) as Baseline) : undefined;
+  const { table, regressions } = summary(result, baseline);
+  const head = `bench/passes ${new Date().toISOString()}, commit ${commit()}, ${selected.length} cases × ${DAYS.length} days in ${((Date.now() - started) / 1000).toFixed(0)} s`;
+  mkdirSync(OUT, { recursive: true });
+  writeFileSync(join(OUT, 'passes-last.json'), `${JSON.stringify(result, null, 2)}\n`);
+  writeFileSync(join(OUT, 'passes-last.md'), `# ${head}\n\n## Totals\n\n${table}\n## Per step\n${stepTables(result)}`);
+  process.stdout.write(`\n${head}\n\n${table}\n`);
+  for (const line of regressions) process.stdout.write(`${line}\n`);
+  if (!regressions.length) process.stdout.write(`no run has more jobs or scans than the baseline\n`);
+  process.stdout.write(`per-step tables: .cache/bench/passes-last.md\n`);
+  if (process.env.BENCH_PASSES_WRITE_BASELINE === '1') {
+    // Merged: a filtered run (BENCH_PASSES_ONLY) updates its own runs and keeps the others.
+    const runsNow = Object.fromEntries(result.map((r) => [r.run, kept(r)]));
+    const next: Baseline = { commit: commit(), date: new Date().toISOString().slice(0, 10), runs: { ...baseline?.runs, ...runsNow } };
+    writeFileSync(BASELINE, `${JSON.stringify(next, null, 2)}\n`);
+    say(`baseline written: bench/passes-baseline.json (${Object.keys(runsNow).length} runs)`);
   }
 }
 
-main();
+const [command, ...rest] = process.argv.slice(2);
+if (command === 'needs') {
+  for (const s of new Set(selected.flatMap((c) => c.seeds ?? []))) process.stdout.write(`${s}\n`);
+} else if (command === 'run' && rest[0] === '--work' && rest[1]) {
+  await run(rest[1]);
+} else {
+  throw new Error('usage: passes.ts needs | run --work <dir>');
+}

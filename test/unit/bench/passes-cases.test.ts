@@ -1,0 +1,88 @@
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { templates } from '../../../src/jobs/registry.js';
+import { type Baseline, kept, summary } from '../../../bench/passes-baseline.js';
+import { DAYS, cases, selectCases } from '../../../bench/passes-cases.js';
+import { type RunCount, zero } from '../../../bench/passes-count.js';
+
+/**
+ * bench/passes counts the Spark work of every template of the catalog: a template (or a version)
+ * added to the registry without a case in bench/passes-cases.ts has no pass count, and fails here.
+ */
+const repo = fileURLToPath(new URL('../../../', import.meta.url));
+
+describe('bench/passes covers the catalog', () => {
+  for (const t of templates)
+    for (const v of t.versions)
+      it(`${t.name} v${v.version} has a case`, () => {
+        expect(
+          cases.filter((c) => c.template === t.name && c.version === v.version),
+          `add a row for ${t.name} v${v.version} to bench/passes-cases.ts`,
+        ).not.toHaveLength(0);
+      });
+
+  it('every case runs an example of its template and version, under a unique name, after cases that exist and come first', () => {
+    const names = cases.map((c) => c.name);
+    expect(new Set(names).size).toBe(names.length);
+    for (const [i, c] of cases.entries()) {
+      expect(
+        templates.find((t) => t.name === c.template)?.versions.map((v) => v.version),
+        c.name,
+      ).toContain(c.version);
+      const file = join(repo, 'configs/examples', c.config);
+      expect(existsSync(file), `${c.name}: ${c.config}`).toBe(true);
+      const text = readFileSync(file, 'utf8');
+      expect(text, c.name).toMatch(new RegExp(`template\\s*=\\s*"${c.template}"`));
+      expect(text, c.name).toMatch(new RegExp(`schema-version\\s*=\\s*${c.version}\\b`));
+      for (const a of c.after ?? []) expect(names.indexOf(a), `${c.name} runs after "${a}"`).toBeGreaterThanOrEqual(0);
+      for (const a of c.after ?? []) expect(names.indexOf(a), `${c.name} runs after "${a}"`).toBeLessThan(i);
+      for (const day of DAYS) expect(c.args(day).every((a) => typeof a === 'string' && a.length > 0)).toBe(true);
+    }
+  });
+
+  it('BENCH_PASSES_ONLY selects its templates with the cases they read from, in table order; an unknown name is refused', () => {
+    const gold = selectCases(['gold-publish']).map((c) => c.name);
+    expect(gold).toEqual([
+      'jdbc-snapshot-ingest v1 (parquet)',
+      'jdbc-snapshot-ingest v2 (iceberg)',
+      'cdc-silver-merge v1 (iceberg)',
+      'dv-hub v1 (iceberg)',
+      'dv-satellite v1 (iceberg)',
+      'gold-publish v1 (iceberg, replace-range)',
+      'gold-publish v1 (delta, full-refresh over the vault)',
+    ]);
+    expect(selectCases([])).toHaveLength(cases.length);
+    expect(() => selectCases(['no-such-template'])).toThrow(/no case for no-such-template/);
+  });
+});
+
+describe('bench/passes compares each run with the baseline', () => {
+  const run = (name: string, jobs: number, scans: number, rows = 10): RunCount => ({
+    run: name,
+    total: { ...zero(), ops: 3, jobs, stages: jobs, tasks: jobs, scans, rows, ms: 1234 },
+    analysisJobs: 0,
+    steps: {},
+  });
+  const baseline: Baseline = {
+    commit: 'abc1234',
+    date: '2026-12-01',
+    runs: { same: kept(run('same', 5, 2)), jobs: kept(run('jobs', 5, 2)), scans: kept(run('scans', 5, 2)), fewer: kept(run('fewer', 5, 2)) },
+  };
+
+  it('flags a run with more jobs or scans as a regression line, not one with fewer, other rows or another time; a run without baseline is new', () => {
+    const { table, regressions } = summary([run('same', 5, 2, 99), run('jobs', 6, 2), run('scans', 5, 3), run('fewer', 4, 1), run('added', 1, 1)], baseline);
+    expect(regressions).toEqual(['REGRESSION jobs: jobs 5 -> 6', 'REGRESSION scans: scans 2 -> 3']);
+    expect(table).toContain('| same | 3 / 5 / 5 / 5 / 2 / 99 / 0 / 0 | 3 / 5 / 5 / 5 / 2 / 10 / 0 / 0 |  |');
+    expect(table).toContain('| jobs | 3 / 6 / 6 / 6 / 2 / 10 / 0 / 0 | 3 / 5 / 5 / 5 / 2 / 10 / 0 / 0 | **more passes** |');
+    expect(table).toContain('| fewer | 3 / 4 / 4 / 4 / 1 / 10 / 0 / 0 | 3 / 5 / 5 / 5 / 2 / 10 / 0 / 0 | fewer passes |');
+    expect(table).toContain('| added | 3 / 1 / 1 / 1 / 1 / 10 / 0 / 0 | – | new |');
+    expect(table).toContain('baseline (abc1234)');
+  });
+
+  it('the committed baseline has a run of every case on every day', () => {
+    const committed = JSON.parse(readFileSync(join(repo, 'bench/passes-baseline.json'), 'utf8')) as Baseline;
+    for (const c of cases) for (const day of DAYS) expect(Object.keys(committed.runs), c.name).toContain(`${day} ${c.name}`);
+  });
+});

@@ -18,6 +18,8 @@ import { copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync,
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
+import { embeddedDescriptors } from './build/embedded-descriptors.mjs';
+import { grpcNet } from './build/grpc-net.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const outArg = process.argv.indexOf('--outdir');
@@ -184,7 +186,7 @@ try {
     minifySyntax: true,
     minifyWhitespace: true,
     legalComments: 'linked',
-    plugins: [sourceRelativeImportMeta, noProtoLoader],
+    plugins: [sourceRelativeImportMeta, noProtoLoader, grpcNet, embeddedDescriptors],
     metafile: true,
     logLevel: 'warning',
   });

@@ -78,6 +78,16 @@ describe('the bundle', () => {
     for (const unused of ['@grpc/proto-loader', 'protobufjs', 'long']) expect(ping).not.toContain(unused);
   });
 
+  it('no chunk decodes a protobuf descriptor at run time: they are embedded decoded (scripts/build/embedded-descriptors.mjs)', () => {
+    const loaded = Object.values(meta.outputs).flatMap((o) => Object.keys(o.inputs));
+    expect(loaded.filter((i) => /descriptor_pb\.js$|codegenv2\/(file|boot)\.js$/.test(i))).toEqual([]);
+    expect(staticInputs('src/runner/ping.ts').some((i) => i.endsWith('base_pb.ts'))).toBe(true);
+  });
+
+  it("grpc-js gets the bundle's net (scripts/build/grpc-net.mjs), which answers IPv6 questions without Node's large pattern", () => {
+    expect(staticInputs('src/runner/ping.ts')).toContain('grpc-net:grpc-net');
+  });
+
   it('no command loads pino: the logger writes its JSON lines itself (src/core/logger.ts)', () => {
     for (const entry of ['src/runner/ping.ts', 'src/runner/run.ts', 'src/spark/client.ts', 'src/runner/executor.ts'])
       expect(staticPackages(entry)).not.toContain('pino');

@@ -312,7 +312,9 @@ export function commitMetadata(loaded: LoadedJob, runId: string, logicalDate: st
     ...(attempt ? { [`${iceberg}attempt`]: attempt } : {}),
     [`${iceberg}job`]: job,
     ...(logicalDate ? { [`${iceberg}logical-date`]: logicalDate } : {}),
-    'spark.databricks.delta.commitInfo.userMetadata': JSON.stringify({ 'lakehouse-jobs': { runId, ...(attempt ? { attempt } : {}), job, ...(logicalDate ? { logicalDate } : {}) } }),
+    'spark.databricks.delta.commitInfo.userMetadata': JSON.stringify({
+      'lakehouse-jobs': { runId, ...(attempt ? { attempt } : {}), job, ...(logicalDate ? { logicalDate } : {}) },
+    }),
   };
 }
 

@@ -41,7 +41,7 @@ import {
   readBronze,
 } from '../layers/bronze.js';
 import { SILVER_FORMATS, type SilverFormat, silverCompanion, silverRef } from '../layers/silver.js';
-import { type WindowTable, baseCommitSteps, foreignCommits, windowCommitSteps } from './commit-window.js';
+import { type WindowTable, baseCommitSteps, foreignCommits, windowCommitSteps } from '../commit-window.js';
 
 /**
  * cdc-silver-merge: resolve a batch of CDC events from the tenant's bronze layer to the latest

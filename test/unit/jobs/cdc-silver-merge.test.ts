@@ -67,9 +67,12 @@ describe('cdc-silver-merge v1 config', () => {
     expect(when['find-resurrected']!({ ...nothing, measure: [{ ...nothing.measure[0], stale: 1 }] })).toBe(true);
     expect(when['find-resurrected']!({ measure: nothing.measure })).toBe(true);
     const foreign = { tbl: 'silver', commit: '8', parent: '7', attempt: 'another', current: false };
-    expect(when['find-resurrected']!({ ...nothing, 'window-commits': [foreign, ...nothing['window-commits'].map((r) => (r.tbl === 'silver' ? { ...r, commit: '8' } : r))] })).toBe(
-      true,
-    );
+    expect(
+      when['find-resurrected']!({
+        ...nothing,
+        'window-commits': [foreign, ...nothing['window-commits'].map((r) => (r.tbl === 'silver' ? { ...r, commit: '8' } : r))],
+      }),
+    ).toBe(true);
     // This run's own merge commit (stamped with its attempt) is no other writer.
     const ours = { ...foreign, attempt };
     expect(

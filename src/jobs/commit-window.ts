@@ -1,7 +1,7 @@
-import { type TableName, displayTable, quoteName, tableParts } from '../../core/naming.js';
-import { alias, cast, col, lit } from '../../spark/plan/expressions.js';
-import { Query } from '../../spark/plan/query.js';
-import type { Facts, Row, Step } from '../template.js';
+import { type TableName, displayTable, quoteName, tableParts } from '../core/naming.js';
+import { alias, cast, col, lit } from '../spark/plan/expressions.js';
+import { Query } from '../spark/plan/query.js';
+import type { Facts, Row, Step } from './template.js';
 
 /**
  * Did another writer commit to a run's tables between its first read and its own commits? A run

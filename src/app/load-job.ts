@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { ConfigError, type ConfigIssue, UsageError } from '../core/errors.js';
 import { identify, type JobIdentity, loadPlatform, type LoadRequest, readJobConfig, validateJobConfig } from '../core/config/load.js';
 import { localPlatformDefaults, type PlatformConfig, resolveSecret, type SecretRef } from '../core/config/platform.js';
@@ -60,6 +61,7 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
   const context: JobContext = {
     tenant,
     runId: req.runId,
+    attempt: randomUUID(),
     ...(req.logicalDate ? { logicalDate: req.logicalDate } : {}),
     catalog: (name, path) => resolveCatalog(platform, name, path),
     jdbcConnection: (name, path) => resolveJdbcConnection(platform, name, path, req.env),

@@ -58,6 +58,12 @@ export interface JobContext {
   /** A secret by reference; resolved (environment or mounted file) only when revealed, i.e. when the plan runs. */
   secret(ref: SecretRef, path: string): Secret;
   readonly runId: string;
+  /**
+   * A nonce of this attempt (one process), stamped into every commit beside the run id
+   * (`lakehouse-jobs.attempt`): an orchestrator's retry of a run keeps the run id, so only this
+   * tells this attempt's commits from another's. Absent when no run will happen (plan, validate).
+   */
+  readonly attempt?: string;
   readonly logicalDate?: string;
   /**
    * What the platform config lets this tenant reach beyond its own layers (`tenants.<id>`): its

@@ -317,16 +317,21 @@ export function freshCatalogReads(loaded: LoadedJob): Record<string, string> {
 /**
  * Session settings that stamp every commit of this run with the orchestrator's run: Iceberg copies
  * `spark.sql.iceberg.snapshot-property.*` into each snapshot summary, Delta puts
- * `commitInfo.userMetadata` into each commit. A table's history then leads back to the Airflow run.
+ * `commitInfo.userMetadata` into each commit. A table's history then leads back to the Airflow run,
+ * and the attempt's nonce tells a template which commits since its first read were its own.
  */
 export function commitMetadata(loaded: LoadedJob, runId: string, logicalDate: string | undefined): Record<string, string> {
   const job = `${loaded.template.name}/v${loaded.version.version}${loaded.config.job?.name ? `/${loaded.config.job.name}` : ''}`;
   const iceberg = 'spark.sql.iceberg.snapshot-property.lakehouse-jobs.';
+  const attempt = loaded.context.attempt;
   return {
     [`${iceberg}run-id`]: runId,
+    ...(attempt ? { [`${iceberg}attempt`]: attempt } : {}),
     [`${iceberg}job`]: job,
     ...(logicalDate ? { [`${iceberg}logical-date`]: logicalDate } : {}),
-    'spark.databricks.delta.commitInfo.userMetadata': JSON.stringify({ 'lakehouse-jobs': { runId, job, ...(logicalDate ? { logicalDate } : {}) } }),
+    'spark.databricks.delta.commitInfo.userMetadata': JSON.stringify({
+      'lakehouse-jobs': { runId, ...(attempt ? { attempt } : {}), job, ...(logicalDate ? { logicalDate } : {}) },
+    }),
   };
 }
 

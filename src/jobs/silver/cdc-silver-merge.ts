@@ -41,6 +41,7 @@ import {
   readBronze,
 } from '../layers/bronze.js';
 import { SILVER_FORMATS, type SilverFormat, silverCompanion, silverRef } from '../layers/silver.js';
+import { type WindowTable, baseCommitSteps, foreignCommits, windowCommitSteps } from '../commit-window.js';
 
 /**
  * cdc-silver-merge: resolve a batch of CDC events from the tenant's bronze layer to the latest
@@ -68,6 +69,9 @@ const TOMB = '__tomb';
 const ROW = '__row';
 const DELETE_FLAG = '__lake_delete';
 const AFTER_TOMBSTONE = '__lake_after_tombstone';
+/** measure's copy of the known tombstone's sequence columns (prefix) and whether there is one. */
+const TOMB_SEQ = '__lake_tomb_';
+const HAS_TOMB = '__lake_has_tomb';
 const ROW_NUMBER = '__lake_rn';
 /** The resolved batch, kept on the server for the run (see `resolveBatch`). */
 const BATCH = 'cdc-batch';
@@ -313,10 +317,19 @@ const mergeSpec = (c: CdcSilverMergeSpec): MergeSpec => ({
 
 /** `a > b` for sequences compared left to right: (a1 > b1) or (a1 = b1 and a2 > b2) … */
 export function sequenceGreater(columns: string[], a: string, b: string): Expr {
-  const [first, ...rest] = columns;
-  if (first === undefined) return lit(false);
-  const head = gt(col(a, first), col(b, first));
-  return rest.length === 0 ? head : or(head, and(eq(col(a, first), col(b, first)), sequenceGreater(rest, a, b)));
+  return sequenceGreaterOf(
+    columns.map((c) => col(a, c)),
+    columns.map((c) => col(b, c)),
+  );
+}
+
+/** `a > b` for two lists of sequence values of equal length, compared left to right. */
+function sequenceGreaterOf(a: Expr[], b: Expr[]): Expr {
+  const [x, ...xs] = a;
+  const [y, ...ys] = b;
+  if (x === undefined || y === undefined) return lit(false);
+  const head = gt(x, y);
+  return xs.length === 0 ? head : or(head, and(eq(x, y), sequenceGreaterOf(xs, ys)));
 }
 
 function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
@@ -350,10 +363,29 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     .select(...keyAndSeq)
     .as(TOMB);
   const tombstoneMatch = and(...keys.map((k) => eqNullSafe(col(RESOLVED, k), col(TOMB, k))));
-  const source = latest
-    .as(RESOLVED)
-    .join(knownTombstones, tombstoneMatch, 'left')
-    .select(star(RESOLVED), alias(or(isNull(col(TOMB, keys[0]!)), sequenceGreater(sequence, RESOLVED, TOMB)), AFTER_TOMBSTONE));
+  const withTombstones = latest.as(RESOLVED).join(knownTombstones, tombstoneMatch, 'left');
+  const afterTombstone = alias(or(isNull(col(TOMB, keys[0]!)), sequenceGreater(sequence, RESOLVED, TOMB)), AFTER_TOMBSTONE);
+  const source = withTombstones.select(star(RESOLVED), afterTombstone);
+  // measure also sees the known tombstone's sequence: it counts the rows the second look would find.
+  const measured = withTombstones.select(
+    star(RESOLVED),
+    afterTombstone,
+    alias(isNotNull(col(TOMB, keys[0]!)), HAS_TOMB),
+    ...sequence.map((s) => alias(col(TOMB, s), `${TOMB_SEQ}${s}`)),
+  );
+  // The second look is needed only if another writer committed to silver or the tombstones since
+  // this run's first read (base-commits), or if rows of the batch's keys were already older than
+  // their tombstone when measured (a run that died between its two merges): see find-resurrected.
+  const windowTables: WindowTable[] = [
+    { label: 'silver', table: target },
+    { label: 'tombstones', table: tombstones },
+  ];
+  const ownCommits = (facts: Facts) => ({
+    silver: fact(facts, 'measure', 'inserted') + fact(facts, 'measure', 'updated') + fact(facts, 'measure', 'deleted') > 0 ? 1 : 0,
+    tombstones: fact(facts, 'measure', 'tombstones') > 0 ? 1 : 0,
+  });
+  const needsSecondLook = (facts: Facts) =>
+    fact(facts, 'measure', 'stale') > 0 || foreignCommits(facts, catalog.format, windowTables, ctx.attempt, ownCommits(facts)).length > 0;
 
   const newerThanRow = sequenceGreater(sequence, SOURCE, target.table);
   // Only check-batch carries config logic (source.where, cdc.delete-when): every later step reads
@@ -417,11 +449,12 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       table: target,
       interpret: (diff) => schemaDecision(diff, displayTable(target), tableParts(target), spec.schemaEvolution),
     },
+    ...baseCommitSteps(catalog.format, windowTables),
     {
       kind: 'query',
       id: 'measure',
       title: 'Count the inserts, updates, deletes, tombstones and late events of this batch',
-      query: measure(source, target, keys, sequence),
+      query: measure(measured, target, keys, sequence),
       interpret: (rows) => {
         const r = rows[0] ?? {};
         const metrics = { inserted: Number(r.inserted ?? 0), updated: Number(r.updated ?? 0), deleted: Number(r.deleted ?? 0), late: Number(r.late ?? 0) };
@@ -461,14 +494,18 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
         whenNotMatched: [{ action: 'insertAll', condition: and(not(col(SOURCE, DELETE_FLAG)), col(SOURCE, AFTER_TOMBSTONE)) }],
       }),
     },
+    ...windowCommitSteps(catalog.format, windowTables),
     {
       // The merge decided on the tombstones as they were when it started. A run that recorded a
       // newer tombstone for one of our keys and deleted the row just before our merge committed
       // could not see our insert; we could not see its tombstone. Looking again now, after our
       // commit, closes that window: its tombstone is visible to us, or its merge comes after ours
-      // and deletes the row itself. Also heals a run that died between its two merges.
+      // and deletes the row itself. Also heals a run that died between its two merges. When no
+      // other writer committed in the window and measure found no such row, the look would find
+      // nothing (its tables are then exactly what measure read plus this run's commits): skipped.
       kind: 'query',
       id: 'find-resurrected',
+      when: needsSecondLook,
       title: `Look for rows of this batch's keys that a newer tombstone deletes`,
       query: resurrected(latest, target, tombstones, keys, sequence).aggregate([], [alias(fn('count', lit(1)), 'rows')]),
       interpret: (rows) => {
@@ -654,9 +691,10 @@ function batchChecks(resolved: Query): Query {
 }
 
 /**
- * Join the resolved batch (with its tombstone flag) to the target's keys and sequences: what the
- * merge will insert, update and delete, and which events it ignores because silver or a tombstone
- * already holds a newer or equal sequence for the key (late or replayed events).
+ * Join the resolved batch (with its tombstone flag and the known tombstone's sequence) to the
+ * target's keys and sequences: what the merge will insert, update and delete, which events it
+ * ignores because silver or a tombstone already holds a newer or equal sequence for the key (late
+ * or replayed events), and which rows are already older than their key's tombstone (stale).
  */
 function measure(source: Query, target: TableName, keys: string[], sequence: string[]): Query {
   const present = '__lake_present';
@@ -668,6 +706,10 @@ function measure(source: Query, target: TableName, keys: string[], sequence: str
   const newer = sequenceGreater(sequence, SOURCE, ROW);
   const afterTomb = col(SOURCE, AFTER_TOMBSTONE);
   const del = col(SOURCE, DELETE_FLAG);
+  const tombNewer = sequenceGreaterOf(
+    sequence.map((s) => col(SOURCE, `${TOMB_SEQ}${s}`)),
+    sequence.map((s) => col(ROW, s)),
+  );
   const countIf = (cond: Expr) => fn('count_if', cond);
   return joined.aggregate(
     [],
@@ -678,6 +720,9 @@ function measure(source: Query, target: TableName, keys: string[], sequence: str
       alias(countIf(or(and(matched, not(newer)), and(not(del), not(afterTomb)), and(not(matched), del, not(afterTomb)))), 'late'),
       // Deletes newer than the key's tombstone (or without one): what record-tombstones writes.
       alias(countIf(and(del, afterTomb)), 'tombstones'),
+      // Rows older than their key's known tombstone that this batch neither deletes nor updates:
+      // what find-resurrected would find after the merges if no other writer commits meanwhile.
+      alias(countIf(and(matched, col(SOURCE, HAS_TOMB), tombNewer, not(and(del, newer)), not(and(not(del), newer, afterTomb)))), 'stale'),
     ],
   );
 }

@@ -95,7 +95,12 @@ target { table = "accounts", format = ${format}, catalog = "${catalog}" }
     if (format === 'delta') {
       const commit = deltaLastCommit(`${tenant.root}/silver/accounts`);
       expect(JSON.parse(String(commit.userMetadata))).toEqual({
-        'lakehouse-jobs': { runId: 'it-v2-2026-08-01', job: 'cdc-silver-merge/v2/it-accounts', logicalDate: '2026-08-01' },
+        'lakehouse-jobs': {
+          runId: 'it-v2-2026-08-01',
+          attempt: expect.stringMatching(/^[0-9a-f-]{36}$/),
+          job: 'cdc-silver-merge/v2/it-accounts',
+          logicalDate: '2026-08-01',
+        },
       });
     } else {
       // The snapshot the REST catalog holds is the one the status names, stamped with the run.

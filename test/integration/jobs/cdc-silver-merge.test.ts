@@ -127,6 +127,8 @@ describe('cdc-silver-merge v1 on the real stack', () => {
     expect(icebergSnapshotSummary(`${tenant.id}_silver`, 'orders')).toMatchObject({
       snapshot_id: status.outputs[0].snapshotId,
       'lakehouse-jobs.run-id': 'it__2026-07-05',
+      // The attempt's nonce: tells this attempt's commits from a retry's (the second look's window).
+      'lakehouse-jobs.attempt': expect.stringMatching(/^[0-9a-f-]{36}$/),
       'lakehouse-jobs.logical-date': '2026-07-05',
       'lakehouse-jobs.job': 'cdc-silver-merge/v1/it-orders',
     });
@@ -150,8 +152,10 @@ describe('cdc-silver-merge v1 on the real stack', () => {
       icebergSnapshotSummary(`${tenant.id}_silver`, 'orders__cdc_tombstones').snapshot_id,
     ];
     const snapshotsBefore = snapshots();
-    const { code, status } = await run('2026-07-05');
+    const { code, status, stderr } = await run('2026-07-05');
     expect(code).toBe(0);
+    // Nobody else committed and no row is older than its tombstone: no second look, and the log says so.
+    expect(stderr).toContain('find-resurrected not needed');
     // 1, 2 and 4 are not newer than their rows; 3's delete is not newer than its tombstone.
     expect(status.outputs[0].metrics).toEqual({ inserted: 0, updated: 0, deleted: 0, late: 4 });
     expect(silver()).toEqual(before);

@@ -34,9 +34,11 @@ describe('cdc-silver-merge v1 config', () => {
       'create-table',
       'create-tombstones',
       'check-schema',
+      'base-commits',
       'measure',
       'record-tombstones',
       'merge',
+      'window-commits',
       'find-resurrected',
       'delete-resurrected',
       'count-expired',
@@ -45,13 +47,41 @@ describe('cdc-silver-merge v1 config', () => {
     ]);
     // Writes that would change nothing are not sent: no empty commit on a rerun.
     const when = Object.fromEntries(job.plan.steps.filter((s) => s.when).map((s) => [s.id, s.when!]));
-    expect(Object.keys(when)).toEqual(['record-tombstones', 'merge', 'delete-resurrected', 'expire-tombstones']);
+    expect(Object.keys(when)).toEqual(['record-tombstones', 'merge', 'find-resurrected', 'delete-resurrected', 'expire-tombstones']);
+    // A rerun: nothing to write, no other writer since the first read, no stale row: no second look.
+    const attempt = job.context.attempt!;
+    const current = (commit: string) => [{ tbl: 'silver', commit, parent: null, attempt: null, current: true }];
     const nothing = {
-      measure: [{ inserted: 0, updated: 0, deleted: 0, late: 3, tombstones: 0 }],
+      measure: [{ inserted: 0, updated: 0, deleted: 0, late: 3, tombstones: 0, stale: 0 }],
+      'base-commits': [
+        { tbl: 'silver', commit: '7' },
+        { tbl: 'tombstones', commit: '9' },
+      ],
+      'window-commits': [...current('7'), { tbl: 'tombstones', commit: '9', parent: null, attempt: null, current: true }],
       'find-resurrected': [{ rows: 0 }],
       'count-expired': [{ rows: 0 }],
     };
     for (const f of Object.values(when)) expect(f(nothing)).toBe(false);
+    // The look is taken when a row was already older than its tombstone, when the commits were not
+    // read, and when another writer committed to either table since the first read.
+    expect(when['find-resurrected']!({ ...nothing, measure: [{ ...nothing.measure[0], stale: 1 }] })).toBe(true);
+    expect(when['find-resurrected']!({ measure: nothing.measure })).toBe(true);
+    const foreign = { tbl: 'silver', commit: '8', parent: '7', attempt: 'another', current: false };
+    expect(
+      when['find-resurrected']!({
+        ...nothing,
+        'window-commits': [foreign, ...nothing['window-commits'].map((r) => (r.tbl === 'silver' ? { ...r, commit: '8' } : r))],
+      }),
+    ).toBe(true);
+    // This run's own merge commit (stamped with its attempt) is no other writer.
+    const ours = { ...foreign, attempt };
+    expect(
+      when['find-resurrected']!({
+        ...nothing,
+        measure: [{ ...nothing.measure[0], updated: 1 }],
+        'window-commits': [ours, ...nothing['window-commits'].map((r) => (r.tbl === 'silver' ? { ...r, commit: '8' } : r))],
+      }),
+    ).toBe(false);
     expect(when['merge']!({ measure: [{ inserted: 0, updated: 1, deleted: 0 }] })).toBe(true);
     expect(when['record-tombstones']!({ measure: [{ tombstones: 2 }] })).toBe(true);
     expect(when['delete-resurrected']!({ 'find-resurrected': [{ rows: 1 }] })).toBe(true);
@@ -158,8 +188,11 @@ describe('cdc-silver-merge v1 plans', () => {
     // The hostile delete value travels only as a string literal.
     expect(json).toContain(`"string":"d'); DROP TABLE x; --"`);
     const statements = [...json.matchAll(/"query":"([^"]*)"/g)].map((m) => m[1]);
+    // Only validated, quoted table names reach statement text (the commit-window reads of metadata tables).
     expect(statements).toEqual([
       'CREATE NAMESPACE IF NOT EXISTS `lake`.`acme_silver`',
+      "SELECT 'silver' AS tbl, CAST(snapshot_id AS STRING) AS commit FROM `lake`.`acme_silver`.`orders`.`refs` WHERE name = 'main' UNION ALL SELECT 'tombstones' AS tbl, CAST(snapshot_id AS STRING) AS commit FROM `lake`.`acme_silver`.`orders__cdc_tombstones`.`refs` WHERE name = 'main'",
+      "SELECT 'silver' AS tbl, CAST(snapshot_id AS STRING) AS commit, CAST(parent_id AS STRING) AS parent, summary['lakehouse-jobs.attempt'] AS attempt, false AS current FROM `lake`.`acme_silver`.`orders`.`snapshots` UNION ALL SELECT 'silver', CAST(snapshot_id AS STRING), NULL, NULL, true FROM `lake`.`acme_silver`.`orders`.`refs` WHERE name = 'main' UNION ALL SELECT 'tombstones' AS tbl, CAST(snapshot_id AS STRING) AS commit, CAST(parent_id AS STRING) AS parent, summary['lakehouse-jobs.attempt'] AS attempt, false AS current FROM `lake`.`acme_silver`.`orders__cdc_tombstones`.`snapshots` UNION ALL SELECT 'tombstones', CAST(snapshot_id AS STRING), NULL, NULL, true FROM `lake`.`acme_silver`.`orders__cdc_tombstones`.`refs` WHERE name = 'main'",
       'DELETE FROM `lake`.`acme_silver`.`orders__cdc_tombstones` WHERE `_cdc_deleted_at` < current_timestamp() - make_dt_interval(30)',
     ]);
     // source.where is parsed into plan nodes: a quoted column compared with a literal, never SQL text.

@@ -127,7 +127,8 @@ target { table = "orders" }`;
   /** One-row answers of the query steps, so that every step runs (resurrected rows included). */
   const answers: Record<string, Record<string, bigint[]>> = {
     'check-batch': { events: [10n], null_groups: [0n], ties: [0n] },
-    measure: { inserted: [1n], updated: [1n], deleted: [1n], late: [0n], tombstones: [1n] },
+    // stale > 0: the second look runs whatever the commit window shows.
+    measure: { inserted: [1n], updated: [1n], deleted: [1n], late: [0n], tombstones: [1n], stale: [1n] },
     'find-resurrected': { rows: [1n] },
     'count-expired': { rows: [0n] },
   };

@@ -1,0 +1,152 @@
+import { type TableName, displayTable, quoteName, tableParts } from '../core/naming.js';
+import { alias, cast, col, lit } from '../spark/plan/expressions.js';
+import { Query } from '../spark/plan/query.js';
+import type { Facts, Row, Step } from './template.js';
+
+/**
+ * Did another writer commit to a run's tables between its first read and its own commits? A run
+ * records each table's current commit before it first reads the tables to decide (the base), and
+ * reads the tables' commits again after its own. The window is clean when everything committed
+ * since the base is this attempt's own, and no more than it made: Iceberg, the parent chain from
+ * the current snapshot back to the base consists of snapshots stamped with this attempt's nonce
+ * (`lakehouse-jobs.attempt` in the summary); Delta, every version after the base carries the nonce
+ * in its `userMetadata`. Only metadata is read (Iceberg's metadata tables, Delta's latest commits).
+ * An orchestrator's retry of the same run keeps the run id but not the nonce, so its commits count
+ * as another writer's. Anything unreadable, or a run without a nonce, counts as not clean.
+ */
+
+export interface WindowTable {
+  /** A label of the table in the rows and the reasons (e.g. `silver`, `tombstones`). */
+  readonly label: string;
+  readonly table: TableName;
+}
+
+/** The property both formats carry the attempt's nonce under (src/runner/run.ts commitMetadata). */
+const ATTEMPT = 'lakehouse-jobs.attempt';
+/** Delta: how many of the latest versions the window reads; more than a run's own commits per table. */
+const DELTA_VERSIONS = 3;
+
+const ids = (prefix: string, tables: readonly WindowTable[], format: 'iceberg' | 'delta') =>
+  format === 'iceberg' ? [prefix] : tables.map((t) => `${prefix}-${t.label}`);
+
+/** The step(s) reading each table's current commit: run them before the first read that decides. */
+export function baseCommitSteps(format: 'iceberg' | 'delta', tables: readonly WindowTable[]): Step[] {
+  const title = `Record the current commit of ${tables.map((t) => displayTable(t.table)).join(' and ')} before reading them`;
+  if (format === 'iceberg') {
+    const sql = tables
+      .map((t) => `SELECT '${t.label}' AS tbl, CAST(snapshot_id AS STRING) AS commit FROM ${quoteName([...tableParts(t.table), 'refs'])} WHERE name = 'main'`)
+      .join(' UNION ALL ');
+    return [{ kind: 'query', id: 'base-commits', title, query: Query.sql(sql), interpret: () => ({}) }];
+  }
+  return tables.map((t, i) => ({
+    kind: 'query',
+    id: ids('base-commits', tables, format)[i]!,
+    title: `Record the current version of ${displayTable(t.table)} before reading it`,
+    query: Query.sql(`DESCRIBE HISTORY ${quoteName(tableParts(t.table))} LIMIT 1`).select(
+      alias(lit(t.label), 'tbl'),
+      alias(cast(col('version'), 'string'), 'commit'),
+    ),
+    interpret: () => ({}),
+  }));
+}
+
+/** The step(s) reading the tables' commits again: run them after the run's own commits. */
+export function windowCommitSteps(format: 'iceberg' | 'delta', tables: readonly WindowTable[]): Step[] {
+  const title = `Read the commits of ${tables.map((t) => displayTable(t.table)).join(' and ')} since this run's first read`;
+  if (format === 'iceberg') {
+    const sql = tables
+      .flatMap((t) => {
+        const parts = tableParts(t.table);
+        return [
+          `SELECT '${t.label}' AS tbl, CAST(snapshot_id AS STRING) AS commit, CAST(parent_id AS STRING) AS parent, summary['${ATTEMPT}'] AS attempt, false AS current FROM ${quoteName([...parts, 'snapshots'])}`,
+          `SELECT '${t.label}', CAST(snapshot_id AS STRING), NULL, NULL, true FROM ${quoteName([...parts, 'refs'])} WHERE name = 'main'`,
+        ];
+      })
+      .join(' UNION ALL ');
+    return [{ kind: 'query', id: 'window-commits', title, query: Query.sql(sql), interpret: () => ({}) }];
+  }
+  return tables.map((t, i) => ({
+    kind: 'query',
+    id: ids('window-commits', tables, format)[i]!,
+    title: `Read the latest versions of ${displayTable(t.table)} since this run's first read`,
+    query: Query.sql(`DESCRIBE HISTORY ${quoteName(tableParts(t.table))} LIMIT ${DELTA_VERSIONS}`).select(
+      alias(lit(t.label), 'tbl'),
+      alias(cast(col('version'), 'string'), 'commit'),
+      col('userMetadata'),
+    ),
+    interpret: () => ({}),
+  }));
+}
+
+/**
+ * Why the window is not clean (one reason per table that shows another writer's commit), or an
+ * empty list. `own` is how many commits this run made to each table (0 or 1, from its facts).
+ */
+export function foreignCommits(
+  facts: Facts,
+  format: 'iceberg' | 'delta',
+  tables: readonly WindowTable[],
+  attempt: string | undefined,
+  own: Readonly<Record<string, number>>,
+): string[] {
+  if (attempt === undefined) return ['this run has no attempt nonce to tell its own commits by'];
+  const steps = [...ids('base-commits', tables, format), ...ids('window-commits', tables, format)];
+  const unread = steps.filter((id) => facts[id] === undefined);
+  if (unread.length) return [`${unread.join(', ')} did not run`];
+  const rowsOf = (prefix: string) => ids(prefix, tables, format).flatMap((id) => facts[id] ?? []);
+  const base = rowsOf('base-commits');
+  const window = rowsOf('window-commits');
+  const reasons: string[] = [];
+  for (const t of tables) {
+    const of = (rows: readonly Row[]) => rows.filter((r) => r.tbl === t.label);
+    const why =
+      format === 'iceberg'
+        ? icebergChain(of(base)[0]?.commit, of(window), attempt, own[t.label] ?? 0)
+        : deltaVersions(of(base)[0]?.commit, of(window), attempt, own[t.label] ?? 0);
+    if (why) reasons.push(`${t.label}: ${why}`);
+  }
+  return reasons;
+}
+
+const str = (v: unknown): string | undefined => (v === null || v === undefined ? undefined : String(v));
+
+/** Walk the parent chain from the current snapshot back to the base: only ours, at most `own`. */
+function icebergChain(baseCommit: unknown, rows: readonly Row[], attempt: string, own: number): string | undefined {
+  const base = str(baseCommit);
+  const snapshots = new Map(rows.filter((r) => r.current !== true).map((r) => [String(r.commit), r]));
+  let at = str(rows.find((r) => r.current === true)?.commit);
+  let n = 0;
+  while (at !== base) {
+    // No current snapshot while the run saw one: the table was rolled back or replaced.
+    if (at === undefined) return 'its history no longer reaches the snapshot the run first read';
+    const s = snapshots.get(at);
+    if (!s) return `snapshot ${at} is not in its history`;
+    if (str(s.attempt) !== attempt) return `snapshot ${at} was committed by another writer`;
+    if (++n > own) return `${n} commits since the run's first read, ${own} of them this run's`;
+    at = str(s.parent);
+  }
+  return undefined;
+}
+
+/** Delta versions are consecutive: every version after the base is ours, at most `own` of them. */
+function deltaVersions(baseCommit: unknown, rows: readonly Row[], attempt: string, own: number): string | undefined {
+  const base = str(baseCommit);
+  if (base === undefined) return 'the version the run first read is unknown';
+  const after = rows.filter((r) => BigInt(String(r.commit)) > BigInt(base));
+  const latest = rows.reduce((m, r) => (BigInt(String(r.commit)) > m ? BigInt(String(r.commit)) : m), BigInt(base));
+  const count = latest - BigInt(base);
+  if (count > BigInt(own)) return `${count} commits since the run's first read, ${own} of them this run's`;
+  if (BigInt(after.length) !== count) return 'its recent versions could not all be read';
+  for (const r of after) if (deltaAttempt(r.userMetadata) !== attempt) return `version ${String(r.commit)} was committed by another writer`;
+  return undefined;
+}
+
+function deltaAttempt(userMetadata: unknown): string | undefined {
+  if (typeof userMetadata !== 'string') return undefined;
+  try {
+    const doc = JSON.parse(userMetadata) as { 'lakehouse-jobs'?: { attempt?: unknown } };
+    return str(doc['lakehouse-jobs']?.attempt);
+  } catch {
+    return undefined;
+  }
+}

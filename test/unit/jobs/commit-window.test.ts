@@ -1,0 +1,111 @@
+import { describe, expect, it } from 'vitest';
+import { type WindowTable, baseCommitSteps, foreignCommits, windowCommitSteps } from '../../../src/jobs/commit-window.js';
+
+const table = (name: string) => ({ catalog: 'lake', namespace: 'acme_silver', table: name });
+const tables: WindowTable[] = [
+  { label: 'silver', table: table('orders') },
+  { label: 'tombstones', table: table('orders__cdc_tombstones') },
+];
+const ME = 'attempt-1';
+
+describe('the commit window on Iceberg (snapshot parent chain)', () => {
+  const snap = (tbl: string, commit: string, parent: string | null, attempt: string | null) => ({ tbl, commit, parent, attempt, current: false });
+  const current = (tbl: string, commit: string) => ({ tbl, commit, parent: null, attempt: null, current: true });
+  const base = {
+    'base-commits': [
+      { tbl: 'silver', commit: '10' },
+      { tbl: 'tombstones', commit: '20' },
+    ],
+  };
+  const history = [snap('silver', '10', '9', 'old'), snap('tombstones', '20', null, 'old')];
+
+  it('reads one step before and one after, both tables at once', () => {
+    expect(baseCommitSteps('iceberg', tables).map((s) => s.id)).toEqual(['base-commits']);
+    expect(windowCommitSteps('iceberg', tables).map((s) => s.id)).toEqual(['window-commits']);
+  });
+
+  it('is clean when the chain back to the base holds only this attempt’s commits, as many as it made', () => {
+    const facts = {
+      ...base,
+      'window-commits': [...history, snap('silver', '11', '10', ME), current('silver', '11'), snap('tombstones', '21', '20', ME), current('tombstones', '21')],
+    };
+    expect(foreignCommits(facts, 'iceberg', tables, ME, { silver: 1, tombstones: 1 })).toEqual([]);
+    // Nothing committed by anyone: clean too.
+    expect(
+      foreignCommits({ ...base, 'window-commits': [...history, current('silver', '10'), current('tombstones', '20')] }, 'iceberg', tables, ME, {}),
+    ).toEqual([]);
+    // Tables without any snapshot before and after (created empty, nothing written): clean.
+    expect(foreignCommits({ 'base-commits': [], 'window-commits': [] }, 'iceberg', tables, ME, {})).toEqual([]);
+  });
+
+  it('is not clean when another writer committed, even with the same run id (another attempt)', () => {
+    const facts = {
+      ...base,
+      'window-commits': [
+        ...history,
+        snap('tombstones', '21', '20', 'attempt-2'),
+        snap('tombstones', '22', '21', ME),
+        current('tombstones', '22'),
+        current('silver', '10'),
+      ],
+    };
+    expect(foreignCommits(facts, 'iceberg', tables, ME, { silver: 0, tombstones: 1 })).toEqual(['tombstones: snapshot 21 was committed by another writer']);
+    // A commit without any nonce (an older runner, a hand-made INSERT) is another writer's.
+    const unstamped = { ...base, 'window-commits': [...history, snap('silver', '11', '10', null), current('silver', '11'), current('tombstones', '20')] };
+    expect(foreignCommits(unstamped, 'iceberg', tables, ME, { silver: 1 })).toHaveLength(1);
+  });
+
+  it('is not clean with more commits of its own than it made, a chain that misses the base, or a rollback', () => {
+    const two = {
+      ...base,
+      'window-commits': [...history, snap('silver', '11', '10', ME), snap('silver', '12', '11', ME), current('silver', '12'), current('tombstones', '20')],
+    };
+    expect(foreignCommits(two, 'iceberg', tables, ME, { silver: 1 })).toEqual(["silver: 2 commits since the run's first read, 1 of them this run's"]);
+    const lost = { ...base, 'window-commits': [snap('silver', '11', '7', ME), current('silver', '11'), current('tombstones', '20')] };
+    expect(foreignCommits(lost, 'iceberg', tables, ME, { silver: 1 })).toEqual(['silver: snapshot 7 is not in its history']);
+    const rolledBack = { ...base, 'window-commits': [...history, current('tombstones', '20')] };
+    expect(foreignCommits(rolledBack, 'iceberg', tables, ME, {})).toEqual(['silver: its history no longer reaches the snapshot the run first read']);
+  });
+
+  it('is not clean without a nonce, or when the commits were not read', () => {
+    expect(foreignCommits({ ...base, 'window-commits': [] }, 'iceberg', tables, undefined, {})).toHaveLength(1);
+    expect(foreignCommits(base, 'iceberg', tables, ME, {})).toEqual(['window-commits did not run']);
+  });
+});
+
+describe('the commit window on Delta (consecutive versions)', () => {
+  const meta = (attempt?: string) => JSON.stringify({ 'lakehouse-jobs': { runId: 'r', ...(attempt ? { attempt } : {}), job: 'j' } });
+  const v = (tbl: string, commit: string, userMetadata: string | null) => ({ tbl, commit, userMetadata });
+  const base = { 'base-commits-silver': [{ tbl: 'silver', commit: '4' }], 'base-commits-tombstones': [{ tbl: 'tombstones', commit: '2' }] };
+
+  it('reads each table in its own step (DESCRIBE HISTORY is a command)', () => {
+    expect(baseCommitSteps('delta', tables).map((s) => s.id)).toEqual(['base-commits-silver', 'base-commits-tombstones']);
+    expect(windowCommitSteps('delta', tables).map((s) => s.id)).toEqual(['window-commits-silver', 'window-commits-tombstones']);
+  });
+
+  it('is clean when every version after the base carries this attempt’s nonce, no more than it made', () => {
+    const facts = {
+      ...base,
+      'window-commits-silver': [v('silver', '5', meta(ME)), v('silver', '4', meta('old')), v('silver', '3', null)],
+      'window-commits-tombstones': [v('tombstones', '2', meta('old')), v('tombstones', '1', null)],
+    };
+    expect(foreignCommits(facts, 'delta', tables, ME, { silver: 1, tombstones: 0 })).toEqual([]);
+  });
+
+  it('is not clean when another attempt committed, or when there are more versions than its own', () => {
+    const retry = {
+      ...base,
+      'window-commits-silver': [v('silver', '5', meta('attempt-2')), v('silver', '4', meta('old'))],
+      'window-commits-tombstones': [v('tombstones', '2', null)],
+    };
+    expect(foreignCommits(retry, 'delta', tables, ME, { silver: 1 })).toEqual(['silver: version 5 was committed by another writer']);
+    const many = {
+      ...base,
+      'window-commits-silver': [v('silver', '7', meta(ME)), v('silver', '6', meta(ME)), v('silver', '5', meta(ME))],
+      'window-commits-tombstones': [v('tombstones', '2', null)],
+    };
+    expect(foreignCommits(many, 'delta', tables, ME, { silver: 1 })).toEqual(["silver: 3 commits since the run's first read, 1 of them this run's"]);
+    const garbled = { ...base, 'window-commits-silver': [v('silver', '5', 'not json')], 'window-commits-tombstones': [v('tombstones', '2', null)] };
+    expect(foreignCommits(garbled, 'delta', tables, ME, { silver: 1 })).toHaveLength(1);
+  });
+});

@@ -74,6 +74,10 @@ export interface ExecuteResult extends ExecuteSummary {
 
 /** Where `executeToSink` sends a result: Arrow record batches, in order, then `close` once. */
 export interface BatchSink {
+  /**
+   * A batch is valid until `write` resolves: its memory is released right after (it then reads as
+   * empty), so a sink that keeps data copies it.
+   */
   write(batch: RecordBatch): void | Promise<void>;
   /** After the last batch of a complete result (not after a failure). */
   close?(summary: ExecuteSummary): void | Promise<void>;
@@ -297,11 +301,12 @@ export class SparkConnectClient {
   /**
    * Run a plan and hand its Arrow batches to `sink` as they arrive, one at a time and in order,
    * holding none: memory stays flat however large the result (the next batch is read only after
-   * `write` resolved, so a slow sink holds back the server's stream instead of filling memory).
-   * A sink that throws ends the operation on the server. Resolves with the summary.
+   * `write` resolved, so a slow sink holds back the server's stream instead of filling memory;
+   * each message's memory is released once its batches are written, not left to V8's next full
+   * collection). A sink that throws ends the operation on the server. Resolves with the summary.
    */
   async executeToSink(plan: Plan, sink: BatchSink, opts: ExecuteOptions = {}): Promise<ExecuteSummary> {
-    const stream = this.executeStream(plan, opts);
+    const stream = this.#executeStream(plan, opts, true);
     for await (const batch of stream) await sink.write(batch);
     await sink.close?.(stream.summary);
     return stream.summary;
@@ -312,6 +317,10 @@ export class SparkConnectClient {
    * `summary` is complete once iteration ended. Stopping early releases the operation.
    */
   executeStream(plan: Plan, opts: ExecuteOptions = {}): ResultStream {
+    return this.#executeStream(plan, opts, false);
+  }
+
+  #executeStream(plan: Plan, opts: ExecuteOptions, releaseConsumed: boolean): ResultStream {
     const operationId = opts.operationId ?? randomUUID();
     if (!UUID.test(operationId)) throw new InternalError(`operation id must be a UUID, got ${JSON.stringify(operationId)}`);
     const tags = opts.tags ?? [];
@@ -334,7 +343,7 @@ export class SparkConnectClient {
       tags,
       opts.signal ?? this.#signal,
     );
-    return new ResultStream(execution, opts.onProgress);
+    return new ResultStream(execution, opts.onProgress, releaseConsumed);
   }
 
   #openExecute(plan: Plan, operationId: string, tags: readonly string[]): ServerStream<ExecutePlanResponse> {

@@ -24,7 +24,7 @@ import type { Expression_Literal } from './proto/gen/spark/connect/expressions_p
 import type { Relation } from './proto/gen/spark/connect/relations_pb.js';
 import type { StreamingQueryCommandResult } from './proto/gen/spark/connect/commands_pb.js';
 import type { DataType } from './proto/gen/spark/connect/types_pb.js';
-import type { ServerStream } from './transport.js';
+import { releaseMessageBuffer, type ServerStream } from './transport.js';
 
 /** What an Execution needs from the client. */
 export interface ExecutionHost {
@@ -227,6 +227,12 @@ export class ResultStream implements AsyncIterable<RecordBatch> {
   constructor(
     private readonly execution: Execution,
     private readonly onProgress?: (p: ExecutePlanResponse_ExecutionProgress) => void,
+    /**
+     * The consumer is done with each batch when it asks for the next one (`executeToSink`): the
+     * memory of a message whose batches were all consumed is released at once (see
+     * `releaseMessageBuffer`) and those batches read as empty afterwards.
+     */
+    private readonly releaseConsumed = false,
   ) {
     this.summary = { operationId: execution.operationId, rowCount: 0, observedMetrics: {}, reattaches: 0, complete: false };
   }
@@ -272,6 +278,7 @@ export class ResultStream implements AsyncIterable<RecordBatch> {
             }
             s.rowCount += rows;
             for (const b of batches) if (b.numRows > 0) yield b;
+            if (this.releaseConsumed) releaseMessageBuffer(batch.data);
             break;
           }
           case 'sqlCommandResult':

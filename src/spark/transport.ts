@@ -55,8 +55,44 @@ function executeResponseDeserializer(b: Buffer): ExecutePlanResponse {
   const response = fromBinary(ExecutePlanResponseSchema, b, { readUnknownFields: false });
   const r = response.responseType;
   // Observed metrics may hold binary literals, views into the same buffer: leave those messages be.
-  if (r.case === 'arrowBatch' && response.observedMetrics.length === 0) r.value.data = alignInPlace(r.value.data, b);
+  if (r.case === 'arrowBatch' && response.observedMetrics.length === 0) {
+    r.value.data = alignInPlace(r.value.data, b);
+    // grpc-js concatenates each message with its 5-byte gRPC frame header into a Buffer of its own
+    // and hands us the message after the header. Small Buffers may share Node's Buffer pool, and
+    // small messages do not matter for memory: only large whole-message buffers are released.
+    const buffer = b.buffer;
+    if (buffer.byteLength >= MIN_RELEASABLE_BYTES && b.byteOffset <= GRPC_FRAME_HEADER_BYTES && b.byteOffset + b.byteLength === buffer.byteLength) {
+      releasable.add(buffer);
+    }
+  }
   return response;
+}
+
+const GRPC_FRAME_HEADER_BYTES = 5;
+const MIN_RELEASABLE_BYTES = 64 * 1024;
+
+/**
+ * ArrayBuffers that hold exactly one ArrowBatch response (and its gRPC frame header) and nothing else, so that the batch's
+ * `data` (and the record batches decoded from it) is their only user.
+ */
+const releasable = new WeakSet<ArrayBufferLike>();
+
+/**
+ * Hand the memory of a consumed ArrowBatch message back now instead of at V8's next full
+ * collection: `data` is the batch's IPC stream and the caller guarantees that nothing reads it,
+ * or any record batch decoded from it, any more (they are detached: zero bytes long). Why: a
+ * streamed result allocates its size in message buffers, and those a scavenge happens to find
+ * alive (in flight, being decoded) move to the old generation, where only a full collection
+ * frees them; V8 starts one when the external memory has grown by 64 MB, so the peak RSS of a
+ * long result grew with its length and the machine's load. Transferring the buffer moves its
+ * memory to a new ArrayBuffer that nothing references: the next scavenge frees it whatever the
+ * old one's age. Returns whether the buffer was released (only buffers of one whole message are).
+ */
+export function releaseMessageBuffer(data: Uint8Array): boolean {
+  const buffer = data.buffer;
+  if (!releasable.delete(buffer) || !(buffer instanceof ArrayBuffer)) return false;
+  structuredClone(buffer, { transfer: [buffer] });
+  return true;
 }
 
 /**

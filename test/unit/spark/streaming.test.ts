@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { SparkConnectClient, type BatchSink, type ExecuteSummary } from '../../../src/spark/client.js';
 import { parseConnectionString } from '../../../src/spark/connection.js';
 import { ExecutePlanResponseSchema, PlanSchema, type ExecutePlanResponse, type Plan } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
-import { alignInPlace, sparkConnectServiceDefinition } from '../../../src/spark/transport.js';
+import { alignInPlace, releaseMessageBuffer, sparkConnectServiceDefinition } from '../../../src/spark/transport.js';
 import { arrowResponse, completeResponse, response, sleep, startFakeSpark, type FakeHandlers, type FakeSpark } from './fake-spark.js';
 
 const plan: Plan = create(PlanSchema, { opType: { case: 'root', value: { relType: { case: 'sql', value: { query: 'SELECT 1' } } } } });
@@ -111,6 +111,68 @@ describe('ExecutePlanResponse decoding', () => {
   });
 });
 
+describe('releaseMessageBuffer', () => {
+  const deserialize = sparkConnectServiceDefinition.executePlan!.responseDeserialize as (b: Buffer) => ExecutePlanResponse;
+  const ids = Array.from({ length: 10_000 }, (_, i) => i);
+  const dataOf = (r: ExecutePlanResponse) => (r.responseType.value as { data: Uint8Array }).data;
+
+  it('detaches the buffer of a whole ArrowBatch message (after its gRPC frame header), once', () => {
+    const bin = toBinary(ExecutePlanResponseSchema, arrowResponse('00000000-0000-4000-8000-000000000000', 'r1', ids, 0));
+    const framed = Buffer.alloc(5 + bin.length);
+    framed.set(bin, 5);
+    const buffer = framed.buffer;
+    const data = dataOf(deserialize(framed.subarray(5)));
+    expect(data.buffer).toBe(buffer);
+    expect(releaseMessageBuffer(data)).toBe(true);
+    expect(buffer.byteLength).toBe(0);
+    expect(releaseMessageBuffer(data)).toBe(false);
+  });
+
+  it('leaves alone a message that shares its buffer (pooled, small or with more bytes around it), one with observed metrics, and foreign bytes', () => {
+    const bin = toBinary(ExecutePlanResponseSchema, arrowResponse('00000000-0000-4000-8000-000000000000', 'r1', ids, 0));
+    const shared = Buffer.alloc(bin.length + 64);
+    shared.set(bin, 32);
+    const sharedData = dataOf(deserialize(shared.subarray(32, 32 + bin.length)));
+    expect(releaseMessageBuffer(sharedData)).toBe(false);
+    expect(shared.buffer.byteLength).toBe(bin.length + 64);
+
+    const small = Buffer.from(toBinary(ExecutePlanResponseSchema, arrowResponse('00000000-0000-4000-8000-000000000000', 'r1', [1, 2], 0)));
+    const own = Buffer.from(new Uint8Array(small).buffer);
+    expect(releaseMessageBuffer(dataOf(deserialize(own)))).toBe(false);
+    expect(own.buffer.byteLength).toBe(small.length);
+    const pooled = Buffer.allocUnsafe(small.length);
+    small.copy(pooled);
+    const pooledSize = pooled.buffer.byteLength;
+    expect(releaseMessageBuffer(dataOf(deserialize(pooled)))).toBe(false);
+    expect(pooled.buffer.byteLength).toBe(pooledSize);
+
+    const base = arrowResponse('00000000-0000-4000-8000-000000000000', 'r1', ids, 0);
+    const withMetrics = Buffer.from(
+      toBinary(
+        ExecutePlanResponseSchema,
+        response({
+          operationId: base.operationId,
+          responseId: base.responseId,
+          responseType: base.responseType,
+          observedMetrics: [{ name: 'm', keys: ['k'], values: [{ literalType: { case: 'binary', value: Uint8Array.of(1, 2, 3) } }] }],
+        }),
+      ),
+    );
+    const r = deserialize(withMetrics);
+    expect(releaseMessageBuffer(dataOf(r))).toBe(false);
+    expect([...(r.observedMetrics[0]!.values[0]!.literalType.value as Uint8Array)]).toEqual([1, 2, 3]);
+
+    const before = Buffer.alloc(bin.length + 6);
+    before.set(bin, 6);
+    expect(releaseMessageBuffer(dataOf(deserialize(before.subarray(6))))).toBe(false);
+    expect(before.buffer.byteLength).toBe(bin.length + 6);
+
+    const foreign = new Uint8Array(64);
+    expect(releaseMessageBuffer(foreign)).toBe(false);
+    expect(foreign.buffer.byteLength).toBe(64);
+  });
+});
+
 describe('executeToSink', () => {
   const batches = (n: number) =>
     function* (r: { operationId: string }) {
@@ -159,6 +221,48 @@ describe('executeToSink', () => {
     const deadline = Date.now() + 2000;
     while (fake.callsOf('releaseExecute').length === 0 && Date.now() < deadline) await sleep(10);
     expect(fake.callsOf('releaseExecute')).not.toHaveLength(0);
+  });
+
+  // 10,000 bigints: each message is over 64 KiB, the size from which message buffers are released.
+  const bigBatches = (n: number) =>
+    function* (r: { operationId: string }) {
+      for (let i = 0; i < n; i++)
+        yield arrowResponse(
+          r.operationId,
+          `r${i}`,
+          Array.from({ length: 10_000 }, (_, k) => i * 10_000 + k),
+          i * 10_000,
+        );
+      yield completeResponse(r.operationId, 'done');
+    };
+
+  it('releases each message once its batch is written: intact during write, detached after, the summary intact', async () => {
+    const { client } = await setup({ executePlan: bigBatches(5) });
+    const written: RecordBatch[] = [];
+    const sums: number[] = [];
+    const summary = await client.executeToSink(plan, {
+      async write(batch) {
+        await sleep(2);
+        const ids = batch.getChild('id')!.toArray() as BigInt64Array;
+        expect(ids.buffer.byteLength).toBeGreaterThan(80_000);
+        sums.push(ids.reduce((a, v) => a + Number(v), 0));
+        written.push(batch);
+      },
+    });
+    expect(sums).toEqual(Array.from({ length: 5 }, (_, i) => 10_000 * 10_000 * i + (9_999 * 10_000) / 2));
+    // What the sink kept is gone: the message buffers were handed back (detached, zero bytes).
+    for (const batch of written) expect(batch.data.children[0]!.values.buffer.byteLength).toBe(0);
+    expect(summary).toMatchObject({ rowCount: 50_000, complete: true });
+    expect(summary.arrowSchema?.fields.map((f) => [f.name, String(f.type)])).toEqual([['id', 'Int64']]);
+  });
+
+  it('execute and executeStream leave their batches intact (their consumers keep them)', async () => {
+    const { client } = await setup({ executePlan: bigBatches(3) });
+    const result = await client.execute(plan);
+    expect(Array.from(result.table!.getChild('id')!.toArray() as BigInt64Array, Number)).toEqual(Array.from({ length: 30_000 }, (_, k) => k));
+    const kept: RecordBatch[] = [];
+    for await (const batch of client.executeStream(plan)) kept.push(batch);
+    expect(kept.map((b) => Number(b.getChild('id')!.get(9_999)))).toEqual([9_999, 19_999, 29_999]);
   });
 
   it('a result without Arrow data (a command) closes the sink with nothing written', async () => {

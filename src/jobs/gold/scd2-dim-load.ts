@@ -50,6 +50,10 @@ const SOURCE = '__scd_source';
 const BATCH = '__scd_batch';
 /** The stored versions the load compares with (the touched keys', or all with close-missing), kept by check-dimension. */
 const STORED = '__scd_stored';
+/** The batch's and the stored points in one history (`combined`), kept by check-history. */
+const POINTS = '__scd_points';
+/** The new state of the touched keys (`versions`), kept by check-result: what measure counts. */
+const NEW_STATE = '__scd_new_state';
 
 // ---------------------------------------------------------------------------------------------
 // Config schemas
@@ -291,11 +295,14 @@ function plan(ctx: JobContext, spec: Scd2DimLoadSpec): JobPlan {
     return { points, newState, source: mergeSource(newState, stored) };
   };
   // The checks and the measure read the stored versions check-dimension kept (one scan of the
-  // dimension for all of them). The MERGE does not: it derives its source again from the live
-  // table, so it is judged against the dimension as it is at its commit (a concurrent commit is the
-  // table format's optimistic conflict, 75), never against the copy. Without a concurrent writer
-  // both are the same rows, so what was checked and measured is what is written.
+  // dimension for all of them), and each keeps what it derived for the next: check-history the
+  // points, check-result the new state, which measure compares with the kept versions. The MERGE
+  // does not: it derives its source again from the live table, so it is judged against the
+  // dimension as it is at its commit (a concurrent commit is the table format's optimistic
+  // conflict, 75), never against the copy. Without a concurrent writer both are the same rows, so
+  // what was checked and measured is what is written.
   const checked = changeSet(Query.materialized(STORED));
+  const keptState = Query.materialized(NEW_STATE);
   const live = changeSet(storedOf(table));
   const shape = shapeOf(hs, fromBatch);
 
@@ -362,24 +369,28 @@ function plan(ctx: JobContext, spec: Scd2DimLoadSpec): JobPlan {
     // Three queries rather than one: a single plan holding the history three times takes Spark's
     // planner minutes (it grows faster than the plan), three plans a third each.
     {
-      kind: 'query',
+      kind: 'materialize',
       id: 'check-history',
       title: `Place the batch's points${when} in the stored history: conflicts${h['late-events'] === 'refuse' ? ' and late points' : ''}`,
-      query: pointChecks(hs, checked.points),
+      name: POINTS,
+      query: checked.points,
+      check: pointChecks(hs, Query.materialized(POINTS)),
       interpret: (r) => interpretPoints(r[0] ?? {}, h['late-events'], events),
     },
     {
-      kind: 'query',
+      kind: 'materialize',
       id: 'check-result',
       title: 'Check the invariants of the new history before committing it',
-      query: invariantBreaches(hs, checked.newState),
+      name: NEW_STATE,
+      query: versions(hs, Query.materialized(POINTS)),
+      check: invariantBreaches(hs, keptState),
       interpret: (r) => breachEffect(r[0] ?? {}, `the new history of ${displayTable(target)} would break the SCD2 invariants; nothing was written`),
     },
     {
       kind: 'query',
       id: 'measure',
       title: 'Count the versions this load inserts, updates (closes) and removes',
-      query: mergeCounts(checked.source),
+      query: mergeCounts(mergeSource(keptState, Query.materialized(STORED))),
       interpret: (r) => {
         const m = { inserted: Number(r[0]?.inserted ?? 0), updated: Number(r[0]?.updated ?? 0), deleted: Number(r[0]?.deleted ?? 0) };
         const changes = m.inserted + m.updated + m.deleted;

@@ -56,14 +56,16 @@ async function issues(config: string, set: string[] = []) {
 
 const plans = (steps: readonly Step[]) => JSON.stringify(steps.map((s) => toJson(PlanSchema, stepPlan(s, { reveal: false }))));
 /**
- * Where each step after check-batch reads the dimension from: the live table or the stored
- * versions check-dimension kept (the MERGE must read the live table: it is judged at its commit).
+ * Where each step after check-batch reads the dimension from: the live table, or what an earlier
+ * step kept (the stored versions, the points, the new state); the MERGE must read the live table:
+ * it is judged at its commit.
  */
 function changeSetReads(steps: readonly Step[]): Record<string, string[]> {
   const out: Record<string, string[]> = {};
   for (const id of ['check-dimension', 'check-history', 'check-result', 'measure', 'merge']) {
     const json = plans([step(steps, id)]);
-    out[id] = [...(json.includes('acme_gold`.`dim_customers') ? ['table'] : []), ...(json.includes('__scd_stored') ? ['stored'] : [])];
+    const kept = ['stored', 'points', 'new_state'].filter((name) => json.includes(`"__scd_${name}"`));
+    out[id] = [...(json.includes('acme_gold`.`dim_customers') ? ['table'] : []), ...kept];
   }
   return out;
 }
@@ -115,8 +117,8 @@ describe('scd2-dim-load configs', () => {
     expect(changeSetReads(steps)).toEqual({
       'check-dimension': ['table'],
       'check-history': ['stored'],
-      'check-result': ['stored'],
-      measure: ['stored'],
+      'check-result': ['points'],
+      measure: ['stored', 'new_state'],
       merge: ['table'],
     });
     // effective-at travels as a timestamp literal.

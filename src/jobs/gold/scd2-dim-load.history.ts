@@ -117,7 +117,12 @@ export function batchRows(spec: HistorySpec, batch: BatchInput): Query {
 
 /** The batch as points, one per key and time (identical duplicates are one; different ones are refused earlier). */
 export function batchPoints(spec: HistorySpec, batch: BatchInput): Query {
-  return onePerInstant(spec, asPoints(spec, batchRows(spec, batch), 2), col(SIG));
+  return pointsOfRows(spec, batchRows(spec, batch));
+}
+
+/** `batchPoints` of rows already packed by `batchRows` (e.g. kept by a materialize step). */
+export function pointsOfRows(spec: HistorySpec, rows: Query): Query {
+  return onePerInstant(spec, asPoints(spec, rows, 2), col(SIG));
 }
 
 /**

@@ -19,7 +19,6 @@ import {
   type HistorySpec,
   INTERNAL_PREFIX,
   MERGE,
-  batchPoints,
   batchRows,
   closeMissing,
   combined,
@@ -27,6 +26,7 @@ import {
   mergeCounts,
   mergeSource,
   pointChecks,
+  pointsOfRows,
   shapeOf,
   storedOfBatch,
   storedPoints,
@@ -46,6 +46,14 @@ import {
 
 const TEMPLATE = 'scd2-dim-load';
 const SOURCE = '__scd_source';
+/** The batch's rows, packed (`batchRows`), kept by check-batch for the run. */
+const BATCH = '__scd_batch';
+/** The stored versions the load compares with (the touched keys', or all with close-missing), kept by check-dimension. */
+const STORED = '__scd_stored';
+/** The batch's and the stored points in one history (`combined`), kept by check-history. */
+const POINTS = '__scd_points';
+/** The new state of the touched keys (`versions`), kept by check-result: what measure counts. */
+const NEW_STATE = '__scd_new_state';
 
 // ---------------------------------------------------------------------------------------------
 // Config schemas
@@ -271,35 +279,54 @@ function plan(ctx: JobContext, spec: Scd2DimLoadSpec): JobPlan {
     ],
   };
 
+  // The batch is read, filtered and packed once (check-batch keeps its rows for the run): every
+  // later step reads those rows, not the source, and so carries no config logic of its own.
   const table = Query.table(tableParts(target));
-  const fromBatch = batchPoints(hs, batch);
+  const fromBatch = pointsOfRows(hs, Query.materialized(BATCH));
   const closing = h['close-missing'] && at !== undefined;
-  const newPoints = closing ? closeMissing(hs, fromBatch, table, lit({ timestamp: at })) : fromBatch;
   // The stored versions of the keys this load touches (with close-missing: every key).
-  const stored = closing ? table : storedOfBatch(hs, table, fromBatch);
-  const points = combined(hs, storedPoints(hs, stored), newPoints);
-  const newState = versions(hs, points);
-  const source = mergeSource(newState, stored);
+  const storedOf = (dimension: Query) => (closing ? dimension : storedOfBatch(hs, dimension, fromBatch));
+  // The change set (the batch placed in the stored history, the new state, what the MERGE does)
+  // from a copy of those stored versions.
+  const changeSet = (stored: Query) => {
+    const newPoints = closing ? closeMissing(hs, fromBatch, stored, lit({ timestamp: at! })) : fromBatch;
+    const points = combined(hs, storedPoints(hs, stored), newPoints);
+    const newState = versions(hs, points);
+    return { points, newState, source: mergeSource(newState, stored) };
+  };
+  // The checks and the measure read the stored versions check-dimension kept (one scan of the
+  // dimension for all of them), and each keeps what it derived for the next: check-history the
+  // points, check-result the new state, which measure compares with the kept versions. The MERGE
+  // does not: it derives its source again from the live table, so it is judged against the
+  // dimension as it is at its commit (a concurrent commit is the table format's optimistic
+  // conflict, 75), never against the copy. Without a concurrent writer both are the same rows, so
+  // what was checked and measured is what is written.
+  const checked = changeSet(Query.materialized(STORED));
+  const keptState = Query.materialized(NEW_STATE);
+  const live = changeSet(storedOf(table));
   const shape = shapeOf(hs, fromBatch);
 
+  // Only check-batch carries config logic (source.where, history.delete-when): it is judged by the
+  // tenant read policy; every later step reads the rows it kept and the tenant's own dimension.
   const untrustedPaths = [...(s.where ? ['source.where'] : []), ...(deleteWhen ? ['history.delete-when'] : [])];
   const untrusted = untrustedPaths.length ? { untrusted: untrustedPaths } : {};
   const when = at ? ` at ${at.toISOString()}` : '';
   const steps: Step[] = [
     ...checks,
     {
-      kind: 'query',
+      kind: 'materialize',
       id: 'check-batch',
       ...untrusted,
       title: `Check the batch in ${sourceName}: rows, NULL keys${events ? ' or sequences' : ''}, different rows for one key and instant`,
-      query: batchChecks(hs, batchRows(hs, batch)),
+      name: BATCH,
+      query: batchRows(hs, batch),
+      check: batchChecks(hs, Query.materialized(BATCH)),
       interpret: (r) => interpretBatch(r[0] ?? {}, sourceName, s.where !== undefined, events),
     },
     createNamespaceStep(target),
     {
       kind: 'ensureTable',
       id: 'create-table',
-      ...untrusted,
       title: `Create ${displayTable(target)} at ${location} if missing`,
       table: target,
       location,
@@ -309,7 +336,6 @@ function plan(ctx: JobContext, spec: Scd2DimLoadSpec): JobPlan {
     {
       kind: 'compareSchemas',
       id: 'check-schema',
-      ...untrusted,
       title: `Compare the batch's columns with ${displayTable(target)}`,
       source: shape,
       table: target,
@@ -330,37 +356,41 @@ function plan(ctx: JobContext, spec: Scd2DimLoadSpec): JobPlan {
       },
     },
     {
-      kind: 'query',
+      kind: 'materialize',
       id: 'check-dimension',
       title: `Check the invariants of ${displayTable(target)} as stored`,
-      query: invariantBreaches(hs, table),
+      name: STORED,
+      query: storedOf(table),
+      // With close-missing the kept rows are the whole dimension: checked there, not read again.
+      check: invariantBreaches(hs, closing ? Query.materialized(STORED) : table),
       interpret: (r) =>
         breachEffect(r[0] ?? {}, `${displayTable(target)} already breaks the SCD2 invariants (it was changed outside this template); nothing was written`),
     },
     // Three queries rather than one: a single plan holding the history three times takes Spark's
     // planner minutes (it grows faster than the plan), three plans a third each.
     {
-      kind: 'query',
+      kind: 'materialize',
       id: 'check-history',
-      ...untrusted,
       title: `Place the batch's points${when} in the stored history: conflicts${h['late-events'] === 'refuse' ? ' and late points' : ''}`,
-      query: pointChecks(hs, points),
+      name: POINTS,
+      query: checked.points,
+      check: pointChecks(hs, Query.materialized(POINTS)),
       interpret: (r) => interpretPoints(r[0] ?? {}, h['late-events'], events),
     },
     {
-      kind: 'query',
+      kind: 'materialize',
       id: 'check-result',
-      ...untrusted,
       title: 'Check the invariants of the new history before committing it',
-      query: invariantBreaches(hs, newState),
+      name: NEW_STATE,
+      query: versions(hs, Query.materialized(POINTS)),
+      check: invariantBreaches(hs, keptState),
       interpret: (r) => breachEffect(r[0] ?? {}, `the new history of ${displayTable(target)} would break the SCD2 invariants; nothing was written`),
     },
     {
       kind: 'query',
       id: 'measure',
-      ...untrusted,
       title: 'Count the versions this load inserts, updates (closes) and removes',
-      query: mergeCounts(source),
+      query: mergeCounts(mergeSource(keptState, Query.materialized(STORED))),
       interpret: (r) => {
         const m = { inserted: Number(r[0]?.inserted ?? 0), updated: Number(r[0]?.updated ?? 0), deleted: Number(r[0]?.deleted ?? 0) };
         const changes = m.inserted + m.updated + m.deleted;
@@ -373,11 +403,10 @@ function plan(ctx: JobContext, spec: Scd2DimLoadSpec): JobPlan {
     {
       kind: 'command',
       id: 'merge',
-      ...untrusted,
       title: `MERGE the new history into ${displayTable(target)} (one commit)`,
       // An unchanged state writes nothing: no MERGE, no snapshot.
       when: (facts) => fact(facts, 'measure', 'inserted') + fact(facts, 'measure', 'updated') + fact(facts, 'measure', 'deleted') > 0,
-      command: source.as(SOURCE).mergeInto(tableParts(target), eq(col(target.table, DIM_KEY), col(SOURCE, MERGE.key)), {
+      command: live.source.as(SOURCE).mergeInto(tableParts(target), eq(col(target.table, DIM_KEY), col(SOURCE, MERGE.key)), {
         whenMatched: [
           { action: 'delete', condition: eq(col(SOURCE, MERGE.action), lit('delete')) },
           { action: 'updateAll', condition: eq(col(SOURCE, MERGE.action), lit('update')) },

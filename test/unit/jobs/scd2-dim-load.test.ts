@@ -55,6 +55,21 @@ async function issues(config: string, set: string[] = []) {
 }
 
 const plans = (steps: readonly Step[]) => JSON.stringify(steps.map((s) => toJson(PlanSchema, stepPlan(s, { reveal: false }))));
+/**
+ * Where each step after check-batch reads the dimension from: the live table, or what an earlier
+ * step kept (the stored versions, the points, the new state); the MERGE must read the live table:
+ * it is judged at its commit.
+ */
+function changeSetReads(steps: readonly Step[]): Record<string, string[]> {
+  const out: Record<string, string[]> = {};
+  for (const id of ['check-dimension', 'check-history', 'check-result', 'measure', 'merge']) {
+    const json = plans([step(steps, id)]);
+    const kept = ['stored', 'points', 'new_state'].filter((name) => json.includes(`"__scd_${name}"`));
+    out[id] = [...(json.includes('acme_gold`.`dim_customers') ? ['table'] : []), ...kept];
+  }
+  return out;
+}
+
 const step = (steps: readonly Step[], id: string) => {
   const s = steps.find((x) => x.id === id);
   if (!s) throw new Error(`no step ${id}`);
@@ -62,7 +77,7 @@ const step = (steps: readonly Step[], id: string) => {
 };
 const interpret = (steps: readonly Step[], id: string, row: Record<string, unknown>) => {
   const s = step(steps, id);
-  if (s.kind !== 'query') throw new Error(`${id} is not a query`);
+  if (s.kind !== 'query' && s.kind !== 'materialize') throw new Error(`${id} is not a query`);
   return s.interpret([row]);
 };
 
@@ -89,18 +104,23 @@ describe('scd2-dim-load configs', () => {
     expect(json).toContain('CREATE NAMESPACE IF NOT EXISTS `lake`.`acme_gold`');
     // The table lives in the tenant's gold layer.
     expect(step(steps, 'create-table')).toMatchObject({ location: 'file:///lake/acme/gold/dim_customers', configPath: 'target.table' });
-    // The steps that carry source.where are judged by the tenant read policy; the stored-dimension check carries none.
-    expect(steps.filter((s) => s.untrusted).map((s) => s.id)).toEqual([
-      'check-batch',
-      'create-table',
-      'check-schema',
-      'check-history',
-      'check-result',
-      'measure',
-      'merge',
-    ]);
-    expect(step(steps, 'merge').untrusted).toEqual(['source.where']);
-    expect(step(steps, 'check-dimension').untrusted).toBeUndefined();
+    // Only check-batch carries source.where (judged by the tenant read policy): it keeps the batch's
+    // rows for the run, and no later step reads the source or the filter again.
+    expect(steps.filter((s) => s.untrusted).map((s) => s.id)).toEqual(['check-batch']);
+    expect(step(steps, 'check-batch')).toMatchObject({ kind: 'materialize', untrusted: ['source.where'] });
+    const later = steps.slice(steps.findIndex((s) => s.id === 'check-batch') + 1);
+    expect(plans(steps.slice(0, 1))).toContain('country');
+    for (const s of later) {
+      expect(plans([s]), s.id).not.toContain('acme_silver');
+      expect(plans([s]), s.id).not.toContain('country');
+    }
+    expect(changeSetReads(steps)).toEqual({
+      'check-dimension': ['table'],
+      'check-history': ['stored'],
+      'check-result': ['points'],
+      measure: ['stored', 'new_state'],
+      merge: ['table'],
+    });
     // effective-at travels as a timestamp literal.
     expect(json).toContain('"timestamp":"1783555200000000"');
   });
@@ -132,7 +152,9 @@ describe('scd2-dim-load configs', () => {
       'merge',
       'read-version',
     ]);
-    expect(step(steps, 'merge').untrusted).toEqual(['history.delete-when']);
+    expect(steps.filter((s) => s.untrusted).map((s) => s.id)).toEqual(['check-batch']);
+    expect(step(steps, 'check-batch').untrusted).toEqual(['history.delete-when']);
+    for (const s of steps.slice(steps.findIndex((s) => s.id === 'check-batch') + 1)) expect(plans([s]), s.id).not.toContain('customers_cdc');
     const json = plans(steps);
     expect(json).toContain('"targetTableName":"`spark_catalog`.`acme_gold`.`dim_customers`"');
     expect(json).toContain('`lake`.`acme_bronze`.`customers_cdc`');

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { expect } from 'vitest';
 import { loadJob, type LoadedJob } from '../../src/app/load-job.js';
-import { ConfigError, type ConfigIssue } from '../../src/core/errors.js';
+import { ConfigError, type ConfigIssue, type LakehouseError } from '../../src/core/errors.js';
 import { tempFiles } from './files.js';
 
 export interface LoadOptions {
@@ -32,13 +32,23 @@ export async function loadConfig(config: string, opts: LoadOptions = {}): Promis
   });
 }
 
-/** The issues of a config that must be refused as invalid (a ConfigError, exit 78). */
-export async function configIssues(config: string, opts: LoadOptions = {}): Promise<readonly ConfigIssue[]> {
+/** The error a config must be refused with: of this class, with this exit code. */
+export async function refusal<E extends LakehouseError>(
+  config: string,
+  opts: LoadOptions,
+  kind: abstract new (...args: never[]) => E,
+  exitCode: number,
+): Promise<E> {
   const err = await loadConfig(config, opts).then(
     () => undefined,
     (e: unknown) => e,
   );
-  expect(err).toBeInstanceOf(ConfigError);
-  expect((err as ConfigError).exitCode).toBe(78);
-  return (err as ConfigError).issues;
+  expect(err).toBeInstanceOf(kind);
+  expect((err as E).exitCode).toBe(exitCode);
+  return err as E;
+}
+
+/** The issues of a config that must be refused as invalid (a ConfigError, exit 78). */
+export async function configIssues(config: string, opts: LoadOptions = {}): Promise<readonly ConfigIssue[]> {
+  return (await refusal(config, opts, ConfigError, 78)).issues;
 }

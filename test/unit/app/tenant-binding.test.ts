@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { UsageError } from '../../../src/core/errors.js';
-import { configIssues, loadConfig } from '../../support/load.js';
+import { configIssues, loadConfig, refusal } from '../../support/load.js';
 
 /**
  * A job config's tenant.id is the tenant's own claim. Under a platform config shared by several
@@ -24,15 +24,7 @@ tenants {
 ${binding}
 `;
 
-async function usage(text: string, opts: Parameters<typeof loadConfig>[1]): Promise<string> {
-  const err = await loadConfig(text, opts).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(UsageError);
-  expect((err as UsageError).exitCode).toBe(64);
-  return (err as UsageError).message;
-}
+const usage = async (text: string, opts: Parameters<typeof loadConfig>[1]) => (await refusal(text, opts ?? {}, UsageError, 64)).message;
 
 describe("the orchestrator's tenant binding", () => {
   it('without a binding, a shared platform config lets a config claim any listed tenant (why platforms set tenant-binding = required)', async () => {

@@ -1,8 +1,9 @@
 import { join } from 'node:path';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { describe, expect, it } from 'vitest';
-import { ConfigError, type LakehouseError } from '../../../src/core/errors.js';
+import { type LakehouseError } from '../../../src/core/errors.js';
 import { loadJob } from '../../../src/app/load-job.js';
+import { configIssues as refusedIssues } from '../../support/load.js';
 import { formatPlan, planAccess } from '../../../src/app/plan-view.js';
 import { CHECK_TYPE, COMMIT_TYPE, judge, resolve, shouldAppend } from '../../../src/jobs/ops/iceberg-zero-copy-append.js';
 import type { Row, Step } from '../../../src/jobs/template.js';
@@ -35,15 +36,7 @@ async function load(config: string, opts: { platform?: string; set?: string[] } 
   return loadJob({ configFile: join(dir, 'job.conf'), envFile: join(dir, 'platform.conf'), overrides: opts.set ?? [], env: {}, runId: 'run-1' });
 }
 
-async function configIssues(config: string, opts: Parameters<typeof load>[1] = {}) {
-  const err = await load(config, opts).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ConfigError);
-  expect((err as ConfigError).exitCode).toBe(78);
-  return (err as ConfigError).issues;
-}
+const configIssues = (config: string, opts: Parameters<typeof load>[1] = {}) => refusedIssues(config, { ...opts, platform: opts.platform ?? platform });
 
 /** The string fields of an extension's message, decoded from the wire format as the plugin does. */
 function decodeFields(value: Uint8Array): [number, string][] {

@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { toJsonString } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
-import { ConfigError } from '../../../src/core/errors.js';
 import { loadJob } from '../../../src/app/load-job.js';
+import { configIssues as refusedIssues } from '../../support/load.js';
 import { formatStep } from '../../../src/app/plan-view.js';
 import { endOffsets } from '../../../src/jobs/bronze/kafka-bronze-ingest.js';
 import { globToJavaRegex, grantIssues } from '../../../src/jobs/bronze/kafka-source.js';
@@ -50,15 +50,8 @@ async function load(job: string, opts: { platform?: string; env?: Record<string,
   });
 }
 
-async function issues(job: string, opts: Parameters<typeof load>[1] = {}) {
-  const err = await load(job, opts).then(
-    () => undefined,
-    (e: unknown) => e,
-  );
-  expect(err).toBeInstanceOf(ConfigError);
-  expect((err as ConfigError).exitCode).toBe(78);
-  return (err as ConfigError).issues;
-}
+const issues = (job: string, opts: Parameters<typeof load>[1] = {}) =>
+  refusedIssues(job, { platform: opts.platform ?? platform, env: opts.env ?? { KAFKA_PW: PASSWORD } });
 
 const stream = (steps: readonly Step[]) => steps.find((s): s is Extract<Step, { kind: 'stream' }> => s.kind === 'stream')!;
 

@@ -37,15 +37,15 @@ const batches: Record<string, Event[]> = {
   ],
 };
 
+const catalogOf = (format: 'iceberg' | 'delta') => (format === 'iceberg' ? 'lake' : 'spark_catalog');
+
 const config = (format: 'iceberg' | 'delta', table: string) => `
 job    { template = "cdc-silver-merge", schema-version = 2, name = "it-window" }
 tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
 source { table = "events_cdc" }
 cdc    { primary-key = ["id"], sequence-by = "ts", op-column = "op", delete-values = ["d"] }
-target { table = "${table}", format = ${format}, catalog = "${format === 'iceberg' ? 'lake' : 'spark_catalog'}" }
+target { table = "${table}", format = ${format}, catalog = "${catalogOf(format)}" }
 `;
-
-const catalogOf = (format: 'iceberg' | 'delta') => (format === 'iceberg' ? 'lake' : 'spark_catalog');
 
 function run(format: 'iceberg' | 'delta', table: string, date: string, runId: string, beforeStep?: Parameters<typeof runInProcess>[1]) {
   return runInProcess(

@@ -145,8 +145,7 @@ export async function runJob(req: RunRequest): Promise<number> {
         const platformIssue = /^\(platform\)( |$)/.test(i.path) && req.envFile !== undefined;
         const file = platformIssue ? req.envFile : req.config;
         const path = platformIssue ? i.path.replace(/^\(platform\) ?/, '') : i.path;
-        // The line it was written on when known (file:line:col, an include's own file), else the file.
-        write(scrub(`${error.locations[n] ?? file}: ${path ? `${path}: ` : ''}${i.message}\n`));
+        write(scrub(`${validateLine(error.locations[n], file, path, i.message)}\n`));
       }
     } else if (error instanceof ConfigError)
       for (const [n, i] of error.issues.entries())
@@ -426,4 +425,18 @@ async function closeSpark(client: SparkConnectClient | undefined, logger: Logger
   } finally {
     client.close();
   }
+}
+
+/**
+ * One line of `validate`'s report: where the problem was written (file:line:col when known, an
+ * include's own file), its config path, the problem. The HOCON reader writes its location into the
+ * message itself (the status document keeps it there) and names a problem outside any key by the
+ * file: the line takes the location out of the message and says each thing once.
+ */
+export function validateLine(location: string | undefined, file: string | undefined, path: string, message: string): string {
+  const written = location === undefined ? /^(.*?):(\d+):(\d+): ([^]*)$/.exec(message) : null;
+  if (!written) return `${location ?? file}: ${path ? `${path}: ` : ''}${message}`;
+  const [, source, line, col, rest] = written;
+  const keyless = path === '' || path === source || path === file;
+  return `${source}:${line}:${col}: ${keyless ? '' : `${path}: `}${rest}`;
 }

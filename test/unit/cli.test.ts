@@ -92,7 +92,7 @@ describe('lakehouse-jobs CLI without Spark', () => {
       SPARK_REMOTE: 'sc://h:15002/;token=tok-cli-4242',
     });
     expect(refused.code).toBe(78);
-    expect(refused.stderr).toMatch(new RegExp(`^${escapeRegExp(join(dir, 'platform.conf'))}: spark.remote: .*a name for credentials`, 'm'));
+    expect(refused.stderr).toMatch(new RegExp(`^${escapeRegExp(join(dir, 'platform.conf'))}:\\d+:\\d+: spark.remote: .*a name for credentials`, 'm'));
     expect(JSON.parse(refused.stdout).error).toMatchObject({ code: 'CONFIG_INVALID', path: '(platform) spark.remote' });
     expect(refused.stdout + refused.stderr).not.toContain('tok-cli-4242');
     const broken = await runCli(['validate', '--config', example, '--env', join(dir, 'broken.conf')], env);
@@ -111,6 +111,25 @@ describe('lakehouse-jobs CLI without Spark', () => {
     const line = text.findIndex((l) => l.includes('primery-key'));
     const at = `${join(dir, 'job.conf')}:${line + 1}:${text[line]!.indexOf('primery-key') + 1}`;
     expect(lines).toEqual([`${at}: cdc.primery-key: unknown key; did you mean "primary-key"?`]);
+  });
+
+  it('says where a HOCON problem was written once: file:line:col, then its key when it has one', async () => {
+    const dir = tempFiles({
+      'top.conf': 'include "/etc/hostname"\n',
+      'nested.conf': 'job {\n  name = ${nope}\n}\n',
+      'open.conf': 'a = {\n',
+    });
+    const lines = async (name: string) => {
+      const r = await runCli(['validate', '--config', join(dir, name)], env);
+      expect(r.code).toBe(78);
+      return r.stderr.split('\n').filter((l) => l.includes(name));
+    };
+    const top = join(dir, 'top.conf');
+    expect(await lines('top.conf')).toEqual([
+      `${top}:1:1: include "/etc/hostname" refused: absolute paths cannot be included; use a path relative to this file`,
+    ]);
+    expect(await lines('nested.conf')).toEqual([`${join(dir, 'nested.conf')}:2:10: job.name: \${nope} is not defined in the config`]);
+    expect(await lines('open.conf')).toEqual([`${join(dir, 'open.conf')}:2:1: a: "{" is never closed`]);
   });
 
   it('a typo in job.template is a config error (78) with a hint; in --job a usage error (64)', async () => {

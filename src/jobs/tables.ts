@@ -1,6 +1,6 @@
 import { ConfigError } from '../core/errors.js';
 import { type TableName, displayTable, quoteName, tableParts } from '../core/naming.js';
-import { col, desc } from '../spark/plan/expressions.js';
+import { col, desc, eq, lit } from '../spark/plan/expressions.js';
 import { Query, sqlCommand } from '../spark/plan/query.js';
 import type { CatalogRef, JobContext, Row, Step } from './template.js';
 
@@ -45,10 +45,11 @@ export function readCommitStep(target: TableName, format: 'iceberg' | 'delta'): 
       kind: 'query',
       id: 'read-snapshot',
       title: `Read the current snapshot of ${table}`,
-      query: Query.table([...tableParts(target), 'snapshots'])
-        .select('snapshot_id', 'committed_at')
-        .sort(desc(col('committed_at')))
-        .limit(1),
+      // The snapshot the table's main branch points at: after a rollback (rollback_to_snapshot,
+      // set_current_snapshot) that is not the latest one committed.
+      query: Query.table([...tableParts(target), 'refs'])
+        .filter(eq(col('name'), lit('main')))
+        .select('snapshot_id'),
       interpret: (rows: Row[]) => {
         const id = rows[0]?.snapshot_id;
         return id === undefined || id === null ? {} : { output: { table, format, snapshotId: String(id) } };

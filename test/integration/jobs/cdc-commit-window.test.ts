@@ -5,7 +5,7 @@ import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg } from '../../support/stack.js';
+import { connect, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
 import { pausePoint, runInProcess } from '../../support/in-process.js';
 
 /**
@@ -156,5 +156,22 @@ describe.each(['iceberg', 'delta'] as const)('the second look on %s', (format) =
     expect(y.steps).toEqual(expect.arrayContaining(['merge', 'find-resurrected', 'delete-resurrected']));
     expect(silver(format, table).map((r) => r.id)).toEqual([1, 2, 3, 4, 6]);
     expect(silver(format, table).find((r) => r.id === 6)).toEqual({ id: 6, ts: 8, v: 'y-upd-6' });
+  });
+});
+
+describe('the status after a rollback (iceberg)', () => {
+  it("names the snapshot silver's main branch points at, not the latest one committed", async () => {
+    const table = 'rollback_iceberg';
+    await seeded('iceberg', table);
+    const day0 = icebergSnapshotSummary(`${tenant.id}_silver`, table).snapshot_id;
+    expect((await run('iceberg', table, X, `it-window-${table}-x`)).code).toBe(0);
+    expect(icebergSnapshotSummary(`${tenant.id}_silver`, table).snapshot_id).not.toBe(day0);
+    // An operator rolls silver back to DAY0's snapshot; X's snapshot stays the latest committed.
+    await client.execute(compileCommandPlan(sqlCommand(`CALL lake.system.rollback_to_snapshot('${tenant.id}_silver.${table}', ${day0})`), { reveal: true }));
+    // DAY0 again changes nothing: no commit, and the status pins what silver is now.
+    const again = await runJob(join(dir, `${table}.conf`), join(dir, 'platform.conf'), ['--set', `source.snapshot-date=${DAY0}`]);
+    expect(again.code, again.stderr).toBe(0);
+    expect(again.status.outputs[0]).toMatchObject({ committed: false, snapshotId: day0 });
+    expect(icebergSnapshotSummary(`${tenant.id}_silver`, table).snapshot_id).toBe(day0);
   });
 });

@@ -182,6 +182,11 @@ const hostileExpressions: [string, () => string][] = [
   ['a non-deterministic function', () => `uuid() IS NOT NULL`],
   ['current_user', () => `current_user() = 'x'`],
   ['a table-valued function', () => `EXISTS (SELECT * FROM read_files('${victim.root}'))`],
+  // Regular expressions backtrack for hours on the shared server, and no cancel stops them.
+  ['a LIKE pattern only a backtracking regex can match', () => `v LIKE '%a%a_b%'`],
+  ['RLIKE', () => `v RLIKE '(a+)+b'`],
+  ['regexp_replace', () => `regexp_replace(v, '(a|a)*b', '') = 'x'`],
+  ['regexp_like', () => `regexp_like(v, '(a+)+b')`],
 ];
 
 /** Storage roots that would reach the victim through globbing or escapes. */

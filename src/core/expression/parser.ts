@@ -1,6 +1,7 @@
 import type { ArithmeticOp, BinaryOp, ComparisonOp, Literal, Node } from './ast.js';
 import { FUNCTIONS, REFUSED_FUNCTIONS } from './functions.js';
 import { type Token, tokenize } from './lexer.js';
+import { LikePatternError, readLikePattern } from './like.js';
 
 /**
  * The config expression grammar (docs/expressions.md), by recursive descent with one function per
@@ -185,12 +186,20 @@ class Parser {
       return this.node({ kind: 'between', operand, low, high, negated, pos: t.pos });
     }
     if (this.word('LIKE')) {
+      const p = this.peek();
       const pattern = this.string('LIKE takes a string literal pattern');
       let escape: string | undefined;
       if (this.word('ESCAPE')) {
         const e = this.peek();
         escape = this.string('ESCAPE takes a one-character string literal');
         if ([...escape].length !== 1) throw new ExpressionSyntaxError(e.pos, 'ESCAPE takes a one-character string literal');
+      }
+      // Read as Spark would (and as it is compiled, without a regular expression): refused here, at validate.
+      try {
+        readLikePattern(pattern, escape);
+      } catch (e) {
+        if (e instanceof LikePatternError) throw new ExpressionSyntaxError(p.pos, e.message);
+        throw e;
       }
       return this.node({ kind: 'like', operand, pattern, escape, negated, pos: t.pos });
     }

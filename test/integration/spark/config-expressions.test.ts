@@ -5,8 +5,10 @@ import { rows } from '../../../src/spark/arrow.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileRelationPlan } from '../../../src/spark/plan/compile.js';
 import { configExpr } from '../../../src/spark/plan/config-expression.js';
-import { alias, col } from '../../../src/spark/plan/expressions.js';
+import { alias, asc, col } from '../../../src/spark/plan/expressions.js';
 import { Query } from '../../../src/spark/plan/query.js';
+import { readLikePattern } from '../../../src/core/expression/like.js';
+import { mulberry32 } from '../../support/random.js';
 import { connect } from './support.js';
 
 /**
@@ -233,6 +235,53 @@ describe('config expressions on the real server', () => {
       flag === undefined && sparkSql[`c${i}`] !== ours[`c${i}`] ? [[text, ours[`c${i}`], sparkSql[`c${i}`]]] : [],
     );
     expect(differs).toEqual([]);
+  });
+
+  it("matches LIKE patterns as Spark's LIKE does, without its regular expression", async () => {
+    // Random patterns and texts over a small alphabet (so that they match often), NULL, line breaks
+    // and a character outside the BMP; escapes with ESCAPE '!' (Spark SQL text would read a backslash).
+    const rand = mulberry32(2026);
+    const pick = (alphabet: string[], max: number) =>
+      Array.from({ length: Math.floor(rand() * (max + 1)) }, () => alphabet[Math.floor(rand() * alphabet.length)]!).join('');
+    const patterns = new Set(['', '%', '_', '%%', 'a%', '%a', '%a%', 'a%b', 'a_b', '_n%', '%n_', 'b%n%a', '%an%an%', '!%%', '%!_', '😀%_']);
+    while (patterns.size < 60) {
+      const p = pick(['a', 'b', 'n', '%', '_', '!%', '!_', '😀'], 7);
+      try {
+        readLikePattern(p, '!');
+        patterns.add(p);
+      } catch {
+        // refused by our grammar (a _ between two %): not compared
+      }
+    }
+    const texts = new Set(['', 'a', 'ab', 'banana', 'a%b', 'a_b', '%_', 'n\nb', '😀x😀', 'aaaaaaaab']);
+    while (texts.size < 40) texts.add(pick(['a', 'b', 'n', '%', '_', '😀', '\n'], 9));
+    const values = `SELECT * FROM VALUES ${[...texts].map((t, i) => `(${i}, '${t}')`).join(', ')}, (${texts.size}, CAST(NULL AS STRING)) AS t(id, v)`;
+    const list = [...patterns];
+    const ours = await client.execute(
+      compileRelationPlan(
+        Query.sql(values)
+          .select(col('id'), ...list.map((p, i) => alias(configExpr(parse(`v LIKE '${p}' ESCAPE '!'`)), `c${i}`)))
+          .sort(asc(col('id'))).rel,
+        { reveal: true },
+      ),
+    );
+    const spark = await client.execute(
+      compileRelationPlan(Query.sql(`SELECT id, ${list.map((p, i) => `v LIKE '${p}' ESCAPE '!' AS c${i}`).join(', ')} FROM (${values}) ORDER BY id`).rel, {
+        reveal: true,
+      }),
+    );
+    const a = rows(ours.table!);
+    const b = rows(spark.table!);
+    expect(a).toHaveLength(texts.size + 1);
+    const differs = a.flatMap((row, r) =>
+      list.flatMap((p, i) => (row[`c${i}`] === b[r]![`c${i}`] ? [] : [[p, [...texts][r] ?? null, row[`c${i}`], b[r]![`c${i}`]]])),
+    );
+    expect(differs).toEqual([]);
+    // Both outcomes occur: the comparison is not all false (or all NULL).
+    expect(a.flatMap((row) => list.map((_, i) => row[`c${i}`])).filter((v) => v === true).length).toBeGreaterThan(100);
+    // A pattern that would backtrack for hours as a regular expression answers at once.
+    const long = await collect(Query.sql(`SELECT repeat('a', 100000) AS v`).select(alias(configExpr(parse("v LIKE '%a%a%a%a%a%a%a%a%a%a%a%a%b'")), 'm')));
+    expect(long.m).toBe(false);
   });
 
   it('refuses names Spark reads as functions when the row has no such column', async () => {

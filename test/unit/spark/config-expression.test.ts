@@ -36,8 +36,38 @@ describe('config expressions as plan nodes', () => {
     ['a NOT IN (-1)', not(isIn(col('a'), [lit(-1)]))],
     ['a BETWEEN 1 AND b', and(fn('>=', col('a'), lit(1)), fn('<=', col('a'), col('b')))],
     ['a NOT BETWEEN 1 AND 2', not(and(fn('>=', col('a'), lit(1)), fn('<=', col('a'), lit(2))))],
-    ["a LIKE 'x%'", fn('like', col('a'), lit('x%'))],
-    ["a NOT LIKE 'x!%' ESCAPE '!'", not(fn('like', col('a'), lit('x!%'), lit('!')))],
+    // LIKE: string functions in linear time, never Spark's LIKE (a regular expression).
+    ["a LIKE 'x'", eq(col('a'), lit('x'))],
+    ["a LIKE 'x%'", and(fn('>=', fn('length', col('a')), lit(1)), fn('startswith', col('a'), lit('x')))],
+    ["a NOT LIKE 'x!%' ESCAPE '!'", not(eq(col('a'), lit('x%')))],
+    [
+      "a LIKE '_x%y_'",
+      and(
+        fn('>=', fn('length', col('a')), lit(4)),
+        eq(fn('substring', col('a'), lit(2), lit(1)), lit('x')),
+        eq(fn('substring', col('a'), lit(-2), lit(1)), lit('y')),
+      ),
+    ],
+    [
+      "a LIKE 'p%bc%d%s'",
+      // From the second segment on, a NULL text would answer false: NULL for it first.
+      fn(
+        'if',
+        isNull(col('a')),
+        lit(null),
+        and(
+          fn('>=', fn('length', col('a')), lit(5)),
+          fn('startswith', col('a'), lit('p')),
+          fn('endswith', col('a'), lit('s')),
+          fn('>', fn('locate', lit('d'), col('a'), fn('+', fn('nullif', fn('locate', lit('bc'), col('a'), lit(2)), lit(0)), lit(2))), lit(0)),
+          fn(
+            '<=',
+            fn('+', fn('locate', lit('d'), col('a'), fn('+', fn('nullif', fn('locate', lit('bc'), col('a'), lit(2)), lit(0)), lit(2))), lit(0)),
+            fn('-', fn('length', col('a')), lit(1)),
+          ),
+        ),
+      ),
+    ],
     ['CASE WHEN a THEN 1 WHEN b THEN 2 ELSE 3 END', fn('when', col('a'), lit(1), col('b'), lit(2), lit(3))],
     ["CASE a WHEN 'x' THEN 1 END", fn('when', eq(col('a'), lit('x')), lit(1))],
     ['CAST(a AS decimal(10,2))', cast(col('a'), 'decimal(10,2)')],

@@ -251,6 +251,13 @@ describe('config expression grammar: what it refuses, and where', () => {
     ['a IN ()', '7: unexpected ")" (IN takes literals only)'],
     ['a LIKE b', '8: unexpected "b" (LIKE takes a string literal pattern)'],
     ["a LIKE 'x' ESCAPE '!!'", '19: ESCAPE takes a one-character string literal'],
+    [
+      "a LIKE '%x_y%'",
+      '8: a "_" may stand only before the first "%" or after the last one of a LIKE pattern (between two "%" it would need a regular expression, which can run for hours on the shared server)',
+    ],
+    ["a LIKE 'x!' ESCAPE '!'", '8: a LIKE pattern cannot end with the escape character "!"'],
+    ["a LIKE 'x\\y'", '8: the escape character "\\" may only precede "_", "%" or itself, not "y"'],
+    ["a LIKE 'x' ESCAPE '%'", '8: the escape character cannot be "%"'],
     ['a BETWEEN 1', '12: unexpected end of expression (BETWEEN takes "low AND high")'],
     ['a IS 1', '6: unexpected "1" (IS takes NULL, TRUE or FALSE)'],
     ['CASE END', '6: unexpected "END" (CASE needs at least one WHEN)'],

@@ -1,5 +1,6 @@
 import { DISCLOSING_FUNCTIONS, REFLECTION_FUNCTIONS } from '../../core/expression/functions.js';
 import { NAME_PATTERN, quoteIdentifier, quoteName } from '../../core/naming.js';
+import { REGEX_FUNCTIONS } from '../../spark/policy/allow-list.js';
 
 /**
  * The first wall around a tenant's transform SQL (gold-publish): a tokenizer that knows Spark
@@ -89,6 +90,9 @@ const REFUSED_CALLS = new Set([
   'table_changes',
   'stream',
 ]);
+
+/** Operators Spark runs as regular expressions (the policy refuses them too: REGEX_FUNCTIONS). */
+const REGEX_OPERATORS = new Set(['like', 'ilike', 'rlike', 'regexp']);
 
 /** Clause keywords that end a FROM list at their nesting level (a later `,` no longer starts a table). */
 const FROM_LIST_END = new Set([
@@ -276,6 +280,10 @@ export function screenTransform(sql: string, known: readonly string[] = []): Scr
     const called = tok(k + 1)?.text === '(';
     if (t.value === 'identifier' && called) problems.push('IDENTIFIER(…) is not allowed: tables are named as silver.<table> or gold.<table>');
     else if (REFUSED_CALLS.has(t.value) && called) problems.push(`function ${t.value}() is not allowed`);
+    else if (REGEX_OPERATORS.has(t.value) || (REGEX_FUNCTIONS.has(t.value) && called))
+      problems.push(
+        `${called ? `function ${t.value}()` : t.text.toUpperCase()} is not allowed: Spark runs it as a regular expression, which can backtrack for hours on the shared server (use startswith, endswith, contains, locate, replace or split_part)`,
+      );
     else if (STATEMENT_WORDS.has(t.value) && !called)
       problems.push(`"${t.text}" is not allowed: the transform is one query (backquote a column of that name: \`${t.text}\`)`);
   }

@@ -103,9 +103,6 @@ export const TEMPLATE_FUNCTIONS: readonly string[] = [
   'when',
   'then',
   'else',
-  'like',
-  'ilike',
-  'rlike',
   'decimal',
   'varchar',
   'char',
@@ -147,12 +144,6 @@ export const EXPRESSION_FUNCTIONS: readonly string[] = [
   'initcap',
   'reverse',
   'split_part',
-  'regexp_replace',
-  'regexp_extract',
-  'regexp_like',
-  'like',
-  'ilike',
-  'rlike',
   'translate',
   'format_string',
   'repeat',
@@ -234,6 +225,34 @@ export const EXPRESSION_FUNCTIONS: readonly string[] = [
 ];
 
 export const ALLOWED_FUNCTIONS: ReadonlySet<string> = new Set([...TEMPLATE_FUNCTIONS, ...EXPRESSION_FUNCTIONS]);
+
+/**
+ * What Spark runs as a java.util.regex pattern: LIKE (`like` stands for the infix `x LIKE p` too,
+ * see plan-text.ts), RLIKE/REGEXP and the regexp_ family, split. A pattern that backtracks (several
+ * `%` in a LIKE, nested quantifiers in a regex) can take hours on one row, in the optimizer already
+ * when both sides are literals, and no cancel stops a regex match: one tenant would keep a core of
+ * the shared server busy after its run ended. None is on the allow-list; this list only explains the
+ * refusal. Config expressions compile LIKE to string functions (src/spark/plan/config-expression.ts).
+ */
+export const REGEX_FUNCTIONS: ReadonlySet<string> = new Set([
+  'like',
+  'ilike',
+  'rlike',
+  'likeall',
+  'likeany',
+  'notlikeall',
+  'notlikeany',
+  'regexp',
+  'regexp_like',
+  'regexp_replace',
+  'regexp_extract',
+  'regexp_extract_all',
+  'regexp_count',
+  'regexp_instr',
+  'regexp_substr',
+  'split',
+  'str_to_map',
+]);
 
 /** Data source formats a step may read by path (the files must still be the tenant's). */
 export const ALLOWED_SOURCE_FORMATS: ReadonlySet<string> = new Set(['parquet', 'delta', 'jdbc']);

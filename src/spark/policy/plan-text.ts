@@ -73,6 +73,8 @@ const NODE_NAME = /^[A-Za-z][A-Za-z0-9]*/;
  * both ways means no expression escapes the list by its spelling (operators are listed as such).
  */
 const CALL = /([A-Za-z_][A-Za-z0-9_$]*)\s*\(/g;
+/** Catalyst's `Like.toString`: `name#1 LIKE a%`, `NOT name#1 LIKE a%`, `… LIKE a!% ESCAPE '!'`. */
+const INFIX_LIKE = / LIKE /;
 const SUBQUERY = /\b(scalar-subquery|exists|list|lateral-subquery)#\d+/g;
 /** An identifier part as explain prints it: plain, or backtick-quoted with doubled backticks. */
 const PART = '(?:[A-Za-z0-9_]+|`(?:[^`]|``)*`)';
@@ -109,6 +111,8 @@ export function parseAnalyzedPlan(explain: string): AnalyzedPlan {
     }
     const rest = line.slice(name.length);
     for (const m of rest.matchAll(CALL)) functions.add(m[1]!.toLowerCase());
+    // `x LIKE p` prints as an operator, not a call (`like(x, p)` prints so too): read as `like`.
+    if (INFIX_LIKE.test(rest)) functions.add('like');
     for (const m of rest.matchAll(SUBQUERY)) subqueries.add(m[1]!);
   }
   if (tree.every((l) => l.trim() === '')) problems.push('the analyzed plan is empty');

@@ -9,7 +9,7 @@ import { isConfigExpr } from '../plan/config-expression.js';
 import type { Expr } from '../plan/expressions.js';
 import type { Rel } from '../plan/relations.js';
 import { type Plan, PlanSchema } from '../proto/gen/spark/connect/base_pb.js';
-import { ALLOWED_FUNCTIONS, ALLOWED_NODES, ALLOWED_SOURCE_FORMATS } from './allow-list.js';
+import { ALLOWED_FUNCTIONS, ALLOWED_NODES, ALLOWED_SOURCE_FORMATS, REGEX_FUNCTIONS } from './allow-list.js';
 import { type AnalyzedPlan, parseAnalyzedPlan } from './plan-text.js';
 
 /**
@@ -36,7 +36,11 @@ export interface PolicySession {
     explain(plan: Plan, mode: 'extended'): Promise<string>;
     inputFiles(plan: Plan): Promise<string[]>;
   };
-  readonly config: { set(pairs: Readonly<Record<string, string>>): Promise<unknown> };
+  readonly config: {
+    set(pairs: Readonly<Record<string, string>>): Promise<unknown>;
+    getOption(keys: readonly string[]): Promise<Record<string, string | undefined>>;
+    unset(keys: readonly string[]): Promise<unknown>;
+  };
 }
 
 /**
@@ -50,6 +54,21 @@ export const POLICY_SESSION_CONF: Readonly<Record<string, string>> = {
   // LocalRelation: the check would see neither what it read nor what it did. No template uses one.
   'spark.sql.scripting.enabled': 'false',
 };
+
+/**
+ * Optimizer rules that evaluate expressions while a plan is explained (the extended explain and
+ * InputFiles both optimize it): constant folding, and a Project or Filter over literal rows turned
+ * into rows. They are left out while the check runs, and only then, so that the check computes
+ * nothing a tenant wrote: a literal regular expression that backtracks would otherwise run for
+ * hours inside the check (config expressions send no regex, and gold's screen refuses them, but
+ * this wall does not rely on either). Spark evaluates a `VALUES` list already in analysis: there
+ * only those screens stand.
+ */
+export const EXCLUDED_RULES_KEY = 'spark.sql.optimizer.excludedRules';
+export const CHECK_EXCLUDED_RULES: readonly string[] = [
+  'org.apache.spark.sql.catalyst.optimizer.ConstantFolding',
+  'org.apache.spark.sql.catalyst.optimizer.ConvertToLocalRelation',
+];
 
 /**
  * How SQL text of a relation may start: a query. `EXECUTE IMMEDIATE` runs its statement while it
@@ -126,7 +145,34 @@ export async function checkStepPolicy(
   const subjects = new Map<string, Rel>();
   for (const rel of rels) for (const sub of configSubtrees(rel)) subjects.set(relationFingerprint(sub), sub);
   const pending = [...subjects].filter(([fp]) => !opts.verdicts?.has(fp));
-  if (pending.length) await session.config.set(POLICY_SESSION_CONF);
+  if (pending.length === 0) return { relations: 0, cached: subjects.size, durationMs: Math.round(performance.now() - started) };
+  const before = (await session.config.getOption([EXCLUDED_RULES_KEY]))[EXCLUDED_RULES_KEY];
+  const excluded = [
+    ...new Set([
+      ...(before ?? '')
+        .split(',')
+        .map((r) => r.trim())
+        .filter(Boolean),
+      ...CHECK_EXCLUDED_RULES,
+    ]),
+  ].join(',');
+  await session.config.set({ ...POLICY_SESSION_CONF, [EXCLUDED_RULES_KEY]: excluded });
+  try {
+    await judgePending(session, pending, policy, refuse, opts);
+  } finally {
+    // The run's own queries are optimized as the platform configured them.
+    await (before === undefined ? session.config.unset([EXCLUDED_RULES_KEY]) : session.config.set({ [EXCLUDED_RULES_KEY]: before }));
+  }
+  return { relations: pending.length, cached: subjects.size - pending.length, durationMs: Math.round(performance.now() - started) };
+}
+
+async function judgePending(
+  session: PolicySession,
+  pending: readonly [string, Rel][],
+  policy: TenantReadPolicy,
+  refuse: (messages: string[]) => ConfigError,
+  opts: { verdicts?: PolicyVerdicts },
+): Promise<void> {
   for (const [fingerprint, rel] of pending) {
     const plan = compileRelationPlan(rel, { reveal: true });
     const jdbcSources = countJdbcSources(rel);
@@ -145,7 +191,6 @@ export async function checkStepPolicy(
     // a relation reading one is analysed again each time.
     if (!analysed.relations.some((r) => r.kind === 'view')) opts.verdicts?.allow(fingerprint);
   }
-  return { relations: pending.length, cached: subjects.size - pending.length, durationMs: Math.round(performance.now() - started) };
 }
 
 /**
@@ -284,7 +329,12 @@ function pathViolations(path: string, policy: TenantReadPolicy): string[] {
 export function analysisViolations(plan: AnalyzedPlan, policy: TenantReadPolicy, opts: { jdbcSources: number }): string[] {
   const out: string[] = [...plan.problems.map((p) => `the analysed plan cannot be verified: ${p}`)];
   for (const n of plan.nodes) if (!ALLOWED_NODES.has(n)) out.push(`plan node ${n} is not allowed`);
-  for (const f of plan.functions) if (!ALLOWED_FUNCTIONS.has(f)) out.push(`function ${f} is not allowed`);
+  for (const f of plan.functions)
+    if (REGEX_FUNCTIONS.has(f))
+      out.push(
+        `${f === 'like' ? 'LIKE' : `function ${f}`} is not allowed: Spark runs it as a regular expression, which can backtrack for hours on the shared server (use startswith, endswith, contains, locate, replace or split_part)`,
+      );
+    else if (!ALLOWED_FUNCTIONS.has(f)) out.push(`function ${f} is not allowed`);
   let jdbc = 0;
   for (const r of plan.relations) {
     switch (r.kind) {

@@ -114,11 +114,29 @@ describe('gold-publish: the transform screen (tokens, never a regex over raw tex
     ['subquery of another tenant', 'SELECT * FROM silver.a WHERE EXISTS (SELECT 1 FROM lake.beta_silver.c)'],
     ['TABLE of another tenant', 'SELECT * FROM silver.a UNION ALL TABLE lake.beta_silver.c'],
     ['non-ASCII look-alike', 'SELECT * FROM silver．orders'],
+    ['LIKE (a regular expression on the server)', "SELECT * FROM silver.t WHERE s LIKE '%a%a%a%a%a%a%a%a%b'"],
+    ['NOT ILIKE', "SELECT * FROM silver.t WHERE s NOT ILIKE 'a%'"],
+    ['RLIKE', "SELECT * FROM silver.t WHERE s RLIKE '(a+)+b'"],
+    ['REGEXP', "SELECT * FROM silver.t WHERE s REGEXP '(a|a)*b'"],
+    ['regexp_replace', "SELECT regexp_replace(s, '(a+)+$', '') FROM silver.t"],
+    ['like()', "SELECT like(s, '%a%b') FROM silver.t"],
+    ['split', "SELECT split(s, '(a+)+b') FROM silver.t"],
   ];
   for (const [what, sql] of refused)
     it(`refuses ${what}`, () => {
       expect(problems(sql).length, sql).toBeGreaterThan(0);
     });
+
+  it('names the regular expression it refuses and what to use instead', () => {
+    expect(problems("SELECT * FROM silver.t WHERE s LIKE 'a%'")).toEqual([
+      'LIKE is not allowed: Spark runs it as a regular expression, which can backtrack for hours on the shared server (use startswith, endswith, contains, locate, replace or split_part)',
+    ]);
+    expect(problems("SELECT regexp_extract(s, 'a', 0) FROM silver.t")).toEqual([
+      expect.stringMatching(/^function regexp_extract\(\) is not allowed: Spark runs it/),
+    ]);
+    // A column of that name, backquoted, is a column.
+    expect(problems('SELECT `like` FROM silver.t')).toEqual([]);
+  });
 
   it('composes named steps as CTEs over each other', () => {
     expect(

@@ -49,7 +49,7 @@ function session(opts: { exists: boolean; location?: string; createFails?: strin
       explain: async () => '',
       inputFiles: async () => [],
     },
-    config: { set: async () => undefined },
+    config: { set: async () => undefined, getOption: async () => ({}), unset: async () => undefined },
     execute: async (p: Plan) => {
       const json = JSON.stringify(toJson(PlanSchema, p));
       if (json.includes('DESCRIBE TABLE EXTENDED')) {
@@ -147,7 +147,7 @@ describe('probePaths', () => {
         explain: async () => '',
         inputFiles: async () => [],
       },
-      config: { set: async () => undefined },
+      config: { set: async () => undefined, getOption: async () => ({}), unset: async () => undefined },
       execute: async () => {
         sent.push('write');
         return { operationId: 'op' };

@@ -37,7 +37,7 @@ function session(explain: string) {
         return [];
       },
     },
-    config: { set: async () => void log.push('conf') },
+    config: { set: async () => void log.push('conf'), getOption: async () => ({}), unset: async () => undefined },
   };
   return { s, log };
 }

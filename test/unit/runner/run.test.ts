@@ -149,7 +149,7 @@ describe('the execution report', () => {
         return { operationId: `op-${calls}` };
       },
       analyze: { schema: async () => ({}), explain: async () => '', inputFiles: async () => [] },
-      config: { set: async () => undefined },
+      config: { set: async () => undefined, getOption: async () => ({}), unset: async () => undefined },
     };
     const report = emptyReport();
     await expect(executePlan(plan, { session, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal, report })).rejects.toThrow(
@@ -165,7 +165,7 @@ describe('the execution report', () => {
     const session: SparkSession = {
       execute: async () => ({ operationId: 'x' }),
       analyze: { schema: async () => ({}), explain: async () => '', inputFiles: async () => [] },
-      config: { set: async () => undefined },
+      config: { set: async () => undefined, getOption: async () => ({}), unset: async () => undefined },
     };
     const report = await executePlan(plan, { session, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal });
     expect(report.completedSteps).toEqual(['measure', 'record-tombstones', 'merge', 'expire']);
@@ -236,6 +236,7 @@ describe('finding the bad source file', () => {
       },
       config: {
         set: async (pairs) => Object.assign(conf, pairs),
+        getOption: async (keys) => Object.fromEntries(keys.map((k) => [k, conf[k]])),
         unset: async (keys) => {
           for (const k of keys) delete conf[k];
         },

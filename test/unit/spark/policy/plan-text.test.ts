@@ -55,6 +55,8 @@ describe('the example templates’ own plans', () => {
 
 describe('hostile plans', () => {
   const other = (t: string) => `table ${t} is outside the tenant's namespaces`;
+  const REGEX =
+    'is not allowed: Spark runs it as a regular expression, which can backtrack for hours on the shared server (use startswith, endswith, contains, locate, replace or split_part)';
   it.each([
     ['exists', [other('lake.beta_silver.t')]],
     ['inTable', [other('lake.beta_silver.t')]],
@@ -71,6 +73,11 @@ describe('hostile plans', () => {
     ['currentUser', ['function current_user is not allowed']],
     ['udfLambda', ['function transform is not allowed', 'function lambdafunction is not allowed']],
     ['truncated', ['the analysed plan cannot be verified: the plan text is truncated']],
+    [
+      // LIKE ALL, NOT LIKE ANY, LIKE … ESCAPE, regexp_count, REGEXP and like(…): regular expressions.
+      'like',
+      ['likeall', 'notlikeany', 'regexp_count', 'rlike'].map((f) => `function ${f} ${REGEX}`).concat(`LIKE ${REGEX}`),
+    ],
   ])('%s is refused', (name, expected) => {
     expect(judge(fixture(`hostile.${name}`))).toEqual(expected);
   });

@@ -8,6 +8,8 @@ import { SparkError } from '../../../../src/spark/errors.js';
 import { col, eq, fn, lit } from '../../../../src/spark/plan/expressions.js';
 import { Query, sqlCommand } from '../../../../src/spark/plan/query.js';
 import {
+  CHECK_EXCLUDED_RULES,
+  EXCLUDED_RULES_KEY,
   POLICY_SESSION_CONF,
   type PolicySession,
   type TenantReadPolicy,
@@ -31,7 +33,7 @@ const subject = { step: 'check-batch', configPaths: ['source.where'] };
 
 /** A session answering AnalyzePlan with a captured explain and a list of input files. */
 function fakeSession(explain: string | Error, files: string[] | Error = []) {
-  const calls = { explain: 0, inputFiles: 0, conf: [] as Record<string, string>[] };
+  const calls = { explain: 0, inputFiles: 0, conf: [] as Record<string, string>[], unset: [] as string[], state: {} as Record<string, string> };
   const session: PolicySession = {
     analyze: {
       explain: async () => {
@@ -45,7 +47,17 @@ function fakeSession(explain: string | Error, files: string[] | Error = []) {
         return files;
       },
     },
-    config: { set: async (pairs) => void calls.conf.push({ ...pairs }) },
+    config: {
+      set: async (pairs) => {
+        calls.conf.push({ ...pairs });
+        Object.assign(calls.state, pairs);
+      },
+      getOption: async (keys) => Object.fromEntries(keys.map((k) => [k, calls.state[k]])),
+      unset: async (keys) => {
+        calls.unset.push(...keys);
+        for (const k of keys) delete calls.state[k];
+      },
+    },
   };
   return { session, calls };
 }
@@ -67,7 +79,21 @@ describe('checkStepPolicy', () => {
     const { session, calls } = fakeSession(fixture('cdc-v1.check-batch'), ['file:/lake/acme/bronze/orders_cdc/_snapshot_date=2026-07-05/part-0.parquet']);
     const report = await checkStepPolicy(session, [bronze.filter(eq(col('_snapshot_date'), lit({ date: '2026-07-05' }))).rel], acme, subject);
     expect(report.relations).toBe(1);
-    expect(calls).toMatchObject({ explain: 1, inputFiles: 1, conf: [POLICY_SESSION_CONF] });
+    const excluded = CHECK_EXCLUDED_RULES.join(',');
+    expect(calls).toMatchObject({ explain: 1, inputFiles: 1, conf: [{ ...POLICY_SESSION_CONF, [EXCLUDED_RULES_KEY]: excluded }], unset: [EXCLUDED_RULES_KEY] });
+  });
+
+  it("leaves out the optimizer rules that evaluate expressions only while it checks, keeping the platform's own", async () => {
+    const { session, calls } = fakeSession(fixture('hostile.own'));
+    calls.state[EXCLUDED_RULES_KEY] = 'org.example.Rule';
+    await checkStepPolicy(session, [Query.table(['lake', 'acme_silver', 'o']).rel], acme, subject);
+    expect(calls.conf[0]![EXCLUDED_RULES_KEY]).toBe(['org.example.Rule', ...CHECK_EXCLUDED_RULES].join(','));
+    expect(calls.state[EXCLUDED_RULES_KEY]).toBe('org.example.Rule');
+    // Also after a refusal, the run's own queries are optimized as before.
+    const refused = fakeSession(fixture('hostile.reflect'));
+    await refusal(checkStepPolicy(refused.session, [bronze.rel], acme, subject));
+    expect(refused.calls.unset).toEqual([EXCLUDED_RULES_KEY]);
+    expect(refused.calls.state[EXCLUDED_RULES_KEY]).toBeUndefined();
   });
 
   it('judges input files only when the analysed plan has file relations', async () => {
@@ -79,7 +105,7 @@ describe('checkStepPolicy', () => {
   it('asks a JDBC plan for no input files (that would only reconnect to the database)', async () => {
     const { session, calls } = fakeSession(fixture('jdbc-v1.probe-source'));
     const jdbc = Query.read('jdbc', { options: { url: 'jdbc:sqlite:shop.db', dbtable: 'orders_cdc' } }).filter(
-      fn('like', fn('lower', col('customer')), lit('a%')),
+      fn('startswith', fn('lower', col('customer')), lit('a')),
     );
     await checkStepPolicy(session, [jdbc.rel], acme, subject);
     expect(calls).toMatchObject({ explain: 1, inputFiles: 0 });

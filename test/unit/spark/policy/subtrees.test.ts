@@ -43,7 +43,7 @@ function recordingSession(explain: string) {
         },
         inputFiles: async () => [],
       },
-      config: { set: async () => void conf++ },
+      config: { set: async () => void conf++, getOption: async () => ({}), unset: async () => undefined },
     },
   };
 }

@@ -7,8 +7,9 @@
 //
 // Then each ES module chunk becomes a classic script (<chunk>.js, source maps chained to our
 // sources) that dist/cli.mjs (scripts/build/launcher.mjs) compiles with V8's code cache
-// (<chunk>.js.v8cache), recorded here by training runs of the CLI with this node binary: Node 20
-// has no compile cache for ES modules. See scripts/build/launcher.mjs.
+// (<chunk>.js.v8cache), recorded here by training runs of the CLI with this node binary and the
+// CLI's node flags (scripts/build/node-flags): Node 20 has no compile cache for ES modules. See
+// scripts/build/launcher.mjs.
 //
 //   node scripts/build.mjs [--metafile] [--outdir DIR]
 //     --metafile: also write meta.json (inputs and imports of every chunk), for size analysis and tests
@@ -20,6 +21,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { embeddedDescriptors } from './build/embedded-descriptors.mjs';
 import { grpcNet } from './build/grpc-net.mjs';
+import { cliNodeFlags } from './build/node-flags.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const outArg = process.argv.indexOf('--outdir');
@@ -106,7 +108,8 @@ async function asScripts(from, to) {
 
 /**
  * Training runs of the CLI in `dir` (its final place: a cache remembers the path of its script,
- * and stack traces name it) with this node binary (the one the image ships), each leaving
+ * and stack traces name it) with this node binary (the one the image ships) and the CLI's node
+ * flags (scripts/build/node-flags: V8 rejects a cache made under other V8 flags), each leaving
  * V8's code cache of the chunks it compiled (scripts/build/train-code-cache.mjs): --help, validate
  * and plan of every example config, ping and run against a port where nothing listens (connect,
  * retry and exit 69 paths; no server needed). Exit codes do not matter, only the code that ran.
@@ -118,6 +121,7 @@ function trainCodeCache(dir) {
   const examples = resolve(root, 'configs/examples');
   const env = resolve(examples, 'platform-local.conf');
   const nowhere = 'sc://127.0.0.1:1';
+  const flags = cliNodeFlags(root);
   const scratch = `${dir}.train`;
   const term = join(scratch, 'termination-log');
   const runs = [['--help'], ['ping', '--remote', nowhere, '--timeout', '0.2']];
@@ -146,7 +150,7 @@ function trainCodeCache(dir) {
   mkdirSync(scratch, { recursive: true });
   try {
     for (const args of runs) {
-      spawnSync(process.execPath, ['--import', pathToFileURL(hook).href, cli, ...args], {
+      spawnSync(process.execPath, [...flags, '--import', pathToFileURL(hook).href, cli, ...args], {
         cwd: scratch,
         env: { PATH: process.env.PATH ?? '', LAKEHOUSE_LAKE_HOME: join(scratch, 'lake') },
         stdio: 'ignore',

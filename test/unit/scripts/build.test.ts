@@ -2,14 +2,17 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Script } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// @ts-expect-error -- a build script (plain JavaScript, no declarations)
+import { cliNodeFlags } from '../../../scripts/build/node-flags.mjs';
 
 /** `npm run build` (scripts/build.mjs): the bundle the image and scripts/lakehouse-jobs run. */
 
 const root = join(import.meta.dirname, '../../..');
 const scratch = mkdtempSync(join(tmpdir(), 'lakehouse-build-'));
 const out = join(scratch, 'dist');
+/** The node flags the image's entrypoint runs the CLI with (scripts/build/node-flags). */
+const cliFlags = (cliNodeFlags as (root: string) => string[])(root);
 
 interface Meta {
   outputs: Record<string, { entryPoint?: string; imports: { path: string; kind: string }[]; inputs: Record<string, unknown> }>;
@@ -115,7 +118,7 @@ describe('the bundle', () => {
 describe('the V8 code caches of the bundle (dist/cli.mjs starts from them, Node 20 has no ES module compile cache)', () => {
   const chunks = () => readdirSync(out).filter((f) => f.endsWith('.js'));
 
-  it('were made by the build with this node binary: V8 accepts every one for the script the launcher compiles', () => {
+  it('were made by the build with this node binary and the CLI’s node flags: V8 accepts every one under them for the script the launcher compiles', () => {
     // The launcher's own wrapper, read from it: the cache belongs to exactly that source text.
     const launcher = readFileSync(join(out, 'cli.mjs'), 'utf8');
     const literal = (name: string) =>
@@ -127,14 +130,20 @@ describe('the V8 code caches of the bundle (dist/cli.mjs starts from them, Node 
     const cached = chunks().filter((f) => readdirSync(out).includes(`${f}.v8cache`));
     // Every chunk a training run loads: the entry, the templates, the Spark client.
     for (const f of ['cli.js', ...chunks().filter((c) => /^(cdc-silver-merge|client|ping|run)-/.test(c))]) expect(cached).toContain(f);
-    for (const f of cached) {
-      const script = new Script(head + readFileSync(join(out, f), 'utf8') + tail, {
-        filename: join(out, f),
-        lineOffset: -1,
-        cachedData: readFileSync(join(out, `${f}.v8cache`)),
-      });
-      expect({ f, rejected: script.cachedDataRejected }).toEqual({ f, rejected: false });
-    }
+    // V8 hashes its flags into a cache: checked in a node started as the image starts the CLI
+    // (scripts/build/node-flags), not in this test's process, whose flags may differ.
+    const check = [
+      "const { readFileSync } = require('node:fs');",
+      "const { Script } = require('node:vm');",
+      'const [head, tail, ...files] = JSON.parse(process.argv[1]);',
+      'const verdicts = files.map((file) => [file.split("/").pop(), new Script(head + readFileSync(file, "utf8") + tail, { filename: file, lineOffset: -1, cachedData: readFileSync(`${file}.v8cache`) }).cachedDataRejected]);',
+      'process.stdout.write(JSON.stringify(verdicts));',
+    ].join('\n');
+    const r = spawnSync('node', [...cliFlags, '-e', check, JSON.stringify([head, tail, ...cached.map((f) => join(out, f))])], { encoding: 'utf8' });
+    expect(r.stderr).toBe('');
+    const verdicts = JSON.parse(r.stdout) as [string, boolean][];
+    expect(verdicts.map(([f]) => f)).toEqual(cached);
+    for (const [f, rejected] of verdicts) expect({ f, rejected }).toEqual({ f, rejected: false });
   });
 
   it('a rejected or missing cache only means a normal compile: same answers', () => {

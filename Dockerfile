@@ -73,8 +73,7 @@ WORKDIR /app
 USER 1000:1000
 # Exec form: tini is PID 1, so `docker stop` / pod deletion (SIGTERM) reaches node, which interrupts
 # its Spark operations, writes a `cancelled` status and exits 143.
-# --single-threaded-gc: V8 collects on the main thread only. A collected result is ~1 MB Arrow
-# messages in fresh buffers, so V8 runs several full collections of a small heap; its helper threads
-# compete with the main thread and with Spark for few cores and cost more CPU than they save
-# (collect of 1M rows: 4-19 % less client CPU in interleaved runs, same peak RSS; bench/RESULTS.md, issue 13 item 2).
+# node's flags are scripts/build/node-flags (why each one: there), repeated here literally (no shell
+# in the image): the build above trained the V8 code caches under them, and V8 rejects a cache under
+# other V8 flags. test/unit/scripts/node-flags.test.ts fails when this line and that file differ.
 ENTRYPOINT ["/usr/local/bin/tini", "--", "/usr/local/bin/node", "--enable-source-maps", "--single-threaded-gc", "/app/dist/cli.mjs"]

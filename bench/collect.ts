@@ -4,9 +4,10 @@
  * before the clock starts (as peer_collect.py does with spark.version); the checksum (sum of `a`) is
  * computed after it stops.
  *
- *   node --single-threaded-gc .cache/bench/build/bench/collect.js REMOTE SQL [table|sink]
+ *   node FLAGS .cache/bench/build/bench/collect.js REMOTE SQL [table|sink]
  *
- * (the Node flags of the CLI as scripts/lakehouse-jobs and the image run it; bench/harness.ts passes them)
+ * (FLAGS: the V8 flags of the CLI as scripts/lakehouse-jobs and the image run it, i.e.
+ * scripts/build/node-flags bar --enable-source-maps; bench/harness.ts passes them)
  *
  * `sink` streams the result instead (`client.executeToSink`): each batch is summed and dropped, so
  * peak RSS should not grow with the number of rows.

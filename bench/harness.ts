@@ -11,6 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { availableParallelism, cpus, loadavg, tmpdir, totalmem } from 'node:os';
 import { join } from 'node:path';
 import { writeConfigs } from './configs.js';
+import { cliNodeFlags, cliV8Flags } from './node-flags.js';
 
 // ---------------------------------------------------------------------------------------------
 // Settings
@@ -54,8 +55,10 @@ const COLLECT_SQL = [
   "TIMESTAMP'2026-01-01 00:00:00' + make_interval(0, 0, 0, 0, 0, 0, id % 86400) AS g,",
   `CAST(NULL AS STRING) AS h, id % 100 AS i FROM range(${ROWS})`,
 ].join(' ');
-/** Node flags of the CLI as scripts/lakehouse-jobs and the image's entrypoint run it (bar source maps). */
-const CLI_NODE_FLAGS = ['--single-threaded-gc'];
+/** Node flags of the CLI as scripts/lakehouse-jobs and the image's entrypoint run it (scripts/build/node-flags). */
+const CLI_NODE_FLAGS = cliNodeFlags();
+/** The same bar source maps, for the bench drivers (compiled by tsc without maps). */
+const DRIVER_NODE_FLAGS = cliV8Flags();
 /** sum(a) = sum(2·id) for id < ROWS. */
 const EXPECTED_SUM_A = (BigInt(ROWS) * BigInt(ROWS - 1)).toString();
 
@@ -203,7 +206,7 @@ const childEnv = { ...process.env, LAKEHOUSE_LAKE_HOME: LAKE_HOME };
 async function coldStart() {
   let serverVersion = '';
   const ours = async (): Promise<Sample> => {
-    const r = await runProc('node', [CLI, 'ping', '--remote', REMOTE], childEnv);
+    const r = await runProc('node', [...CLI_NODE_FLAGS, CLI, 'ping', '--remote', REMOTE], childEnv);
     expectExit('ours: lakehouse-jobs ping', r);
     const out = lastJson('ours: lakehouse-jobs ping', r);
     serverVersion = String(out.serverVersion);
@@ -279,7 +282,7 @@ async function validatePerProcess(dir: string, valid: string[]) {
   const ours = async (round: number): Promise<Sample> => {
     const r = await runProc(
       'node',
-      [CLI, 'validate', '--job', 'cdc-silver-merge', '--config', file(round), '--env', platform, '--termination-log', termination],
+      [...CLI_NODE_FLAGS, CLI, 'validate', '--job', 'cdc-silver-merge', '--config', file(round), '--env', platform, '--termination-log', termination],
       childEnv,
     );
     expectExit(`ours: lakehouse-jobs validate ${file(round)}`, r);
@@ -307,7 +310,7 @@ async function collect() {
       throw new BenchError(`${who}: ${out.rows} rows × ${out.cols} columns, sum(a) = ${out.sumA}; expected ${ROWS} × 10, ${EXPECTED_SUM_A}`);
   };
   const ours = async (): Promise<Sample> => {
-    const r = await runProc('node', [...CLI_NODE_FLAGS, `${BUILD}/collect.js`, REMOTE, COLLECT_SQL], childEnv);
+    const r = await runProc('node', [...DRIVER_NODE_FLAGS, `${BUILD}/collect.js`, REMOTE, COLLECT_SQL], childEnv);
     expectExit('ours: collect.js', r);
     const out = lastJson('ours: collect.js', r);
     check('ours', out);
@@ -341,7 +344,7 @@ async function collectStreamed() {
       // One partition per 500,000 rows: the server then streams partition by partition instead of
       // building a 10M-row partition in its own memory first (what it does with range's default 2).
       const sql = collectSql(rows).replace(`range(${rows})`, `range(0, ${rows}, 1, ${Math.max(2, Math.ceil(rows / 500_000))})`);
-      const r = await runProc('node', [...CLI_NODE_FLAGS, `${BUILD}/collect.js`, REMOTE, sql, 'sink'], childEnv);
+      const r = await runProc('node', [...DRIVER_NODE_FLAGS, `${BUILD}/collect.js`, REMOTE, sql, 'sink'], childEnv);
       expectExit('ours: collect.js sink', r);
       const out = lastJson('ours: collect.js sink', r);
       const sum = (BigInt(rows) * BigInt(rows - 1)).toString();

@@ -10,14 +10,20 @@
  * default .cache/bench/venv/bin/python), BENCH_RUNS=15, BENCH_WARMUP=2, BENCH_TSC_DIST (a `tsc`
  * build of src, e.g. `npx tsc -p tsconfig.build.json --outDir .cache/tscdist`, to compare the
  * unbundled CLI), BENCH_BASE_DIST (the bundle of an earlier commit, `node scripts/build.mjs --outdir DIR`
- * in a checkout of it, to measure a change before/after in the same interleaved rounds), BENCH_IMAGE
- * (podman image: adds container start → first RPC, via scripts/container).
+ * in a checkout of it, to measure a change before/after in the same interleaved rounds),
+ * BENCH_BASE_NODE_FLAGS (the node flags that commit runs its bundle with, space-separated: its
+ * scripts/build/node-flags or entrypoint; default --enable-source-maps), BENCH_IMAGE (podman image:
+ * adds container start → first RPC, via scripts/container).
+ *
+ * Our bundle runs with the CLI's node flags (scripts/build/node-flags), as the image runs it: its
+ * V8 code caches were trained under them and V8 rejects them under other V8 flags.
  */
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { availableParallelism, cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { writeConfigs } from './configs.js';
+import { cliNodeFlags, cliV8Flags } from './node-flags.js';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 15);
 const WARMUP = Number(process.env.BENCH_WARMUP ?? 2);
@@ -26,6 +32,7 @@ const PYTHON = process.env.BENCH_PYTHON ?? '.cache/bench/venv/bin/python';
 const TSC_DIST = process.env.BENCH_TSC_DIST;
 const IMAGE = process.env.BENCH_IMAGE;
 const BASE_DIST = process.env.BENCH_BASE_DIST;
+const BASE_NODE_FLAGS = (process.env.BENCH_BASE_NODE_FLAGS ?? '--enable-source-maps').split(/\s+/).filter(Boolean);
 const SCHEMA = 'schemas/cdc-silver-merge.v1.schema.json';
 
 interface Sample {
@@ -104,10 +111,10 @@ async function main(): Promise<void> {
   const platform = join(scratch, 'platform.conf');
   writeFileSync(platform, 'config-env { allow = ["LAKEHOUSE_LAKE_HOME"] }\ncatalogs { lake { format = iceberg, default = true } }\n');
   const clis: [string, string[]][] = [
-    ['bundle', ['dist/cli.mjs']],
-    ['bundle + --enable-source-maps', ['--enable-source-maps', 'dist/cli.mjs']],
+    ['bundle, CLI flags bar source maps', [...cliV8Flags(), 'dist/cli.mjs']],
+    ['bundle + CLI flags', [...cliNodeFlags(), 'dist/cli.mjs']],
     ...(TSC_DIST ? [['tsc dist (unbundled)', [join(TSC_DIST, 'cli.js')]] as [string, string[]]] : []),
-    ...(BASE_DIST ? [['base bundle + --enable-source-maps', ['--enable-source-maps', join(BASE_DIST, 'cli.mjs')]] as [string, string[]]] : []),
+    ...(BASE_DIST ? [['base bundle + base flags', [...BASE_NODE_FLAGS, join(BASE_DIST, 'cli.mjs')]] as [string, string[]]] : []),
   ];
   const out: string[] = [];
   const validateArgs = ['validate', '--job', 'cdc-silver-merge', '--config', config, '--env', platform, '--termination-log', term];
@@ -140,9 +147,9 @@ async function main(): Promise<void> {
     out.push(report('cold start → first RPC (ping)', p, existsSync(PYTHON) ? 'peer (pyspark-client)' : 'node -e 0', 'node -e 0'));
   }
   const git = spawnSync('git', ['rev-parse', '--short', 'HEAD'], { encoding: 'utf8' }).stdout.trim();
-  const dirty = spawnSync('git', ['status', '--porcelain', '--', 'src', 'scripts/build.mjs'], { encoding: 'utf8' }).stdout.trim() !== '';
+  const dirty = spawnSync('git', ['status', '--porcelain', '--', 'src', 'scripts/build.mjs', 'scripts/build'], { encoding: 'utf8' }).stdout.trim() !== '';
   process.stdout.write(
-    `${new Date().toISOString()}  ${availableParallelism()} CPUs (${cpus()[0]?.model}), Node ${process.version}, commit ${git}${dirty ? ' (+ uncommitted src)' : ''}; load ${load0.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}; ${RUNS} rounds + ${WARMUP} warm-up\n\n${out.join('\n\n')}\n`,
+    `${new Date().toISOString()}  ${availableParallelism()} CPUs (${cpus()[0]?.model}), Node ${process.version}, commit ${git}${dirty ? ' (+ uncommitted src)' : ''}; CLI flags ${cliNodeFlags().join(' ')}${BASE_DIST ? `; base flags ${BASE_NODE_FLAGS.join(' ')}` : ''}; load ${load0.toFixed(1)} → ${loadavg()[0]!.toFixed(1)}; ${RUNS} rounds + ${WARMUP} warm-up\n\n${out.join('\n\n')}\n`,
   );
 }
 

@@ -7,12 +7,15 @@
 //
 // Then each ES module chunk becomes a classic script (<chunk>.js, source maps chained to our
 // sources) that dist/cli.mjs (scripts/build/launcher.mjs) compiles with V8's code cache
-// (<chunk>.js.v8cache), recorded here by training runs of the CLI with this node binary: Node 20
-// has no compile cache for ES modules. See scripts/build/launcher.mjs.
+// (<chunk>.js.v8cache), recorded here by training runs of the CLI with this node binary and the
+// CLI's node flags (scripts/build/node-flags): Node 20 has no compile cache for ES modules. See
+// scripts/build/launcher.mjs.
 //
-//   node scripts/build.mjs [--metafile] [--outdir DIR]
+//   node scripts/build.mjs [--metafile] [--outdir DIR] [--node-flags FILE]
 //     --metafile: also write meta.json (inputs and imports of every chunk), for size analysis and tests
 //     --outdir: somewhere else than dist/ (tests)
+//     --node-flags: train the caches under the flags of FILE (the format of scripts/build/node-flags)
+//       instead: a bundle for another flag set, to measure it (bench/ping_cpu.py DIST=FLAGS) or test it
 import { spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { basename, dirname, join, relative, resolve, sep } from 'node:path';
@@ -20,10 +23,16 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { embeddedDescriptors } from './build/embedded-descriptors.mjs';
 import { grpcNet } from './build/grpc-net.mjs';
+import { cliNodeFlags, parseNodeFlags } from './build/node-flags.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const outArg = process.argv.indexOf('--outdir');
 const dist = outArg > 0 ? resolve(process.argv[outArg + 1]) : resolve(root, 'dist');
+const flagsArg = process.argv.indexOf('--node-flags');
+// Caches trained under other flags are rejected under the CLI's: never in the dist/ the CLI runs.
+if (flagsArg > 0 && outArg < 0) throw new Error('build: --node-flags needs --outdir (dist/ is run with scripts/build/node-flags)');
+/** The node flags of the training runs: the CLI's, or those of --node-flags FILE. */
+const trainingFlags = flagsArg > 0 ? parseNodeFlags(readFileSync(resolve(process.argv[flagsArg + 1]), 'utf8')) : cliNodeFlags(root);
 // Built next to dist/ and swapped in at the end: a CLI started meanwhile (scripts/lakehouse-jobs
 // rebuilds a stale bundle) never sees half a bundle. import.meta.url paths are the same either way.
 const outdir = `${dist}.build-${process.pid}`;
@@ -106,7 +115,8 @@ async function asScripts(from, to) {
 
 /**
  * Training runs of the CLI in `dir` (its final place: a cache remembers the path of its script,
- * and stack traces name it) with this node binary (the one the image ships), each leaving
+ * and stack traces name it) with this node binary (the one the image ships) and the CLI's node
+ * flags (scripts/build/node-flags: V8 rejects a cache made under other V8 flags), each leaving
  * V8's code cache of the chunks it compiled (scripts/build/train-code-cache.mjs): --help, validate
  * and plan of every example config, ping and run against a port where nothing listens (connect,
  * retry and exit 69 paths; no server needed). Exit codes do not matter, only the code that ran.
@@ -146,7 +156,7 @@ function trainCodeCache(dir) {
   mkdirSync(scratch, { recursive: true });
   try {
     for (const args of runs) {
-      spawnSync(process.execPath, ['--import', pathToFileURL(hook).href, cli, ...args], {
+      spawnSync(process.execPath, [...trainingFlags, '--import', pathToFileURL(hook).href, cli, ...args], {
         cwd: scratch,
         env: { PATH: process.env.PATH ?? '', LAKEHOUSE_LAKE_HOME: join(scratch, 'lake') },
         stdio: 'ignore',

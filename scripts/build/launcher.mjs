@@ -9,7 +9,8 @@
 // its cache when the chunk is first needed, as the ES module loader did.
 //
 // A cache is only ever read here, never written: a missing, unreadable or rejected cache (another
-// node binary, other V8 flags) means a normal compile, silently. Stack traces keep naming our
+// node binary, other V8 flags than scripts/build/node-flags, which the training runs use) means a
+// normal compile, silently. Stack traces keep naming our
 // TypeScript sources under --enable-source-maps: Node does not map scripts compiled through
 // node:vm, so the launcher maps the frames of its chunks itself from their source maps.
 import { readFileSync } from 'node:fs';

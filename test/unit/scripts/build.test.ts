@@ -2,14 +2,17 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Script } from 'node:vm';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+// @ts-expect-error -- a build script (plain JavaScript, no declarations)
+import { cliNodeFlags } from '../../../scripts/build/node-flags.mjs';
 
 /** `npm run build` (scripts/build.mjs): the bundle the image and scripts/lakehouse-jobs run. */
 
 const root = join(import.meta.dirname, '../../..');
 const scratch = mkdtempSync(join(tmpdir(), 'lakehouse-build-'));
 const out = join(scratch, 'dist');
+/** The node flags the image's entrypoint runs the CLI with (scripts/build/node-flags). */
+const cliFlags = (cliNodeFlags as (root: string) => string[])(root);
 
 interface Meta {
   outputs: Record<string, { entryPoint?: string; imports: { path: string; kind: string }[]; inputs: Record<string, unknown> }>;
@@ -112,10 +115,29 @@ describe('the bundle', () => {
   });
 });
 
+/** [chunk, rejected] for each chunk of `dir`, its cache checked in a node started with `flags`. */
+function rejections(dir: string, chunks: string[], flags: string[]): [string, boolean][] {
+  // The launcher's own wrapper, read from it: the cache belongs to exactly that source text.
+  const launcher = readFileSync(join(dir, 'cli.mjs'), 'utf8');
+  const literal = (name: string) =>
+    /const (\w+) = '(.*)';/.exec(launcher.split('\n').find((l) => l.startsWith(`const ${name} = `))!)![2]!.replaceAll('\\n', '\n');
+  const check = [
+    "const { readFileSync } = require('node:fs');",
+    "const { Script } = require('node:vm');",
+    'const [head, tail, ...files] = JSON.parse(process.argv[1]);',
+    'const verdicts = files.map((file) => [file.split("/").pop(), new Script(head + readFileSync(file, "utf8") + tail, { filename: file, lineOffset: -1, cachedData: readFileSync(`${file}.v8cache`) }).cachedDataRejected]);',
+    'process.stdout.write(JSON.stringify(verdicts));',
+  ].join('\n');
+  const args = JSON.stringify([literal('HEAD'), literal('TAIL'), ...chunks.map((f) => join(dir, f))]);
+  const r = spawnSync('node', [...flags, '-e', check, args], { encoding: 'utf8' });
+  expect(r.stderr).toBe('');
+  return JSON.parse(r.stdout) as [string, boolean][];
+}
+
 describe('the V8 code caches of the bundle (dist/cli.mjs starts from them, Node 20 has no ES module compile cache)', () => {
   const chunks = () => readdirSync(out).filter((f) => f.endsWith('.js'));
 
-  it('were made by the build with this node binary: V8 accepts every one for the script the launcher compiles', () => {
+  it('were made by the build with this node binary and the CLI’s node flags: V8 accepts every one under them for the script the launcher compiles', () => {
     // The launcher's own wrapper, read from it: the cache belongs to exactly that source text.
     const launcher = readFileSync(join(out, 'cli.mjs'), 'utf8');
     const literal = (name: string) =>
@@ -123,19 +145,33 @@ describe('the V8 code caches of the bundle (dist/cli.mjs starts from them, Node 
     const head = literal('HEAD');
     // ES modules are strict code; the scripts made of them must stay so.
     expect(head).toContain('{"use strict";');
-    const tail = literal('TAIL');
     const cached = chunks().filter((f) => readdirSync(out).includes(`${f}.v8cache`));
     // Every chunk a training run loads: the entry, the templates, the Spark client.
     for (const f of ['cli.js', ...chunks().filter((c) => /^(cdc-silver-merge|client|ping|run)-/.test(c))]) expect(cached).toContain(f);
-    for (const f of cached) {
-      const script = new Script(head + readFileSync(join(out, f), 'utf8') + tail, {
-        filename: join(out, f),
-        lineOffset: -1,
-        cachedData: readFileSync(join(out, `${f}.v8cache`)),
-      });
-      expect({ f, rejected: script.cachedDataRejected }).toEqual({ f, rejected: false });
-    }
+    // V8 hashes its flags into a cache: checked in a node started as the image starts the CLI
+    // (scripts/build/node-flags), not in this test's process, whose flags may differ.
+    const verdicts = rejections(out, cached, cliFlags);
+    expect(verdicts.map(([f]) => f)).toEqual(cached);
+    for (const [f, rejected] of verdicts) expect({ f, rejected }).toEqual({ f, rejected: false });
   });
+
+  it('are trained under the flags the build is given (--node-flags FILE; by default scripts/build/node-flags)', () => {
+    // --max-semi-space-size enters V8's flag hash (--single-threaded-gc does not): a build trained
+    // without the flags it is given would leave caches rejected under them.
+    const flags = [...cliFlags, '--max-semi-space-size=4'];
+    const file = join(scratch, 'node-flags');
+    writeFileSync(file, `# test\n${flags.join('\n')}\n`);
+    const other = join(scratch, 'dist-other-flags');
+    execFileSync('node', [join(root, 'scripts/build.mjs'), '--outdir', other, '--node-flags', file], { cwd: root, stdio: 'pipe' });
+    const cached = readdirSync(other).filter((f) => f.endsWith('.js') && readdirSync(other).includes(`${f}.v8cache`));
+    expect(cached).toContain('cli.js');
+    expect(rejections(other, cached, flags).filter(([, rejected]) => rejected)).toEqual([]);
+    expect(rejections(other, cached, cliFlags).filter(([, rejected]) => !rejected)).toEqual([]);
+    // Never into the dist/ that scripts/lakehouse-jobs and the image run with the CLI's flags.
+    const r = spawnSync('node', [join(root, 'scripts/build.mjs'), '--node-flags', file], { cwd: root, encoding: 'utf8' });
+    expect(r.status).not.toBe(0);
+    expect(r.stderr).toContain('--node-flags needs --outdir');
+  }, 120_000);
 
   it('a rejected or missing cache only means a normal compile: same answers', () => {
     // A sibling of the bundle: the chunks find the checkout's files by relative paths.

@@ -172,6 +172,55 @@ describe('kafka-bronze-ingest: plan', () => {
     expect(JSON.stringify(stream(job.plan.steps).command.input)).toContain('"subscribePattern":"acme\\\\.orders\\\\-[A-Za-z0-9._-]*"');
   });
 
+  // Spark's Kafka source matches subscribePattern with java.util.regex on the server's driver, on
+  // every topic of the cluster, in a thread no cancel interrupts: `acme.*a*a*…*Z` as consecutive
+  // `[…]*` runs backtracks in polynomial time of a degree the tenant chooses (measured in Java on a
+  // 31-character topic: 8 stars 0.16 s, 10 stars 2.8 s; a 249-character glob has 240).
+  // JavaScript's engine backtracks the same way; an atomic group `(?>X)` is `(?=(X))\N` in it.
+  const jsRegex = (glob: string) => {
+    let n = 0;
+    return new RegExp(`^(?:${globToJavaRegex(glob).replace(/\(\?>([^()]*)\)/g, (_, body: string) => `(?=(${body}))\\${++n}`)})$`);
+  };
+  /** What a glob means: `*` is any run of topic name characters, everything else literal. */
+  const globMatches = (glob: string, topic: string): boolean => {
+    const [first, ...rest] = glob.split('*');
+    if (!rest.length) return glob === topic;
+    const last = rest.pop()!;
+    if (!topic.startsWith(first!) || topic.length < first!.length + last.length || !topic.endsWith(last)) return false;
+    let at = first!.length;
+    for (const seg of rest) {
+      const found = topic.indexOf(seg, at);
+      if (found < 0 || found + seg.length > topic.length - last.length) return false;
+      at = found + seg.length;
+    }
+    return true;
+  };
+
+  it('a glob with many stars cannot make the regex backtrack: it matches in linear time', () => {
+    // Bounded so that the unfixed regex fails in seconds, not hours (10 stars: ~3 s in Java).
+    for (const [glob, topic] of [
+      [`acme.${'*'.repeat(10)}Z`, 'acme.orders.customers.v1.events'],
+      [`acme.${'*a'.repeat(6)}*Z`, `acme.${'a'.repeat(60)}`],
+      [`acme.${'*a'.repeat(120)}*Z`, `acme.${'a'.repeat(244)}`],
+    ]) {
+      const started = process.hrtime.bigint();
+      expect(jsRegex(glob!).test(topic!)).toBe(false);
+      expect(Number(process.hrtime.bigint() - started) / 1e6).toBeLessThan(200);
+    }
+  });
+
+  it('the regex means what the glob means (random globs and topics)', () => {
+    let seed = 7;
+    const rnd = (n: number) => ((seed = (seed * 1103515245 + 12345) % 2147483648), seed % n);
+    const alphabet = 'ab.-';
+    const word = (len: number) => Array.from({ length: len }, () => alphabet[rnd(alphabet.length)]).join('');
+    for (let i = 0; i < 3000; i++) {
+      const glob = Array.from({ length: 1 + rnd(4) }, () => word(rnd(3))).join('*'.repeat(1 + rnd(2)));
+      const topic = word(rnd(10));
+      expect([glob, topic, jsRegex(glob).test(topic)]).toEqual([glob, topic, globMatches(glob, topic)]);
+    }
+  });
+
   it('grants: exact names, prefixes, globs only under a prefix', () => {
     const grant = { topics: ['x.y'], prefixes: ['acme.'] };
     expect(grantIssues({ topics: ['x.y', 'acme.a'] }, grant, 'c')).toEqual([]);

@@ -161,16 +161,21 @@ export function tokenize(sql: string): { tokens: Token[] } | { problem: string }
       return { problem: `at position ${i}: comments are not allowed in transform SQL (they could hide text, and Spark nests /* */ comments)` };
     if (c === '$' && at(i + 1) === '{') return { problem: `at position ${i}: \${…} is not allowed (Spark substitutes configuration values into SQL text)` };
     if (c === "'" || c === '"') {
-      // A raw string is the word r or R directly before the quote: no escapes inside.
-      const prev = tokens.at(-1);
-      const raw = prev?.kind === 'word' && !prev.quoted && prev.value === 'r';
+      // A raw string (no escapes inside) is r or R directly before the quote, where Spark's lexer
+      // starts a token: after a character that cannot continue an identifier. The r then ends the
+      // token before it (the word r, or `:r`), which gives it up to the literal.
+      const raw = /[rR]/.test(at(i - 1)) && !IDENTIFIER_CHAR.test(at(i - 2));
       const end = stringEnd(sql, i, raw);
       if (end < 0) return { problem: `at position ${i}: the string literal is not closed` };
       const text = sql.slice(i, end);
       if (text.includes('${'))
         return { problem: `at position ${i}: \${…} is not allowed, not even in a literal (Spark substitutes configuration values into SQL text)` };
-      if (raw) tokens.pop();
-      tokens.push({ kind: 'string', text: raw ? prev!.text + text : text });
+      if (raw) {
+        const prev = tokens.pop()!;
+        const rest = prev.text.slice(0, -1);
+        if (rest) tokens.push({ kind: 'op', text: rest });
+      }
+      tokens.push({ kind: 'string', text: raw ? sql.slice(i - 1, end) : text });
       i = end;
       continue;
     }
@@ -202,8 +207,11 @@ export function tokenize(sql: string): { tokens: Token[] } | { problem: string }
       continue;
     }
     if (/[0-9]/.test(c) || (c === '.' && /[0-9]/.test(at(i + 1)) && tokens.at(-1)?.kind !== 'word')) {
-      i++;
-      while (i < sql.length && (/[A-Za-z0-9_.]/.test(sql[i]!) || (/[eE]/.test(sql[i - 1]!) && /[+-]/.test(sql[i]!)))) i++;
+      // As Spark's lexer: a '.' or an exponent's sign belongs to a number only with digits after
+      // it, and identifier characters continue it (1e, 12L, 1.5BD); `1e+r'…'` is 1e, + and a raw
+      // string, `1e+reflect(` is 1e, + and a call, never one token hiding the rest.
+      NUMBER.lastIndex = i;
+      i += NUMBER.exec(sql)![0].length;
       tokens.push({ kind: 'number', text: sql.slice(start, i) });
       continue;
     }
@@ -227,6 +235,11 @@ export function tokenize(sql: string): { tokens: Token[] } | { problem: string }
   }
   return { tokens };
 }
+
+/** A character that continues an identifier or a number in Spark's lexer (IDENTIFIER: (LETTER | DIGIT | '_')+). */
+const IDENTIFIER_CHAR = /^[A-Za-z0-9_]$/;
+/** A number token, from where the tokenizer found a digit (or a '.' before one). */
+const NUMBER = /(?:[0-9]+(?:\.[0-9]+)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?[A-Za-z0-9_]*/y;
 
 /** The index after the string literal starting at `i` (-1 when it is not closed). */
 function stringEnd(sql: string, i: number, raw: boolean): number {

@@ -80,6 +80,27 @@ describe('gold-publish: the transform screen (tokens, never a regex over raw tex
     expect(problems('SELECT `open FROM silver.t')).toEqual([expect.stringContaining('quoted identifier is not closed')]);
   });
 
+  it("splits tokens where Spark's lexer does: numbers, raw strings and what follows an exponent's sign", () => {
+    const texts = (sql: string) => {
+      const t = tokenize(sql);
+      return 'tokens' in t ? t.tokens.filter((x) => x.kind !== 'ws').map((x) => `${x.kind}:${x.text}`) : [t.problem];
+    };
+    expect(texts("1e+r'\\'")).toEqual(['number:1e', 'op:+', "string:r'\\'"]);
+    expect(texts("1.r'\\'")).toEqual(['number:1', 'op:.', "string:r'\\'"]);
+    expect(texts("x r'\\' R\"\\\" `q`r'\\'")).toEqual(['word:x', "string:r'\\'", 'string:R"\\"', 'word:`q`', "string:r'\\'"]);
+    // After an identifier character the r is part of the identifier (Spark: 1r, xr, 5r), so the quote opens an ordinary literal.
+    expect(texts("SELECT 1r'\\'' xr'\\'' 1.5r'\\''")).toEqual([
+      'word:SELECT',
+      'number:1r',
+      "string:'\\''",
+      'word:xr',
+      "string:'\\''",
+      'number:1.5r',
+      "string:'\\''",
+    ]);
+    expect(texts('1.5e+10 .5E-3D 12L 1e+x')).toEqual(['number:1.5e+10', 'number:.5E-3D', 'number:12L', 'number:1e', 'op:+', 'word:x']);
+  });
+
   it('binds parameters as DATE literals of a checked date, never text of the tenant', () => {
     expect(rewrite("SELECT * FROM silver.t WHERE d = :logical_date AND s = ':logical_date'")).toBe(
       "SELECT * FROM `lake`.`acme_silver`.`t` WHERE d = DATE'2026-07-05' AND s = ':logical_date'",
@@ -121,6 +142,16 @@ describe('gold-publish: the transform screen (tokens, never a regex over raw tex
     ['regexp_replace', "SELECT regexp_replace(s, '(a+)+$', '') FROM silver.t"],
     ['like()', "SELECT like(s, '%a%b') FROM silver.t"],
     ['split', "SELECT split(s, '(a+)+b') FROM silver.t"],
+    // Spark's lexer reads `1e+r'\'` as the identifier 1e, +, and the raw string r'\': what a lexer
+    // that took `1e+r` for one number token saw as the rest of a literal is code to Spark.
+    [
+      'a query hidden behind a raw string after 1e+',
+      "WITH c AS (SELECT 1 AS `1e`) SELECT CASE WHEN false THEN 1e+r'\\' END AS a, (SELECT count(*) FROM lake.beta_silver.c) AS b, '\\'' AS z FROM c",
+    ],
+    ['a LIKE hidden behind a raw string after 1e-', "SELECT 1e-r'\\', s LIKE '%a%a%b', '\\'' FROM silver.t"],
+    // Spark reads `1e+reflect(` as 1e, +, reflect(: the function is a call, not part of a number.
+    ['reflect after 1e+', "SELECT 1e+reflect('java.lang.Runtime', 'getRuntime') FROM silver.t"],
+    ['regexp_replace after 1e-', "SELECT 1e-regexp_replace(s, '(a+)+$', '') FROM silver.t"],
   ];
   for (const [what, sql] of refused)
     it(`refuses ${what}`, () => {

@@ -64,7 +64,7 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
     attempt: randomUUID(),
     ...(req.logicalDate ? { logicalDate: req.logicalDate } : {}),
     catalog: (name, path) => resolveCatalog(platform, name, path),
-    jdbcConnection: (name, path) => resolveJdbcConnection(platform, name, path, req.env),
+    jdbcConnection: (name, path) => resolveJdbcConnection(platform, tenant.id, name, path, req.env),
     kafkaCluster: (name, path) => resolveKafkaCluster(platform, tenant.id, name, path, req.env),
     inlineJdbcUrls: platform.jdbc['inline-urls'] === 'allow',
     retentionFloorHours: platform.maintenance['retention-floor-hours'],
@@ -136,12 +136,35 @@ function resolveCatalog(platform: PlatformConfig, name: string | undefined, path
   return { name, format: found.format };
 }
 
-function resolveJdbcConnection(platform: PlatformConfig, name: string, path: string, env: Record<string, string | undefined>): JdbcConnectionRef {
+/**
+ * A platform connection, if granted to the tenant: listed in its `tenants`, or, without that list,
+ * where the platform config lists at most one tenant. A connection is a database opened with the
+ * platform's credentials: under a shared platform config it holds some tenant's rows, and a job
+ * config naming another tenant's connection (with `source.query`, any of its tables) would copy
+ * them into its own bronze.
+ */
+function resolveJdbcConnection(
+  platform: PlatformConfig,
+  tenant: string,
+  name: string,
+  path: string,
+  env: Record<string, string | undefined>,
+): JdbcConnectionRef {
   const c = platform.jdbc.connections[name];
   if (!c) {
     const known = Object.keys(platform.jdbc.connections);
     throw new ConfigError([{ path, message: `connection "${name}" is not configured by the platform (jdbc.connections: ${known.join(', ') || 'none'})` }]);
   }
+  const tenants = Object.keys(platform.tenants ?? {});
+  if (c.tenants ? !c.tenants.includes(tenant) : tenants.length > 1)
+    throw new ConfigError([
+      {
+        path,
+        message: `connection "${name}" is not granted to tenant ${tenant} (jdbc.connections.${name}.tenants${
+          c.tenants ? `: ${c.tenants.join(', ') || 'none'}` : ': not set, and a platform config of several tenants must name the tenants of each connection'
+        })`,
+      },
+    ]);
   return {
     name,
     url: c.url,

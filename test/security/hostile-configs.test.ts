@@ -27,7 +27,11 @@ let client: SparkConnectClient;
 
 const platform = () => `
 catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }
-jdbc.connections.shop { url = "jdbc:sqlite:${attacker.root.replace(/^file:\/\//, '')}/shop.db" }
+jdbc.connections {
+  shop { url = "jdbc:sqlite:${attacker.root.replace(/^file:\/\//, '')}/shop.db", tenants = ["${attacker.id}"] }
+  victim_shop { url = "jdbc:sqlite:${victim.root.replace(/^file:\/\//, '')}/shop.db", tenants = ["${victim.id}"] }
+  nobodys_shop { url = "jdbc:sqlite:${victim.root.replace(/^file:\/\//, '')}/shop.db" }
+}
 tenants {
   ${attacker.id} { storage-roots = ["${attacker.root}"] }
   ${victim.id} { storage-roots = ["${victim.root}"] }
@@ -376,6 +380,15 @@ describe('jdbc-snapshot-ingest: inline urls, credentials and driver classes', ()
     expect(r.code, r.text).toBe(78);
     expect(r.paths).toContain('source.password');
     expect(r.text).not.toContain(TOKEN);
+  });
+
+  it.each([
+    ["the victim's connection", 'victim_shop'],
+    ['a connection the platform config of several tenants grants to nobody', 'nobodys_shop'],
+  ])("a named connection of another tenant: %s (its database, with the platform's credentials)", async (_, name) => {
+    const r = await validate(bases['jdbc-snapshot-ingest v1']!.replace('connection = "shop"', `connection = "${name}"`));
+    expect(r.code, r.text).toBe(78);
+    expect(r.paths).toContain('source.connection');
   });
 
   it("a driver class other than the url protocol's own", async () => {

@@ -233,7 +233,19 @@ export const platformSchema = z
           .record(
             name(),
             z
-              .object({ url: z.string().startsWith('jdbc:'), user: z.string().optional(), password: secretRef.optional(), driver: z.string().optional() })
+              .object({
+                url: z.string().startsWith('jdbc:'),
+                user: z.string().optional(),
+                password: secretRef.optional(),
+                driver: z.string().optional(),
+                /**
+                 * The tenants whose job configs may name this connection. A connection is a
+                 * database with the platform's credentials, hence some tenant's rows: without this
+                 * list it is usable only where the platform config lists at most one tenant (one
+                 * deployment per tenant), never by every tenant of a shared platform config.
+                 */
+                tenants: z.array(name()).optional(),
+              })
               .strict(),
           )
           .default({}),
@@ -320,7 +332,22 @@ export const platformSchema = z
       .strict()
       .default({ 'retention-floor-hours': RETENTION_FLOOR_HOURS }),
   })
-  .strict();
+  .strict()
+  .superRefine((p, ctx) => {
+    // A grant to a tenant the platform config does not list is a typo that would grant nobody, or a
+    // tenant added later without review.
+    if (!p.tenants) return;
+    const known = Object.keys(p.tenants);
+    for (const [name, c] of Object.entries(p.jdbc.connections))
+      c.tenants?.forEach((t, i) => {
+        if (!known.includes(t))
+          ctx.addIssue({
+            code: 'custom',
+            path: ['jdbc', 'connections', name, 'tenants', i],
+            message: `"${t}" is not a tenant of this platform config (tenants: ${known.join(', ')})`,
+          });
+      });
+  });
 
 export type PlatformConfig = z.infer<typeof platformSchema>;
 

@@ -139,6 +139,38 @@ target { table = "orders", snapshot-date = "2026-07-05" }
     expect(none[0]?.message).toMatch(/\(jdbc.connections: none\)/);
   });
 
+  // A named connection is the platform's database with the platform's credentials: under a shared
+  // platform config it holds one tenant's rows, so naming it is a grant like a Kafka topic's.
+  const shared = (crm: string, erp = '') => `
+jdbc.connections {
+  crm { url = "jdbc:postgresql://crm-db:5432/crm", user = "globex_reader", password { env = "CRM_PW" }${crm} }
+  erp { url = "jdbc:postgresql://erp-db:5432/erp"${erp} }
+}
+tenants { acme { storage-roots = ["file:///lake/acme"] }, globex { storage-roots = ["file:///lake/globex"] } }
+`;
+
+  it("refuses another tenant's connection under a shared platform config, and one granted to nobody", async () => {
+    const env = { CRM_PW: 'pw' };
+    const refused = 'connection "crm" is not granted to tenant acme (jdbc.connections.crm.tenants';
+    expect(await configIssues(named, { platform: shared(', tenants = ["globex"]'), env })).toEqual([
+      { path: 'source.connection', message: expect.stringContaining(refused) },
+    ]);
+    // No grant at all: with several tenants the platform config must say whose database it is.
+    expect(await configIssues(named, { platform: shared(''), env })).toEqual([{ path: 'source.connection', message: expect.stringContaining(refused) }]);
+    expect(await configIssues(named, { platform: shared(''), env, tenant: 'acme' })).toEqual([
+      { path: 'source.connection', message: expect.stringContaining(refused) },
+    ]);
+    const granted = await load(named, { platform: shared(', tenants = ["globex", "acme"]'), env });
+    expect(granted.plan.steps.map((s) => s.id)).toEqual(['probe-source', 'write-snapshot', 'count-snapshot']);
+    // One tenant in the platform config (one deployment per tenant): its connections are its own.
+    expect((await load(named, { platform, env })).plan.steps).toHaveLength(3);
+  });
+
+  it('refuses a connection granted to a tenant the platform config does not list', async () => {
+    const issues = await configIssues(named, { platform: shared(', tenants = ["acme", "globx"]'), env: { CRM_PW: 'pw' } });
+    expect(issues).toEqual([{ path: '(platform) jdbc.connections.crm.tenants[1]', message: expect.stringContaining('"globx" is not a tenant') }]);
+  });
+
   it('refuses url, user, password and driver next to a named connection', async () => {
     const issues = await configIssues(
       named.replace(

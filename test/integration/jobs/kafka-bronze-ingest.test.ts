@@ -258,6 +258,29 @@ describe('kafka-bronze-ingest into Delta, by topic glob, raw values', () => {
   );
 });
 
+describe('kafka-bronze-ingest: a topic-pattern cannot hold the server', () => {
+  // Spark matches subscribePattern with java.util.regex on its driver against every topic of the
+  // cluster, in a thread no cancel interrupts. A glob of 31 stars as consecutive `[…]*` runs would
+  // backtrack for longer than anyone waits on this 60-character topic name; built with atomic
+  // groups it is matched in time linear in the name.
+  it(
+    'a glob of many stars matches (or not) at once on the real server',
+    async () => {
+      const topic = `${tenant.id}.${'a'.repeat(60)}`;
+      createTopic(topic, 1);
+      const produced = produce(topic, [{ key: 'k', value: 'v' }]);
+      const started = Date.now();
+      const none = await run(job(`topic-pattern = "${tenant.id}.${'*a'.repeat(30)}*Z"`, 'table = "many_stars", format = delta, catalog = "spark_catalog"'));
+      expect(none.code, none.stderr).toBe(99);
+      const some = await run(job(`topic-pattern = "${tenant.id}.${'*a'.repeat(30)}*"`, 'table = "many_stars", format = delta, catalog = "spark_catalog"'));
+      expect(some.code, some.stderr).toBe(0);
+      expect(landed(readDeltaWithDeltaRs(`${tenant.root}/bronze/many_stars`))).toEqual(keys(produced));
+      expect(Date.now() - started).toBeLessThan(240_000);
+    },
+    LONG,
+  );
+});
+
 describe('kafka-bronze-ingest refusals on a live stack', () => {
   it('a topic of another tenant: 78 at its path, nothing sent to Spark, no table created', async () => {
     const r = await run(job('topics = ["globex.orders"]', 'table = "refused", format = iceberg, catalog = "lake"'));

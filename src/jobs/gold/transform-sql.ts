@@ -117,6 +117,9 @@ const FROM_LIST_END = new Set([
   'lateral',
 ]);
 
+/** Words that start a query inside parentheses (anything else there starts a relation: a table). */
+const QUERY_STARTS = new Set(['select', 'with', 'from', 'table', 'values', 'map', 'reduce']);
+
 /** Path-based table prefixes (`delta.`/path``): named in the refusal, they are never a layer. */
 const PATH_FORMATS = new Set(['delta', 'parquet', 'csv', 'json', 'orc', 'text', 'avro', 'binaryfile', 'iceberg', 'jdbc', 'hive']);
 
@@ -311,8 +314,13 @@ export function screenTransform(sql: string, known: readonly string[] = []): Scr
     const t = tok(k)!;
     if (expectTable) {
       expectTable = false;
-      if (t.text === '(' || isWord(t, 'lateral') || isWord(t, 'values')) {
-        // a subquery or an inline table: its own FROMs are screened where they are
+      if (t.text === '(') {
+        // A subquery (its own FROMs are screened where they are), or, as Spark's grammar also
+        // has '(' relation ')', a table in parentheses: then a table (or another '(') comes next.
+        const next = tok(k + 1);
+        if (!(next?.kind === 'word' && !next.quoted && QUERY_STARTS.has(next.value))) expectTable = true;
+      } else if (isWord(t, 'lateral') || isWord(t, 'values')) {
+        // a lateral subquery or an inline table
       } else if (t.kind === 'word') {
         const chain = [t];
         let m = k + 1;

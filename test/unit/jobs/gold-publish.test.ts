@@ -70,6 +70,9 @@ describe('gold-publish: the transform screen (tokens, never a regex over raw tex
       'WITH a AS (SELECT * FROM `lake`.`acme_silver`.`orders`) SELECT * FROM a WHERE x IN (SELECT y FROM `lake`.`acme_gold`.`t`)',
     );
     expect(rewrite('SELECT * FROM paid', ['paid'])).toBe('SELECT * FROM paid');
+    expect(rewrite('SELECT * FROM (silver.orders) o JOIN ((gold.t)) ON true, (SELECT 1) x')).toBe(
+      'SELECT * FROM (`lake`.`acme_silver`.`orders`) o JOIN ((`lake`.`acme_gold`.`t`)) ON true, (SELECT 1) x',
+    );
   });
 
   it('knows string literals: escapes, doubled quotes, raw strings, double quotes', () => {
@@ -142,6 +145,12 @@ describe('gold-publish: the transform screen (tokens, never a regex over raw tex
     ['regexp_replace', "SELECT regexp_replace(s, '(a+)+$', '') FROM silver.t"],
     ['like()', "SELECT like(s, '%a%b') FROM silver.t"],
     ['split', "SELECT split(s, '(a+)+b') FROM silver.t"],
+    // Spark's relation grammar has '(' relation ')': a table in parentheses is a table, not a subquery.
+    ['a parenthesised table of another tenant', 'SELECT * FROM (lake.beta_silver.c)'],
+    ['a parenthesised table joined', 'SELECT * FROM silver.a JOIN (lake.beta_silver.c) ON true'],
+    ['a table in double parentheses', 'SELECT * FROM ((`lake`.`beta_silver`.`c`))'],
+    ['a parenthesised table after a comma', 'SELECT * FROM silver.a, (lake.beta_silver.c) TABLESAMPLE (1 ROWS)'],
+    ['a parenthesised unqualified table', 'SELECT * FROM (orders)'],
     // Spark's lexer reads `1e+r'\'` as the identifier 1e, +, and the raw string r'\': what a lexer
     // that took `1e+r` for one number token saw as the rest of a literal is code to Spark.
     [

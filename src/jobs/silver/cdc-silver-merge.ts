@@ -675,33 +675,35 @@ export function resolveBatch(payload: Query, keys: string[], sequence: string[],
 
 /**
  * Every check of a batch, from the rows check-batch kept (not bronze): the number of events (each
- * key's latest event carries its key's), and, from the few rows with a NULL key or sequence or a tie
- * (none in a batch that passes), the number of keys with a NULL and of keys with different events at
- * one sequence (grouped by key as the window grouped them: NULL keys together), each with an example.
+ * key's latest event carries its key's), the number of keys with a NULL key or sequence and of keys
+ * with different events at one sequence, each with an example. The few rows with a NULL or a tie
+ * (none in a batch that passes) are grouped by key, as the window grouped them (NULL keys together);
+ * all other rows fall into one group, which partial aggregation folds before any shuffle.
  */
 function batchChecks(kept: Query, keys: string[]): Query {
-  const events = kept.filter(col(LATEST)).aggregate([], [alias(fn('coalesce', fn('sum', col(KEY_EVENTS)), lit(0)), 'events')]);
+  const problem = or(col(NULL_ROW), col(TIE_ROW));
   const example = (flag: string) => fn('max', fn('if', col(flag), col(EXAMPLE), lit(null)));
-  const perKey = kept.filter(or(col(NULL_ROW), col(TIE_ROW))).aggregate(
-    keys.map((k) => col(k)),
-    [
-      alias(fn('max', col(NULL_ROW)), NULL_ROW),
-      alias(example(NULL_ROW), 'null_example'),
-      alias(fn('max', col(TIE_ROW)), TIE_ROW),
-      alias(example(TIE_ROW), 'tie_example'),
-    ],
-  );
-  const problems = perKey.aggregate(
-    [],
-    [
-      alias(fn('count_if', col(NULL_ROW)), 'null_groups'),
-      alias(fn('max', col('null_example')), 'null_example'),
-      alias(fn('count_if', col(TIE_ROW)), 'ties'),
-      alias(fn('max', col('tie_example')), 'tie_example'),
-    ],
-  );
-  // Two results of one row each, side by side.
-  return events.join(problems, lit(true), 'inner');
+  return kept
+    .aggregate(
+      [alias(fn('if', problem, fn('named_struct', ...keys.flatMap((k) => [lit(k), col(k)])), lit(null)), '__lake_problem_key')],
+      [
+        alias(fn('sum', fn('if', col(LATEST), col(KEY_EVENTS), lit(0))), 'events'),
+        alias(fn('max', col(NULL_ROW)), NULL_ROW),
+        alias(example(NULL_ROW), 'null_example'),
+        alias(fn('max', col(TIE_ROW)), TIE_ROW),
+        alias(example(TIE_ROW), 'tie_example'),
+      ],
+    )
+    .aggregate(
+      [],
+      [
+        alias(fn('coalesce', fn('sum', col('events')), lit(0)), 'events'),
+        alias(fn('count_if', col(NULL_ROW)), 'null_groups'),
+        alias(fn('max', col('null_example')), 'null_example'),
+        alias(fn('count_if', col(TIE_ROW)), 'ties'),
+        alias(fn('max', col('tie_example')), 'tie_example'),
+      ],
+    );
 }
 
 /**

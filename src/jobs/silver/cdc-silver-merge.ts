@@ -9,6 +9,7 @@ import {
   asc,
   cast,
   col,
+  desc,
   eq,
   eqNullSafe,
   fn,
@@ -71,24 +72,21 @@ const AFTER_TOMBSTONE = '__lake_after_tombstone';
 /** measure's copy of the known tombstone's sequence columns (prefix) and whether there is one. */
 const TOMB_SEQ = '__lake_tomb_';
 const HAS_TOMB = '__lake_has_tomb';
+const ROW_NUMBER = '__lake_rn';
 /** The resolved batch, kept on the server for the run (see `resolveBatch`). */
 const BATCH = 'cdc-batch';
-/**
- * Per event, carried by the kept batch for check-batch (see `resolveBatch`): whether it is its key's
- * latest, its number in the key's order (at the latest: the key's number of events), whether it has
- * a NULL key or sequence, whether it ties with the key's previous event, and for those two its key
- * and sequence as JSON (the example the error names).
- */
-const LATEST = '__lake_latest';
+/** Per key, carried by the resolved batch for check-batch: events, a NULL, a tie, and examples. */
 const KEY_EVENTS = '__lake_key_events';
-const NULL_ROW = '__lake_null_row';
-const TIE_ROW = '__lake_tie_row';
-const EXAMPLE = '__lake_example';
-const CHECK_COLUMNS = [LATEST, KEY_EVENTS, NULL_ROW, TIE_ROW, EXAMPLE];
+const KEY_NULL = '__lake_key_null';
+const KEY_NULL_EXAMPLE = '__lake_key_null_example';
+const KEY_TIE = '__lake_key_tie';
+const KEY_TIE_EXAMPLE = '__lake_key_tie_example';
+const CHECK_COLUMNS = [KEY_EVENTS, KEY_NULL, KEY_NULL_EXAMPLE, KEY_TIE, KEY_TIE_EXAMPLE];
 const PAYLOAD_JSON = '__lake_json';
 /** Two independent hashes of the payload's JSON: the tie check compares them instead of the JSON. */
 const PAYLOAD_HASH = '__lake_h1';
 const PAYLOAD_HASH2 = '__lake_h2';
+const TIE_ROW = '__lake_tie_row';
 const DELETED_AT = '_cdc_deleted_at';
 const RUN_ID = '_lake_run_id';
 
@@ -357,10 +355,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   if (spec.exclude) resolved = resolved.drop(...spec.exclude);
   // Declared types: silver is created with them, and every later batch is cast to them.
   if (spec.types.length) resolved = resolved.withColumns(spec.types.map(([c, t]) => [c, cast(col(c), t)] as const));
-  // Once check-batch passed, the kept rows are the latest events (the others it keeps are errors).
-  const latest = Query.materialized(BATCH)
-    .filter(col(LATEST))
-    .drop(...CHECK_COLUMNS);
+  const latest = Query.materialized(BATCH).drop(...CHECK_COLUMNS);
   const silverColumns = latest.drop(DELETE_FLAG);
 
   // Tombstones known before this run decide whether an upsert is newer than a delete.
@@ -405,7 +400,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       title: `Resolve and check the CDC batch in ${bronze.name}: latest event per key, events, NULL keys or sequences, ambiguous ties`,
       name: BATCH,
       query: resolved,
-      check: batchChecks(Query.materialized(BATCH), keys),
+      check: batchChecks(Query.materialized(BATCH)),
       interpret: (rows) => {
         const r = rows[0] ?? {};
         const events = Number(r.events ?? 0);
@@ -631,27 +626,27 @@ function resurrected(events: Query, target: TableName, tombstones: TableName, ke
 }
 
 /**
- * The latest event per key, in one pass over the events (one shuffle by key, one sort, one window):
- * order the key's events by sequence (lowest first) and, among equal sequences, by two independent
- * hashes of the payload's JSON (xxhash64, 64 bits, and murmur3, 32 bits), so that events at one
- * sequence lie next to each other and differ from their neighbour exactly when their payloads' JSON
- * differs (unless two different JSON texts collide in both hashes at once: a chance of about 2^-96
- * per pair of events at one sequence). The JSON itself is not shuffled or sorted, only its 12 bytes
- * of hash. The key's last event in that order is its latest (no next event: `lead` is NULL), and its
- * row number is the key's number of events; an event at the same sequence as its predecessor with
- * another payload is a tie. One window operator computes all of it over the one sort: what the check
- * needs per key, check-batch gathers from the rows kept, instead of a second window carrying it to
- * every key's latest event. Kept: each key's latest event, and the events with a NULL key or sequence
- * or a tie (only a batch that check-batch refuses has those). Each event gets its delete flag. Keys
- * whose events are all identical keep one of them.
+ * The latest event per key, in one pass over the events (one shuffle by key, one sort): number the
+ * key's events by sequence (highest first) and, among equal sequences, by two independent hashes of
+ * the payload's JSON (xxhash64, 64 bits, and murmur3, 32 bits), so that events at one sequence lie
+ * next to each other and differ from their neighbour exactly when their payloads' JSON differs
+ * (unless two different JSON texts collide in both hashes at once: a chance of about 2^-96 per pair
+ * of events at one sequence). The JSON itself is not shuffled or sorted, only its 12 bytes of hash:
+ * it was most of what the sort moved. A second window over the whole key (same partitioning and
+ * order, so no second sort) carries to the key's latest event what check-batch needs: the key's
+ * number of events, whether it has a NULL key or sequence or a tie (two different events at one
+ * sequence, whichever sequence), each with an example. Each event gets its delete flag. Keys whose
+ * events are all identical keep one of them.
  */
 export function resolveBatch(payload: Query, keys: string[], sequence: string[], isDelete: Expr): Query {
   const keyCols = keys.map((k) => col(k));
-  const ordered = (f: Expr) => over(f, keyCols, [...sequence.map((s) => asc(col(s))), asc(col(PAYLOAD_HASH)), asc(col(PAYLOAD_HASH2))]);
+  const ordered = (f: Expr) => over(f, keyCols, [...sequence.map((s) => desc(col(s))), asc(col(PAYLOAD_HASH)), asc(col(PAYLOAD_HASH2))]);
+  const wholeKey = (f: Expr) => over(f, keyCols, []);
   const prev = (c: string) => ordered(fn('lag', col(c), lit(1)));
+  const example = (cond: Expr) =>
+    wholeKey(fn('max', fn('if', cond, fn('to_json', fn('named_struct', ...[...keys, ...sequence].flatMap((c) => [lit(c), col(c)]))), lit(null))));
   const nullish = or(...[...keys, ...sequence].map((c) => isNull(col(c))));
   const samePayload = and(eqNullSafe(prev(PAYLOAD_HASH), col(PAYLOAD_HASH)), eqNullSafe(prev(PAYLOAD_HASH2), col(PAYLOAD_HASH2)));
-  const keyAndSequence = fn('to_json', fn('named_struct', ...[...keys, ...sequence].flatMap((c) => [lit(c), col(c)])));
   return payload
     .withColumns([
       [PAYLOAD_JSON, fn('to_json', fn('struct', star()))],
@@ -663,47 +658,36 @@ export function resolveBatch(payload: Query, keys: string[], sequence: string[],
     ])
     .drop(PAYLOAD_JSON)
     .withColumns([
-      [LATEST, isNull(ordered(fn('lead', lit(true), lit(1))))],
-      [KEY_EVENTS, ordered(fn('row_number'))],
-      [NULL_ROW, nullish],
+      [ROW_NUMBER, ordered(fn('row_number'))],
       [TIE_ROW, fn('coalesce', and(...sequence.map((s) => eqNullSafe(prev(s), col(s))), not(samePayload)), lit(false))],
     ])
-    .filter(or(col(LATEST), col(NULL_ROW), col(TIE_ROW)))
-    .withColumns([[EXAMPLE, fn('if', or(col(NULL_ROW), col(TIE_ROW)), keyAndSequence, lit(null))]])
-    .drop(PAYLOAD_HASH, PAYLOAD_HASH2);
+    .withColumns([
+      [KEY_EVENTS, wholeKey(fn('count', lit(1)))],
+      [KEY_NULL, wholeKey(fn('max', nullish))],
+      [KEY_NULL_EXAMPLE, example(nullish)],
+      [KEY_TIE, wholeKey(fn('max', col(TIE_ROW)))],
+      [KEY_TIE_EXAMPLE, example(col(TIE_ROW))],
+    ])
+    .filter(eq(col(ROW_NUMBER), lit(1)))
+    .drop(ROW_NUMBER, PAYLOAD_HASH, PAYLOAD_HASH2, TIE_ROW);
 }
 
 /**
- * Every check of a batch, from the rows check-batch kept (not bronze): the number of events (each
- * key's latest event carries its key's), the number of keys with a NULL key or sequence and of keys
- * with different events at one sequence, each with an example. The few rows with a NULL or a tie
- * (none in a batch that passes) are grouped by key, as the window grouped them (NULL keys together);
- * all other rows fall into one group, which partial aggregation folds before any shuffle.
+ * Every check of a batch, from its resolved rows (one per key): the number of events, the keys
+ * with a NULL key or sequence and the keys with different events at one sequence, each with an
+ * example. Reads the rows check-batch kept, not bronze.
  */
-function batchChecks(kept: Query, keys: string[]): Query {
-  const problem = or(col(NULL_ROW), col(TIE_ROW));
-  const example = (flag: string) => fn('max', fn('if', col(flag), col(EXAMPLE), lit(null)));
-  return kept
-    .aggregate(
-      [alias(fn('if', problem, fn('named_struct', ...keys.flatMap((k) => [lit(k), col(k)])), lit(null)), '__lake_problem_key')],
-      [
-        alias(fn('sum', fn('if', col(LATEST), col(KEY_EVENTS), lit(0))), 'events'),
-        alias(fn('max', col(NULL_ROW)), NULL_ROW),
-        alias(example(NULL_ROW), 'null_example'),
-        alias(fn('max', col(TIE_ROW)), TIE_ROW),
-        alias(example(TIE_ROW), 'tie_example'),
-      ],
-    )
-    .aggregate(
-      [],
-      [
-        alias(fn('coalesce', fn('sum', col('events')), lit(0)), 'events'),
-        alias(fn('count_if', col(NULL_ROW)), 'null_groups'),
-        alias(fn('max', col('null_example')), 'null_example'),
-        alias(fn('count_if', col(TIE_ROW)), 'ties'),
-        alias(fn('max', col('tie_example')), 'tie_example'),
-      ],
-    );
+function batchChecks(resolved: Query): Query {
+  return resolved.aggregate(
+    [],
+    [
+      alias(fn('coalesce', fn('sum', col(KEY_EVENTS)), lit(0)), 'events'),
+      alias(fn('count_if', col(KEY_NULL)), 'null_groups'),
+      alias(fn('max', col(KEY_NULL_EXAMPLE)), 'null_example'),
+      alias(fn('count_if', col(KEY_TIE)), 'ties'),
+      alias(fn('max', col(KEY_TIE_EXAMPLE)), 'tie_example'),
+    ],
+  );
 }
 
 /**

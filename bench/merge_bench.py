@@ -100,7 +100,27 @@ def session_rss_kb(sid: int) -> int:
     return total
 
 
+def session_cpu_s(sid: int) -> float:
+    """CPU time (user + system, seconds) of every live process of a session: the Spark server's JVM
+    and its launcher. The difference over a run is the server's work for it; unlike wall time it
+    hardly depends on what else the machine runs (other processes take cores, not this CPU time)."""
+    ticks = 0
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            if int(fields[3]) != sid:
+                continue
+            ticks += int(fields[11]) + int(fields[12])  # fields 14 and 15 of stat: utime, stime
+        except (OSError, ValueError, IndexError):
+            continue
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
 MEMORY: dict[str, int] = {}
+SERVER_CPU: dict[str, float] = {}
 
 
 def run(cmd: list[str], log_path: str, server_sid: int = 0) -> tuple[float, str, str]:
@@ -119,9 +139,11 @@ def run(cmd: list[str], log_path: str, server_sid: int = 0) -> tuple[float, str,
     sampler = threading.Thread(target=sample, daemon=True) if server_sid else None
     if sampler:
         sampler.start()
+    cpu0 = session_cpu_s(server_sid) if server_sid else 0.0
     t = time.perf_counter()
     p = subprocess.run(timed, capture_output=True, text=True)
     wall = time.perf_counter() - t
+    SERVER_CPU["s"] = (session_cpu_s(server_sid) - cpu0) if server_sid else 0.0
     done.set()
     if sampler:
         sampler.join()
@@ -236,6 +258,7 @@ def main() -> int:
     order = list(contenders)
     samples: dict[str, list[float]] = {k: [] for k in order}
     memory: dict[str, list[dict]] = {k: [] for k in order}
+    server_cpu: dict[str, list[float]] = {k: [] for k in order}
     a_steps: list[dict] = []
     a0_steps: list[dict] = []
     b1_steps: list[dict] = []
@@ -254,12 +277,13 @@ def main() -> int:
             results[k].add(json.dumps(c if k != "B2" else {"rows": c["rows"], "checksum": c["checksum"]}, sort_keys=True))
             log(
                 f"round {r}{' (warm-up)' if warm else ''} {k}: {wall:.2f} s  silver {c['rows']} rows, tombstones {c['tombstones']}"
-                f"  peak RSS: client {MEMORY['client'] // 1024} MB, server {MEMORY['server'] // 1024} MB"
+                f"  peak RSS: client {MEMORY['client'] // 1024} MB, server {MEMORY['server'] // 1024} MB, server CPU {SERVER_CPU['s']:.1f} s"
             )
             if warm:
                 continue
             samples[k].append(wall)
             memory[k].append({"clientMaxRssMB": round(MEMORY["client"] / 1024), "serverMaxRssMB": round(MEMORY["server"] / 1024)})
+            server_cpu[k].append(round(SERVER_CPU["s"], 2))
             if k == "A":
                 a_steps.append(our_steps(err))
             elif k == "A0":
@@ -288,6 +312,9 @@ def main() -> int:
         "warmup": a.warmup,
         "samples": samples,
         "memory": memory,
+        # Server CPU seconds per run (0 without --server-sid): less sensitive to the machine's load than wall time.
+        "serverCpuS": server_cpu,
+        "medianServerCpuS": {k: statistics.median(v) for k, v in server_cpu.items() if v},
         "median": med,
         "ratio": {f"A/{k}": med["A"] / med[k] for k in ("A0", "B1", "B2") if "A" in med and k in med},
         "base": base,

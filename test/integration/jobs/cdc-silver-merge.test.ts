@@ -221,6 +221,29 @@ describe('cdc-silver-merge v1 on the real stack', () => {
     expect(silver()).toContainEqual({ id: 10, name: 'ten+', amount: '10.10' });
   });
 
+  it('finds a tie among three events at one sequence whatever their order, and a NULL against a value', async () => {
+    // Two identical events and a different one at one sequence: one key with a tie, however many
+    // events it has there. A NULL column and a value differ too (the JSON omits the NULL).
+    await appendBronze(
+      `(11, 'eleven', '11.00', '2026-07-15 08:00:00', 'c', '2026-07-15'), (11, 'ELEVEN', '11.00', '2026-07-15 08:00:00', 'c', '2026-07-15'), (11, 'eleven', '11.00', '2026-07-15 08:00:00', 'c', '2026-07-15'), (12, 'twelve', NULL, '2026-07-15 08:00:00', 'c', '2026-07-15'), (12, 'twelve', '12.00', '2026-07-15 08:00:00', 'c', '2026-07-15')`,
+    );
+    const before = silver();
+    const differ = await run('2026-07-15');
+    expect(differ.code).toBe(65);
+    expect(differ.status.error).toMatchObject({
+      code: 'CDC_AMBIGUOUS_SEQUENCE',
+      message: expect.stringMatching(/^2 key\(s\) have different CDC events at the same sequence/),
+    });
+    expect(silver()).toEqual(before);
+    await appendBronze(
+      `(13, 'thirteen', NULL, '2026-07-16 08:00:00', 'c', '2026-07-16'), (13, 'thirteen', NULL, '2026-07-16 08:00:00', 'c', '2026-07-16'), (13, 'thirteen', NULL, '2026-07-16 08:00:00', 'c', '2026-07-16')`,
+    );
+    const same = await run('2026-07-16');
+    expect(same.code).toBe(0);
+    expect(same.status.outputs[0].metrics).toEqual({ inserted: 1, updated: 0, deleted: 0, late: 0 });
+    expect(silver()).toContainEqual({ id: 13, name: 'thirteen', amount: 'null' });
+  });
+
   it('exits 99 (skipped) when the batch is empty', async () => {
     const { code, status } = await run('2026-07-07');
     expect(code).toBe(99);

@@ -82,18 +82,27 @@ def restore(remote: str, table: str, tombs: str, s0: int, t0: int) -> None:
     spark.stop()
 
 
-def session_rss_kb(sid: int) -> int:
-    """Resident memory (KB) of every process of a session: the Spark server's launcher and its JVM."""
-    total = 0
+def session_processes(sid: int):
+    """(pid, stat fields after the command name) of every live process of a session: the Spark
+    server's launcher and its JVM. Processes that end while being read are skipped."""
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
         try:
             with open(f"/proc/{d}/stat") as f:
                 fields = f.read().rsplit(")", 1)[1].split()
-            if int(fields[3]) != sid:  # field 6 of stat: the session id
-                continue
-            with open(f"/proc/{d}/status") as f:
+            if int(fields[3]) == sid:  # field 6 of stat: the session id
+                yield d, fields
+        except (OSError, ValueError, IndexError):
+            continue
+
+
+def session_rss_kb(sid: int) -> int:
+    """Resident memory (KB) of every process of a session."""
+    total = 0
+    for pid, _ in session_processes(sid):
+        try:
+            with open(f"/proc/{pid}/status") as f:
                 total += next((int(line.split()[1]) for line in f if line.startswith("VmRSS:")), 0)
         except (OSError, ValueError, IndexError):
             continue
@@ -101,21 +110,11 @@ def session_rss_kb(sid: int) -> int:
 
 
 def session_cpu_s(sid: int) -> float:
-    """CPU time (user + system, seconds) of every live process of a session: the Spark server's JVM
-    and its launcher. The difference over a run is the server's work for it; unlike wall time it
-    hardly depends on what else the machine runs (other processes take cores, not this CPU time)."""
-    ticks = 0
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            if int(fields[3]) != sid:
-                continue
-            ticks += int(fields[11]) + int(fields[12])  # fields 14 and 15 of stat: utime, stime
-        except (OSError, ValueError, IndexError):
-            continue
+    """CPU time (user + system, seconds) of every live process of a session. The difference over a
+    run is the server's work for it; unlike wall time it hardly depends on what else the machine
+    runs (other processes take cores, not this CPU time)."""
+    # fields 14 and 15 of stat: utime, stime
+    ticks = sum(int(fields[11]) + int(fields[12]) for _, fields in session_processes(sid))
     return ticks / os.sysconf("SC_CLK_TCK")
 
 

@@ -73,14 +73,16 @@ export class UsageError extends LakehouseError {
 export class ConfigError extends LakehouseError {
   readonly exitCode = ExitCode.config;
   readonly category = 'config' as const;
-  readonly code = 'CONFIG_INVALID';
+  /** `CONFIG_INVALID`, or a narrower code orchestrators can tell apart (`TABLE_LOCATION_TAKEN`). */
+  readonly code: string;
   readonly issues: readonly ConfigIssue[];
   /** Per issue (same index), where it was written when known; for people (`validate`, logs), not the status. */
   readonly locations: readonly (string | undefined)[];
 
-  constructor(issues: LocatedIssue[] | string, options?: { cause?: unknown; path?: string }) {
+  constructor(issues: LocatedIssue[] | string, options?: { cause?: unknown; path?: string; code?: string }) {
     const list: LocatedIssue[] = typeof issues === 'string' ? [{ path: options?.path ?? '', message: issues }] : issues;
     super(list.map((i) => (i.path ? `${i.path}: ${i.message}` : i.message)).join('; '), options);
+    this.code = options?.code ?? 'CONFIG_INVALID';
     this.issues = list.map(({ path, message }) => ({ path, message }));
     this.locations = list.map((i) => i.at);
   }

@@ -73,6 +73,11 @@ export interface ExecuteOptions {
   /** What the tenant may read: steps flagged `untrusted` are checked against it before they run. */
   policy?: TenantReadPolicy;
   /**
+   * The platform's catalogs. The tenant's layout puts a layer's table in one directory whatever its
+   * catalog: before a table is created, the same name in the others is looked for (ensureTable).
+   */
+  catalogs?: readonly string[];
+  /**
    * The report to fill in, step by step. The caller keeps it, so when a step fails (or the run is
    * cancelled) it still knows which steps completed and what they reported.
    */
@@ -174,12 +179,15 @@ async function runStep(
       await run(compileCommandPlan(step.command, live));
       return undefined;
     case 'ensureTable': {
+      const locationOf = async (parts: string[]): Promise<unknown> => {
+        const describe = Query.sql(`DESCRIBE TABLE EXTENDED ${quoteName(parts)}`).filter(eq(col('col_name'), lit('Location')));
+        const result = await run(compileRelationPlan(describe.rel, { reveal: false }));
+        return (result.table ? arrowRows(result.table) : [])[0]?.data_type;
+      };
       const checkLocation = async () => {
         // The catalog finds tables by name; the name alone would let a job write to a table left
         // at an old lake home or at another tenant's path, and report the path it expected.
-        const describe = Query.sql(`DESCRIBE TABLE EXTENDED ${quoteName(tableParts(step.table))}`).filter(eq(col('col_name'), lit('Location')));
-        const result = await run(compileRelationPlan(describe.rel, { reveal: false }));
-        const actual = (result.table ? arrowRows(result.table) : [])[0]?.data_type;
+        const actual = await locationOf(tableParts(step.table));
         if (typeof actual === 'string' && sameLocation(actual, step.location)) return;
         const where = typeof actual === 'string' && actual !== '' ? `at ${actual}` : 'without a location Spark reports';
         throw new ConfigError([
@@ -194,6 +202,7 @@ async function runStep(
         await checkLocation();
         return undefined;
       }
+      await checkOtherCatalogs(step, opts, locationOf);
       await policyCheck();
       try {
         await run(compileCommandPlan(step.create, live));
@@ -405,6 +414,45 @@ async function pathExists(session: SparkSession, path: string): Promise<boolean>
   } catch (e) {
     if (errorClassOf(e)?.startsWith('PATH_NOT_FOUND')) return false;
     throw e;
+  }
+}
+
+/**
+ * Before a table is created: the same namespace and name in the platform's other catalogs. The
+ * tenant's layout puts a layer's table at one location whatever its catalog, and Spark creates an
+ * Iceberg table on a directory holding a Delta table (or another catalog's Iceberg table) without
+ * complaint; both then write there, and one's orphan-file removal or VACUUM deletes the other's
+ * files. Refused (78, TABLE_LOCATION_TAKEN) when such a table is at this location; a catalog the
+ * server does not have holds no table. A view there has no location and is no obstacle.
+ */
+async function checkOtherCatalogs(
+  step: Extract<Step, { kind: 'ensureTable' }>,
+  opts: ExecuteOptions,
+  locationOf: (parts: string[]) => Promise<unknown>,
+): Promise<void> {
+  for (const catalog of opts.catalogs ?? []) {
+    if (catalog === step.table.catalog) continue;
+    const parts = [catalog, step.table.namespace, step.table.table];
+    let exists: boolean;
+    try {
+      exists = await tableExists(opts.session, parts);
+    } catch (e) {
+      // Not a catalog of this server: Spark reads the name as a namespace of its session catalog.
+      if (errorClassOf(e)?.startsWith('REQUIRES_SINGLE_PART_NAMESPACE')) continue;
+      throw e instanceof SparkError ? e.at(step.configPath) : e;
+    }
+    if (!exists) continue;
+    const actual = await locationOf(parts);
+    if (typeof actual !== 'string' || !sameLocation(actual, step.location)) continue;
+    throw new ConfigError(
+      [
+        {
+          path: step.configPath,
+          message: `table ${displayTable(step.table)} cannot be created at ${step.location}: ${quoteName(parts)} of catalog ${catalog} is there (the tenant's layout puts a layer's table at one location whatever its catalog, and two tables in one directory delete each other's files); nothing was written (name this table differently, or drop the other)`,
+        },
+      ],
+      { code: 'TABLE_LOCATION_TAKEN' },
+    );
   }
 }
 

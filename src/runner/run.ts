@@ -235,6 +235,7 @@ async function execute(
     tags: [tagFor(runId)],
     onOperation: (id) => spark.operationIds.push(id),
     policy: tenantReadPolicy(loaded.platform, loaded.tenant),
+    catalogs: Object.keys(loaded.platform.catalogs),
     report,
   });
   return { state: report.skipped ? 'skipped' : 'succeeded', report };

@@ -97,7 +97,8 @@ const DELTA: Where = { catalog: 'spark_catalog', format: 'delta' };
 /**
  * A table's name per format: the tenant's layout puts every table of a layer at
  * <storage-root>/<layer>/<table> whatever its catalog, so an Iceberg and a Delta table of one name
- * would share a location (Delta refuses to create a table on a non-Delta directory).
+ * would share a location (Delta refuses to create a table on a non-Delta directory, the runner an
+ * Iceberg table where another catalog has a table of the name).
  */
 const named = (w: Where, table: string) => (w.format === 'delta' ? `${table}_delta` : table);
 
@@ -359,5 +360,24 @@ target { table = "orders", catalog = "spark_catalog", format = delta }`;
     expect(r.status).toMatchObject({ exitCode: 78, error: { code: 'TABLE_LOCATION_TAKEN', path: 'target.table' } });
     expect(r.stderr).toContain('target.table: ');
     expect(sorted(read(REST, 'silver', 'orders'), 'id', 'status')).toEqual(before);
+  }, 300_000);
+
+  it('a REST catalog Iceberg table named like a Delta table of the layer: exit 78 TABLE_LOCATION_TAKEN, the Delta table unchanged', async () => {
+    // Spark itself would create the Iceberg table over the Delta table's directory: the runner looks first.
+    const hub = (
+      where: string,
+    ) => `${head('dv-hub')}sources = [ { table = "orders_cdc", snapshot-date = "${DAY}", record-source = "shop.orders", business-key = ["customer"] } ]
+hub { hash-key = "hk_customer", business-key = ["customer"] }
+target { table = "hub_taken", ${where} }`;
+    const first = await run(hub('catalog = "spark_catalog", format = delta'));
+    expect(first.code, first.stderr).toBe(0);
+    const before = sorted(read(DELTA, 'silver', 'hub_taken'), 'hk_customer');
+    expect(before.length).toBeGreaterThan(0);
+    const r = await run(hub('catalog = "rest", format = iceberg'));
+    expect(r.code, r.stderr).toBe(78);
+    expect(r.status).toMatchObject({ exitCode: 78, error: { code: 'TABLE_LOCATION_TAKEN', path: 'target.table' } });
+    expect(r.stderr).toContain('of catalog spark_catalog is there');
+    expect(sorted(read(DELTA, 'silver', 'hub_taken'), 'hk_customer')).toEqual(before);
+    expect(() => read(REST, 'silver', 'hub_taken')).toThrow(/NoSuchTable/);
   }, 300_000);
 });

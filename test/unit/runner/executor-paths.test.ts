@@ -179,3 +179,63 @@ describe('probePaths', () => {
     expect(sent).toEqual([]);
   });
 });
+
+describe("ensureTable and the platform's other catalogs", () => {
+  /** The target is missing; `others` says what each other catalog holds under the same name. */
+  function withOthers(others: Record<string, 'missing' | 'not-a-catalog' | string>) {
+    const sent: string[] = [];
+    const catalogOf = (p: Plan) => /"unparsedIdentifier":"`?([a-z_]+)`?\./.exec(JSON.stringify(toJson(PlanSchema, p)))?.[1] ?? 'lake';
+    const s: SparkSession = {
+      analyze: {
+        schema: async (p: Plan) => {
+          const c = catalogOf(p);
+          const held = c === 'lake' ? 'missing' : others[c];
+          if (held === 'missing') throw notFound('TABLE_OR_VIEW_NOT_FOUND');
+          if (held === 'not-a-catalog') throw notFound('REQUIRES_SINGLE_PART_NAMESPACE');
+          return {};
+        },
+        explain: async () => '',
+        inputFiles: async () => [],
+      },
+      config: { set: async () => undefined, getOption: async () => ({}), unset: async () => undefined },
+      execute: async (p: Plan) => {
+        const json = JSON.stringify(toJson(PlanSchema, p));
+        const describe = /DESCRIBE TABLE EXTENDED `([a-z_]+)`/.exec(json);
+        if (describe) {
+          sent.push(`describe ${describe[1]}`);
+          const at = others[describe[1]!]!;
+          return { operationId: 'op', table: tableFromArrays({ col_name: ['Location'], data_type: [at], comment: [''] }) };
+        }
+        sent.push(json.includes('MODE_CREATE') ? 'create' : 'write');
+        return { operationId: 'op' };
+      },
+    };
+    const go = () =>
+      executePlan(plan, {
+        session: s,
+        logger: pino({ level: 'silent' }),
+        tags: [],
+        signal: new AbortController().signal,
+        catalogs: ['lake', ...Object.keys(others)],
+      });
+    return { go, sent };
+  }
+
+  it("refuses to create a table where another catalog's table of the same name lives (78, TABLE_LOCATION_TAKEN), creating nothing", async () => {
+    const { go, sent } = withOthers({ spark_catalog: 'file:/lake/acme/silver/orders' });
+    const e = await go().then(
+      () => undefined,
+      (x: unknown) => x,
+    );
+    expect(e).toBeInstanceOf(ConfigError);
+    expect((e as ConfigError).report()).toMatchObject({ code: 'TABLE_LOCATION_TAKEN', path: 'target.table' });
+    expect((e as ConfigError).message).toContain('`spark_catalog`.`acme_silver`.`orders` of catalog spark_catalog is there');
+    expect(sent).toEqual(['describe spark_catalog']);
+  });
+
+  it('creates it when the other catalogs have no such table, are not catalogs of this server, or keep theirs elsewhere', async () => {
+    const { go, sent } = withOthers({ spark_catalog: 'missing', hms: 'not-a-catalog', rest: 'file:///elsewhere/orders' });
+    await go();
+    expect(sent).toEqual(['describe rest', 'create', 'write']);
+  });
+});

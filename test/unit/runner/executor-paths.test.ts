@@ -37,13 +37,23 @@ const plan: JobPlan = {
 const notFound = (cls: string) =>
   new SparkError({ grpcCode: 3, message: `[${cls}] not found`, errorClass: cls, messageParameters: {}, classes: [], causes: [] });
 
-/** A session whose table exists (at `location`) or not, recording what is sent. */
-function session(opts: { exists: boolean; location?: string; createFails?: string }) {
+/** What another catalog holds under the target's name: nothing, a table at a location, or it is no catalog of the server. */
+type Other = 'missing' | 'not-a-catalog' | string;
+
+/**
+ * A session whose table (in `lake`) exists (at `location`) or not, and whose other catalogs hold
+ * `others`, recording what is sent: `describe` for the target, `describe <catalog>` for another.
+ */
+function session(opts: { exists: boolean; location?: string; createFails?: string; others?: Record<string, Other> }) {
   const sent: string[] = [];
+  const catalogOf = (p: Plan) => /"unparsedIdentifier":"`?([a-z_]+)`?\./.exec(JSON.stringify(toJson(PlanSchema, p)))?.[1] ?? 'lake';
   const s: SparkSession = {
     analyze: {
-      schema: async () => {
-        if (!opts.exists) throw notFound('TABLE_OR_VIEW_NOT_FOUND');
+      schema: async (p: Plan) => {
+        const c = catalogOf(p);
+        const held = c === 'lake' ? (opts.exists ? 'table' : 'missing') : (opts.others?.[c] ?? 'missing');
+        if (held === 'missing') throw notFound('TABLE_OR_VIEW_NOT_FOUND');
+        if (held === 'not-a-catalog') throw notFound('REQUIRES_SINGLE_PART_NAMESPACE');
         return {};
       },
       explain: async () => '',
@@ -52,9 +62,12 @@ function session(opts: { exists: boolean; location?: string; createFails?: strin
     config: { set: async () => undefined, getOption: async () => ({}), unset: async () => undefined },
     execute: async (p: Plan) => {
       const json = JSON.stringify(toJson(PlanSchema, p));
-      if (json.includes('DESCRIBE TABLE EXTENDED')) {
-        sent.push('describe');
-        const rows = opts.location === undefined ? [] : [opts.location];
+      const describe = /DESCRIBE TABLE EXTENDED `([a-z_]+)`/.exec(json);
+      if (describe) {
+        const c = describe[1]!;
+        sent.push(c === 'lake' ? 'describe' : `describe ${c}`);
+        const at = c === 'lake' ? opts.location : opts.others?.[c];
+        const rows = at === undefined ? [] : [at];
         return {
           operationId: 'op',
           table: tableFromArrays({ col_name: rows.map(() => 'Location'), data_type: rows, comment: rows.map(() => '') }),
@@ -182,34 +195,8 @@ describe('probePaths', () => {
 
 describe("ensureTable and the platform's other catalogs", () => {
   /** The target is missing; `others` says what each other catalog holds under the same name. */
-  function withOthers(others: Record<string, 'missing' | 'not-a-catalog' | string>) {
-    const sent: string[] = [];
-    const catalogOf = (p: Plan) => /"unparsedIdentifier":"`?([a-z_]+)`?\./.exec(JSON.stringify(toJson(PlanSchema, p)))?.[1] ?? 'lake';
-    const s: SparkSession = {
-      analyze: {
-        schema: async (p: Plan) => {
-          const c = catalogOf(p);
-          const held = c === 'lake' ? 'missing' : others[c];
-          if (held === 'missing') throw notFound('TABLE_OR_VIEW_NOT_FOUND');
-          if (held === 'not-a-catalog') throw notFound('REQUIRES_SINGLE_PART_NAMESPACE');
-          return {};
-        },
-        explain: async () => '',
-        inputFiles: async () => [],
-      },
-      config: { set: async () => undefined, getOption: async () => ({}), unset: async () => undefined },
-      execute: async (p: Plan) => {
-        const json = JSON.stringify(toJson(PlanSchema, p));
-        const describe = /DESCRIBE TABLE EXTENDED `([a-z_]+)`/.exec(json);
-        if (describe) {
-          sent.push(`describe ${describe[1]}`);
-          const at = others[describe[1]!]!;
-          return { operationId: 'op', table: tableFromArrays({ col_name: ['Location'], data_type: [at], comment: [''] }) };
-        }
-        sent.push(json.includes('MODE_CREATE') ? 'create' : 'write');
-        return { operationId: 'op' };
-      },
-    };
+  function withOthers(others: Record<string, Other>) {
+    const { s, sent } = session({ exists: false, others });
     const go = () =>
       executePlan(plan, {
         session: s,

@@ -70,27 +70,3 @@ export function readLikePattern(pattern: string, escape = '\\'): LikePattern {
       );
   return { segments: segments.length === 1 ? segments : [segments[0]!, ...inner.map((x) => x.s), segments[segments.length - 1]!] };
 }
-
-/** Does `text` match the pattern? The reference semantics of the compiled plan, for tests. */
-export function likeMatches(text: string, p: LikePattern): boolean {
-  const s = [...text];
-  const fits = (seg: LikeSegment, at: number) => seg.every((c, k) => c === ANY_ONE || s[at + k] === c);
-  const { segments } = p;
-  if (segments.length === 1) return s.length === segments[0]!.length && fits(segments[0]!, 0);
-  const prefix = segments[0]!;
-  const suffix = segments[segments.length - 1]!;
-  const end = s.length - suffix.length;
-  if (end < prefix.length || !fits(prefix, 0) || !fits(suffix, end)) return false;
-  let from = prefix.length;
-  for (const seg of segments.slice(1, -1)) {
-    let found = -1;
-    for (let at = from; at + seg.length <= end; at++)
-      if (fits(seg, at)) {
-        found = at;
-        break;
-      }
-    if (found < 0) return false;
-    from = found + seg.length;
-  }
-  return true;
-}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { ANY_ONE, LikePatternError, likeMatches, readLikePattern } from '../../../../src/core/expression/like.js';
+import { ANY_ONE, type LikePattern, type LikeSegment, LikePatternError, readLikePattern } from '../../../../src/core/expression/like.js';
 import { mulberry32 } from '../../../support/random.js';
 
 /** Spark's own reading of a LIKE pattern (StringUtils.escapeLikeRegex), as a JavaScript regex: the oracle. */
@@ -15,6 +15,33 @@ function sparkRegex(pattern: string, escape = '\\'): RegExp {
     else out += quote(c);
   }
   return new RegExp(`^${out}$`, 'su');
+}
+
+/**
+ * Does `text` match the pattern? The semantics the compiled plan implements (prefix and suffix in
+ * place, the segments between found in order at their first place), checked here against Spark's regex.
+ */
+function likeMatches(text: string, p: LikePattern): boolean {
+  const s = [...text];
+  const fits = (seg: LikeSegment, at: number) => seg.every((c, k) => c === ANY_ONE || s[at + k] === c);
+  const { segments } = p;
+  if (segments.length === 1) return s.length === segments[0]!.length && fits(segments[0]!, 0);
+  const prefix = segments[0]!;
+  const suffix = segments[segments.length - 1]!;
+  const end = s.length - suffix.length;
+  if (end < prefix.length || !fits(prefix, 0) || !fits(suffix, end)) return false;
+  let from = prefix.length;
+  for (const seg of segments.slice(1, -1)) {
+    let found = -1;
+    for (let at = from; at + seg.length <= end; at++)
+      if (fits(seg, at)) {
+        found = at;
+        break;
+      }
+    if (found < 0) return false;
+    from = found + seg.length;
+  }
+  return true;
 }
 
 describe('LIKE patterns', () => {

@@ -1,5 +1,6 @@
 """Driver of bench/merge (run by it, in the scripts/py-tools venv): data setup, interleaved rounds of
-A (our CLI), B1 (pyspark-client, same requests) and B2 (pyspark-client, bare MERGE), restore of the
+A (our CLI), B1 (pyspark-client, same requests), B2 (pyspark-client, bare MERGE) and B3 (pyspark-client,
+the floor of the guarantees: bench/merge_peer.py), restore of the
 silver and tombstone tables to their pre-merge snapshots between runs (not timed), verification of
 the result after every run (not timed), medians and ratios.
 
@@ -250,7 +251,12 @@ def main() -> int:
     log(f"silver base: {base} in {files} files; snapshots {s0} / {t0}; setup {time.perf_counter() - t_setup:.0f} s")
     assert base["rows"] == n
 
-    contenders = {"A": lambda i: ours("job", f"{wd}/status-{i}.json"), "B1": lambda i: peer("b1"), "B2": lambda i: peer("b2")}
+    contenders = {
+        "A": lambda i: ours("job", f"{wd}/status-{i}.json"),
+        "B1": lambda i: peer("b1"),
+        "B2": lambda i: peer("b2"),
+        "B3": lambda i: peer("b3"),
+    }
     if a.baseline_cli:
         contenders["A0"] = lambda i: ours("job", f"{wd}/status-A0-{i}.json", a.baseline_cli)
     contenders = {k: v for k, v in contenders.items() if k in a.contenders.split(",") or k == "A0"}
@@ -260,7 +266,7 @@ def main() -> int:
     server_cpu: dict[str, list[float]] = {k: [] for k in order}
     a_steps: list[dict] = []
     a0_steps: list[dict] = []
-    b1_steps: list[dict] = []
+    peer_steps: dict[str, list[dict]] = {"B1": [], "B3": []}
     results: dict[str, set] = {k: set() for k in order}
     total_rounds = a.warmup + a.rounds
     for r in range(total_rounds):
@@ -287,8 +293,8 @@ def main() -> int:
                 a_steps.append(our_steps(err))
             elif k == "A0":
                 a0_steps.append(our_steps(err))
-            elif k == "B1":
-                b1_steps.append(json.loads(out.strip().splitlines()[-1])["steps"])
+            elif k in peer_steps:
+                peer_steps[k].append(json.loads(out.strip().splitlines()[-1])["steps"])
     spark = session(a.remote)
     for t in (table, tombs):  # the work dir goes away: no catalog entry may outlive it
         spark.sql(f"DROP TABLE IF EXISTS {t}")
@@ -315,15 +321,20 @@ def main() -> int:
         "serverCpuS": server_cpu,
         "medianServerCpuS": {k: statistics.median(v) for k, v in server_cpu.items() if v},
         "median": med,
-        "ratio": {f"A/{k}": med["A"] / med[k] for k in ("A0", "B1", "B2") if "A" in med and k in med},
+        "ratio": {
+            **{f"A/{k}": med["A"] / med[k] for k in ("A0", "B1", "B2", "B3") if "A" in med and k in med},
+            # What the guarantees cost at least, whoever sends them: the floor against the bare MERGE.
+            **({"B3/B2": med["B3"] / med["B2"]} if "B3" in med and "B2" in med else {}),
+        },
         "base": base,
         "results": {k: [json.loads(s) for s in v] for k, v in results.items()},
         "identicalA_B1": same_ab1,
+        **({"identicalA_B3": results["A"] == results["B3"] and len(results["A"]) == 1} if "B3" in results and "A" in results else {}),
         **({"identicalA_A0": results["A"] == results["A0"] and len(results["A"]) == 1} if "A0" in results and "A" in results else {}),
         "identicalSilverAll": same_silver,
         "stepsA": {s: statistics.median([d.get(s, 0) for d in a_steps]) for s in step_ids},
         "stepsA0": {s: statistics.median([d.get(s, 0) for d in a0_steps]) for s in (a0_steps[0] if a0_steps else {})},
-        "stepsB1": {s: statistics.median([d.get(s, 0) for d in b1_steps]) for s in (b1_steps[0] if b1_steps else {})},
+        **{f"steps{k}": {s: statistics.median([d.get(s, 0) for d in v]) for s in v[0]} for k, v in peer_steps.items() if v},
     }
     with open(f"{wd}/merge-results.json", "w") as f:
         json.dump(out, f, indent=2)

@@ -12,6 +12,12 @@ b1  the same sequence of requests our job sends (taken from `lakehouse-jobs plan
 b2  a bare `MERGE INTO … USING (latest event per key) …` and nothing else: no checks, no metrics,
     no tombstones (equal results only because this batch has no late events and no deleted key
     that comes back).
+b3  the floor of the guarantees that need work of their own, each in its cheapest form: the latest
+    event per key resolved once and kept on the server (localCheckpoint: three steps read it), the
+    counts before any write (so that a rerun of an applied batch skips the MERGE: a MERGE that
+    changes nothing still rewrites every file it matched and commits), the deleted keys recorded
+    as tombstones, and upserts no newer than a key's tombstone ignored. No NULL or tie check, no
+    table probes, no schema comparison, no commit-window reads, no tombstone expiry.
 
 Prints one JSON line {mode, steps: {id: ms}, metrics} on stdout.
 """
@@ -30,7 +36,7 @@ METADATA = ["_lake_tenant", "_lake_source", "_lake_ingested_at", "_snapshot_date
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("mode", choices=["b1", "b2"])
+    ap.add_argument("mode", choices=["b1", "b2", "b3"])
     ap.add_argument("--remote", required=True)
     ap.add_argument("--bronze", required=True)
     ap.add_argument("--table", required=True, help="catalog.namespace.table of silver")
@@ -71,7 +77,7 @@ WHEN NOT MATCHED AND s.op <> 'd' THEN INSERT (id, name, amount, qty, status, ts)
         print(json.dumps({"mode": a.mode, "steps": steps, "metrics": metrics}))
         return 0
 
-    # b1: the plan of cdc-silver-merge v1, relation by relation.
+    # b1: the plan of cdc-silver-merge v1, relation by relation (b3: its floor, see above).
     keys, seq = ["id"], ["ts"]
     key_seq = keys + seq
     run_id = f"peer__{uuid.uuid4()}"
@@ -87,6 +93,8 @@ WHEN NOT MATCHED AND s.op <> 'd' THEN INSERT (id, name, amount, qty, status, ts)
         .filter(F.col("__lake_rn") == F.lit(1))
         .drop("__lake_rn", "op")
     )
+    if a.mode == "b3":
+        latest = timed("resolve", lambda: latest.localCheckpoint(eager=True))
     silver_columns = latest.drop("__lake_delete")
     known_tombstones = spark.read.table(tomb_full).select(*key_seq).alias("__tomb")
     source = (
@@ -97,6 +105,63 @@ WHEN NOT MATCHED AND s.op <> 'd' THEN INSERT (id, name, amount, qty, status, ts)
             (F.col("__tomb.id").isNull() | (F.col("__resolved.ts") > F.col("__tomb.ts"))).alias("__lake_after_tombstone"),
         )
     )
+
+    def measure():
+        existing = spark.read.table(a.table).select(F.col("id"), F.col("ts"), F.lit(True).alias("__lake_present")).alias("__row")
+        joined = source.alias("__source").join(existing, F.col("__source.id").eqNullSafe(F.col("__row.id")), "left")
+        matched = F.col("__row.__lake_present").isNotNull()
+        newer = F.col("__source.ts") > F.col("__row.ts")
+        after = F.col("__source.__lake_after_tombstone")
+        dele = F.col("__source.__lake_delete")
+        m = timed(
+            "measure",
+            lambda: joined.agg(
+                F.count_if(~matched & ~dele & after).alias("inserted"),
+                F.count_if(matched & newer & ~dele & after).alias("updated"),
+                F.count_if(matched & newer & dele).alias("deleted"),
+                F.count_if((matched & ~newer) | (~dele & ~after) | (~matched & dele & ~after)).alias("late"),
+                F.count_if(dele & after).alias("tombstones"),
+            ).collect()[0],
+        )
+        metrics.update(m.asDict())
+
+    def record_tombstones():
+        timed(
+            "record-tombstones",
+            lambda: latest.filter(F.col("__lake_delete"))
+            .select(*key_seq, F.current_timestamp().alias("_cdc_deleted_at"), F.lit(run_id).alias("_lake_run_id"))
+            .alias("__source")
+            .mergeInto(tomb_full, F.col(f"{tomb_name}.id").eqNullSafe(F.col("__source.id")))
+            .whenMatched(F.col("__source.ts") > F.col(f"{tomb_name}.ts"))
+            .updateAll()
+            .whenNotMatched()
+            .insertAll()
+            .merge(),
+        )
+
+    def merge():
+        newer_than_row = F.col("__source.ts") > F.col(f"{table}.ts")
+        timed(
+            "merge",
+            lambda: source.alias("__source")
+            .mergeInto(a.table, F.col(f"{table}.id").eqNullSafe(F.col("__source.id")))
+            .whenMatched(F.col("__source.__lake_delete") & newer_than_row)
+            .delete()
+            .whenMatched(~F.col("__source.__lake_delete") & newer_than_row & F.col("__source.__lake_after_tombstone"))
+            .updateAll()
+            .whenNotMatched(~F.col("__source.__lake_delete") & F.col("__source.__lake_after_tombstone"))
+            .insertAll()
+            .merge(),
+        )
+
+    if a.mode == "b3":
+        measure()
+        if metrics["tombstones"]:
+            record_tombstones()
+        if metrics["inserted"] + metrics["updated"] + metrics["deleted"]:
+            merge()
+        print(json.dumps({"mode": a.mode, "steps": steps, "metrics": metrics}))
+        return 0
 
     # check-batch: events, NULL keys or sequences, ambiguous ties in one scan (as our job does).
     as_json = F.to_json(F.struct(F.col("*")))
@@ -131,49 +196,10 @@ WHEN NOT MATCHED AND s.op <> 'd' THEN INSERT (id, name, amount, qty, status, ts)
 
     timed("check-schema", check_schema)
 
-    existing = spark.read.table(a.table).select(F.col("id"), F.col("ts"), F.lit(True).alias("__lake_present")).alias("__row")
-    joined = source.alias("__source").join(existing, F.col("__source.id").eqNullSafe(F.col("__row.id")), "left")
-    matched = F.col("__row.__lake_present").isNotNull()
-    newer = F.col("__source.ts") > F.col("__row.ts")
-    after = F.col("__source.__lake_after_tombstone")
-    dele = F.col("__source.__lake_delete")
-    m = timed(
-        "measure",
-        lambda: joined.agg(
-            F.count_if(~matched & ~dele & after).alias("inserted"),
-            F.count_if(matched & newer & ~dele & after).alias("updated"),
-            F.count_if(matched & newer & dele).alias("deleted"),
-            F.count_if((matched & ~newer) | (~dele & ~after) | (~matched & dele & ~after)).alias("late"),
-        ).collect()[0],
-    )
-    metrics.update(m.asDict())
-
+    measure()
     # Tombstones first, then silver: the same MergeIntoTableCommand shapes as ours.
-    timed(
-        "record-tombstones",
-        lambda: latest.filter(F.col("__lake_delete"))
-        .select(*key_seq, F.current_timestamp().alias("_cdc_deleted_at"), F.lit(run_id).alias("_lake_run_id"))
-        .alias("__source")
-        .mergeInto(tomb_full, F.col(f"{tomb_name}.id").eqNullSafe(F.col("__source.id")))
-        .whenMatched(F.col("__source.ts") > F.col(f"{tomb_name}.ts"))
-        .updateAll()
-        .whenNotMatched()
-        .insertAll()
-        .merge(),
-    )
-    newer_than_row = F.col("__source.ts") > F.col(f"{table}.ts")
-    timed(
-        "merge",
-        lambda: source.alias("__source")
-        .mergeInto(a.table, F.col(f"{table}.id").eqNullSafe(F.col("__source.id")))
-        .whenMatched(F.col("__source.__lake_delete") & newer_than_row)
-        .delete()
-        .whenMatched(~F.col("__source.__lake_delete") & newer_than_row & F.col("__source.__lake_after_tombstone"))
-        .updateAll()
-        .whenNotMatched(~F.col("__source.__lake_delete") & F.col("__source.__lake_after_tombstone"))
-        .insertAll()
-        .merge(),
-    )
+    record_tombstones()
+    merge()
     timed(
         "expire-tombstones",
         lambda: spark.sql(

@@ -29,12 +29,19 @@ afterAll(async () => {
 describe('cancelling during an AnalyzePlan', () => {
   it('rejects with the cancellation within a second, and the server answers the next session', async () => {
     const plan = compileRelationPlan(Query.read('json', { paths: [json] }).rel, { reveal: true });
+    // The analysis uncancelled first: how long it takes depends on the machine (2.2 s here, less on
+    // a faster one), so the abort below comes at a quarter of that, while it surely still runs.
+    const t0 = Date.now();
+    await writer.analyze.schema(plan);
+    const full = Date.now() - t0;
+    console.log(`the AnalyzePlan uncancelled: ${full} ms`);
+    expect(full).toBeGreaterThan(400);
     const run = new AbortController();
     const client = connect({ signal: run.signal });
     try {
       const started = Date.now();
       const analyzing = client.analyze.schema(plan);
-      await new Promise((r) => setTimeout(r, 1_500));
+      await new Promise((r) => setTimeout(r, Math.round(full / 4)));
       const abortedAt = Date.now();
       run.abort(new CancelledError('SIGTERM'));
       await expect(analyzing).rejects.toBeInstanceOf(CancelledError);
@@ -45,11 +52,9 @@ describe('cancelling during an AnalyzePlan', () => {
     } finally {
       client.close();
     }
-    // The same analysis, uncancelled, takes longer than the wait above: the abort did cut it short.
-    const started = Date.now();
-    await writer.analyze.schema(plan);
-    const full = Date.now() - started;
-    console.log(`the same AnalyzePlan uncancelled: ${full} ms`);
-    expect(full).toBeGreaterThan(1_500);
+    // The server answers the next request at once: the cancelled analysis does not hold it.
+    const t1 = Date.now();
+    await writer.analyze.sparkVersion();
+    expect(Date.now() - t1).toBeLessThan(5_000);
   });
 });

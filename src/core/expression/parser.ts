@@ -2,6 +2,7 @@ import type { ArithmeticOp, BinaryOp, ComparisonOp, Literal, Node } from './ast.
 import { FUNCTIONS, REFUSED_FUNCTIONS } from './functions.js';
 import { type Token, tokenize } from './lexer.js';
 import { LikePatternError, readLikePattern } from './like.js';
+import { sizeProblem } from './size.js';
 
 /**
  * The config expression grammar (docs/expressions.md), by recursive descent with one function per
@@ -30,7 +31,9 @@ export function parseExpression(text: string): ParseResult {
   if (text.trim() === '') return { ok: false, pos: 1, message: 'is empty' };
   if (text.length > MAX_EXPRESSION_LENGTH) return { ok: false, pos: MAX_EXPRESSION_LENGTH + 1, message: `is longer than ${MAX_EXPRESSION_LENGTH} characters` };
   try {
-    return { ok: true, ast: new Parser(tokenize(text)).parse() };
+    const ast = new Parser(tokenize(text)).parse();
+    const tooLarge = sizeProblem(ast);
+    return tooLarge ? { ok: false, ...tooLarge } : { ok: true, ast };
   } catch (e) {
     if (e instanceof ExpressionSyntaxError) return { ok: false, pos: e.pos, message: e.message };
     throw e;

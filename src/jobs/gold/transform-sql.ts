@@ -282,12 +282,10 @@ export function screenTransform(sql: string, known: readonly string[] = []): Scr
   if (!first || first.kind !== 'word' || first.quoted || !['select', 'with'].includes(first.value))
     return { ok: false, problems: ['must be one query starting with SELECT or WITH'] };
 
-  // CTE names: a name followed by AS ( … ).
-  const ctes = new Set(known.map((k) => k.toLowerCase()));
-  sig.forEach(({ t }, k) => {
-    if (t.kind !== 'word' || !isWord(tok(k + 1), 'as') || tok(k + 2)?.text !== '(') return;
-    if (t.quoted || !isKeyword(t.value)) ctes.add(t.value.toLowerCase());
-  });
+  // CTE names, each where Spark sees it: earlier steps everywhere, a WITH's names in their scope only.
+  const steps = new Set(known.map((k) => k.toLowerCase()));
+  const scopes = cteScopes(sig.map(({ t }) => t));
+  const isCte = (name: string, at: number) => steps.has(name) || scopes.some((s) => s.name === name && s.from <= at && at < s.to);
   for (let k = 0; k < sig.length; k++) {
     const t = tok(k)!;
     if (t.kind === 'param' && !(TRANSFORM_PARAMETERS as readonly string[]).includes(t.name))
@@ -310,17 +308,26 @@ export function screenTransform(sql: string, known: readonly string[] = []): Scr
   const fromList: boolean[] = [false];
   let depth = 0;
   let expectTable = false;
+  let afterLateral = false;
   for (let k = 0; k < sig.length; k++) {
     const t = tok(k)!;
     if (expectTable) {
       expectTable = false;
+      const lateral = afterLateral;
+      afterLateral = false;
       if (t.text === '(') {
         // A subquery (its own FROMs are screened where they are), or, as Spark's grammar also
         // has '(' relation ')', a table in parentheses: then a table (or another '(') comes next.
         const next = tok(k + 1);
         if (!(next?.kind === 'word' && !next.quoted && QUERY_STARTS.has(next.value))) expectTable = true;
-      } else if (isWord(t, 'lateral') || isWord(t, 'values')) {
-        // a lateral subquery or an inline table
+      } else if (isWord(t, 'values')) {
+        // an inline table
+      } else if (isWord(t, 'lateral')) {
+        // Spark's grammar has LATERAL before any relation: a subquery, a table-valued function
+        // (explode(…)), or a table, which is then a table position like any other.
+        afterLateral = true;
+        expectTable = true;
+        continue;
       } else if (t.kind === 'word') {
         const chain = [t];
         let m = k + 1;
@@ -328,7 +335,12 @@ export function screenTransform(sql: string, known: readonly string[] = []): Scr
           chain.push(tok(m + 1) as Word);
           m += 2;
         }
-        const ref = classify(chain, tok(m)?.text === '(', ctes);
+        const called = tok(m)?.text === '(';
+        const ref = isWord(t, 'stream')
+          ? 'STREAM is not allowed: Spark reads STREAM <table> as a streaming read of that table (backquote a CTE or step of that name: `stream`)'
+          : lateral && called
+            ? undefined // a lateral table-valued function: judged by the read policy on the server
+            : classify(chain, called, (name) => isCte(name, k));
         if (typeof ref === 'string') problems.push(ref);
         else if (ref) {
           tables.push(ref);
@@ -362,12 +374,68 @@ export function screenTransform(sql: string, known: readonly string[] = []): Scr
   return { ok: true, tokens, tables, spans, parameters };
 }
 
+/** Where a CTE name resolves to its CTE: significant tokens [from, to). */
+interface CteScope {
+  readonly name: string;
+  readonly from: number;
+  readonly to: number;
+}
+
+/**
+ * The CTEs of a query as Spark's grammar defines them (`WITH [RECURSIVE] name [(columns)] [AS]
+ * ( query ) [, …]`), each with the tokens where its name means it: from the end of its definition
+ * (from its own body with RECURSIVE) to the end of the parenthesised query that holds the WITH.
+ * Anywhere else Spark resolves a one-part name to a temporary view or a table of the session's
+ * current namespace, so a name is a CTE only inside its scope: not a window's name (`WINDOW w AS
+ * (…)`), not the CTE of a subquery named outside it, not a CTE inside its own definition.
+ */
+function cteScopes(sig: readonly Token[]): CteScope[] {
+  const close = new Map<number, number>();
+  const enclosing: number[] = new Array<number>(sig.length).fill(sig.length);
+  const open: number[] = [];
+  sig.forEach((t, k) => {
+    if (t.text === ')' && open.length) close.set(open.pop()!, k);
+    if (t.text === '(') open.push(k);
+  });
+  // The end of the innermost parenthesised group around each token (the text's end at the top).
+  const stack: number[] = [];
+  sig.forEach((t, k) => {
+    if (t.text === ')') stack.pop();
+    enclosing[k] = stack.length ? (close.get(stack.at(-1)!) ?? sig.length) : sig.length;
+    if (t.text === '(') stack.push(k);
+  });
+  const scopes: CteScope[] = [];
+  sig.forEach((t, k) => {
+    if (!isWord(t, 'with')) return;
+    let m = k + 1;
+    const recursive = isWord(sig[m], 'recursive');
+    if (recursive) m++;
+    for (;;) {
+      const name = sig[m];
+      if (name?.kind !== 'word' || (!name.quoted && isKeyword(name.value))) return;
+      m++;
+      // Column aliases, unless the parenthesis opens the query itself (AS is optional).
+      const next = sig[m + 1];
+      if (sig[m]?.text === '(' && !(next?.kind === 'word' && !next.quoted && QUERY_STARTS.has(next.value))) m = (close.get(m) ?? sig.length) + 1;
+      if (isWord(sig[m], 'as')) m++;
+      if (sig[m]?.text !== '(') return;
+      const end = close.get(m);
+      if (end === undefined) return;
+      scopes.push({ name: name.value.toLowerCase(), from: recursive ? m : end + 1, to: enclosing[k]! });
+      m = end + 1;
+      if (sig[m]?.text !== ',') return;
+      m++;
+    }
+  });
+  return scopes;
+}
+
 /** A table reference: the tenant's layer table, a CTE (undefined), or why it is refused. */
-function classify(chain: Word[], called: boolean, ctes: Set<string>): TableRef | string | undefined {
+function classify(chain: Word[], called: boolean, isCte: (name: string) => boolean): TableRef | string | undefined {
   const written = chain.map((w) => w.text).join('.');
   if (called) return `table-valued function ${written}(…) is not allowed: read tables as silver.<table> or gold.<table>`;
   if (chain.length === 1) {
-    if (ctes.has(chain[0]!.value.toLowerCase())) return undefined;
+    if (isCte(chain[0]!.value.toLowerCase())) return undefined;
     return `table ${written} is not layer-qualified: write silver.<table> or gold.<table> (or name an earlier step or CTE)`;
   }
   if (chain.length > 2)

@@ -3,7 +3,7 @@ import { RETENTION_FLOOR_HOURS } from '../../core/config/platform.js';
 import { catalogName, columnName, name } from '../../core/config/validate.js';
 import { ConfigError, type ConfigIssue } from '../../core/errors.js';
 import { LAYERS, type TableName, displayTable, quoteIdentifier, quoteName, sameLocation, tableParts } from '../../core/naming.js';
-import { alias, and, cast, coalesce, col, desc, fn, gt, lit, over } from '../../spark/plan/expressions.js';
+import { alias, and, cast, coalesce, col, desc, fn, gt, lit, not, or, over } from '../../spark/plan/expressions.js';
 import { Query, sqlCommand } from '../../spark/plan/query.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { tableCatalog } from '../tables.js';
@@ -239,6 +239,7 @@ function plan(ctx: JobContext, spec: TableMaintenanceSpec): JobPlan {
   // Every table is inspected and measured before any is changed: a refusal leaves all of them as they were.
   const steps: Step[] = [
     ...targets.map(inspectStep),
+    ...targets.flatMap((t) => (t.catalog.format === 'iceberg' && t.spec['expire-snapshots'] ? [foreignFilesStep(t)] : [])),
     ...targets.map((t) => measureStep(t, 'before', now)),
     ...targets.flatMap((t) => (t.catalog.format === 'iceberg' ? icebergActions(t, now, dryRun) : deltaActions(t, dryRun))),
     ...(dryRun ? [] : targets.map((t) => measureStep(t, 'after', now))),
@@ -293,6 +294,57 @@ function inspectStep(t: Target): Step {
         ),
       ];
       return unknown.length ? { fail: new ConfigError(unknown) } : {};
+    },
+  };
+}
+
+/**
+ * The prefixes of the paths under a table's location, as Iceberg may have recorded them: Hadoop
+ * writes a local path as `file:/x`, configs and our layout as `file:///x`.
+ */
+export function locationPrefixes(location: string): string[] {
+  const base = location.replace(/\/+$/, '');
+  const local = /^file:\/\/\/(.*)$/.exec(base) ?? /^file:\/(?!\/)(.*)$/.exec(base);
+  return local ? [`file:///${local[1]}/`, `file:/${local[1]}/`] : [`${base}/`];
+}
+
+/**
+ * Before expire_snapshots: every file the table's snapshots reference (data and delete files of
+ * every snapshot, their manifests and manifest lists) lies under the table's own location.
+ * expire_snapshots deletes whatever only expired snapshots reference, wherever it lies, and a table
+ * can reference files it does not own: iceberg-zero-copy-append adopts a source's files (another
+ * of the tenant's tables, or a table of a namespace the platform grants it for reading) at their
+ * paths. Once a later write replaced those rows, expiring would delete the source's live files: a
+ * read grant would have become the power to destroy the shared table. Files committed after this
+ * check are in snapshots younger than the cut-off, which expire_snapshots keeps.
+ */
+function foreignFilesStep(t: Target): Step {
+  const name = displayTable(t.table);
+  const parts = tableParts(t.table);
+  const prefixes = locationPrefixes(t.location);
+  const outside = (column: string, as: string) => alias(fn('count_if', not(or(...prefixes.map((p) => fn('startswith', col(column), lit(p)))))), as);
+  const query = Query.table([...parts, 'all_files'])
+    .aggregate([], [outside('file_path', 'files')])
+    .join(Query.table([...parts, 'all_manifests']).aggregate([], [outside('path', 'manifests')]), lit(true), 'inner')
+    .join(Query.table([...parts, 'snapshots']).aggregate([], [outside('manifest_list', 'lists')]), lit(true), 'inner');
+  return {
+    kind: 'query',
+    id: `foreign-files-${t.id}`,
+    title: `Check that every file ${name}'s snapshots reference lies under ${t.location} (expire_snapshots deletes what only expired snapshots reference, wherever it lies)`,
+    query,
+    interpret: (rows) => {
+      const r = rows[0] ?? {};
+      const n = Number(r.files ?? 0) + Number(r.manifests ?? 0) + Number(r.lists ?? 0);
+      if (n === 0) return {};
+      // No path is named: it would be another table's, perhaps another tenant's.
+      return {
+        fail: new ConfigError([
+          {
+            path: `${t.path}.expire-snapshots`,
+            message: `${name} references ${n} file(s) outside its location ${t.location} (files appended by reference, e.g. by iceberg-zero-copy-append, belong to the table they came from): expiring its snapshots would delete them from under that table, so this table's snapshots are not expired by a job; nothing was changed`,
+          },
+        ]),
+      };
     },
   };
 }

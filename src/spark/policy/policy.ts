@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { toBinary } from '@bufbuild/protobuf';
-import { ConfigError, InternalError } from '../../core/errors.js';
+import { ConfigError, type ErrorCategory, type ErrorReport, type ExitCode, InternalError, LakehouseError } from '../../core/errors.js';
 import { SparkError } from '../errors.js';
 import { isUnderRoot } from '../../core/tenant.js';
 import type { Cmd } from '../plan/commands.js';
@@ -158,7 +158,7 @@ export async function checkStepPolicy(
   ].join(',');
   await session.config.set({ ...POLICY_SESSION_CONF, [EXCLUDED_RULES_KEY]: excluded });
   try {
-    await judgePending(session, pending, policy, refuse, opts);
+    await judgePending(session, pending, policy, refuse, opts, subject.step);
   } finally {
     // The run's own queries are optimized as the platform configured them.
     await (before === undefined ? session.config.unset([EXCLUDED_RULES_KEY]) : session.config.set({ [EXCLUDED_RULES_KEY]: before }));
@@ -172,19 +172,20 @@ async function judgePending(
   policy: TenantReadPolicy,
   refuse: (messages: string[]) => ConfigError,
   opts: { verdicts?: PolicyVerdicts },
+  step: string,
 ): Promise<void> {
   for (const [fingerprint, rel] of pending) {
     const plan = compileRelationPlan(rel, { reveal: true });
     const jdbcSources = countJdbcSources(rel);
     // Both analyses at once, saving a round trip, unless the plan reads JDBC: there InputFiles
     // would connect to the database again for nothing (a JDBC relation has no files).
-    const files = jdbcSources === 0 ? analysing(() => session.analyze.inputFiles(plan), refuse) : undefined;
+    const files = jdbcSources === 0 ? analysing(() => session.analyze.inputFiles(plan), refuse, step) : undefined;
     files?.catch(() => undefined); // judged below, after the explain
-    const analysed = parseAnalyzedPlan(await analysing(() => session.analyze.explain(plan, 'extended'), refuse));
+    const analysed = parseAnalyzedPlan(await analysing(() => session.analyze.explain(plan, 'extended'), refuse, step));
     const found = analysisViolations(analysed, policy, { jdbcSources });
     if (found.length) throw refuse(found);
     if (analysed.relations.some((r) => r.kind === 'file-path' || r.kind === 'file-table')) {
-      const outside = fileViolations(await (files ?? analysing(() => session.analyze.inputFiles(plan), refuse)), policy);
+      const outside = fileViolations(await (files ?? analysing(() => session.analyze.inputFiles(plan), refuse, step)), policy);
       if (outside.length) throw refuse(outside);
     }
     // A view is judged by its definition, which another session may replace between two steps:
@@ -245,13 +246,56 @@ function holdsConfigExpr(node: unknown, depth = 0): boolean {
  * "did you mean" or a type mismatch). Missing inputs, an unreachable server, timeouts and denied
  * permissions keep their own meaning and exit code: they say nothing about the plan's contents.
  */
-async function analysing<T>(call: () => Promise<T>, refuse: (m: string[]) => ConfigError): Promise<T> {
+async function analysing<T>(call: () => Promise<T>, refuse: (m: string[]) => ConfigError, step: string): Promise<T> {
   try {
     return await call();
   } catch (e) {
     if (e instanceof SparkError && (e.category === 'spark' || e.category === 'config' || e.category === 'data'))
       throw refuse([`the plan does not analyse (${e.errorClass ?? e.code}), so it cannot be checked`]);
+    if (e instanceof SparkError) throw new PolicyCheckFailure(e, step);
     throw e;
+  }
+}
+
+/**
+ * Any other failure of the check's analysis, with its exit code, category, code and Spark error
+ * class, but never Spark's text: Spark's message of a failed analysis prints the plan analysed so
+ * far, and that part may have resolved a table the tenant may not read (observed on our server: a
+ * missing table of the tenant's own, joined with a streaming read of another tenant's table that
+ * the first wall let through, answered TABLE_OR_VIEW_NOT_FOUND with the other table's columns in
+ * the text). A denied permission names the file it was denied. So neither the message, the causes
+ * nor the error itself (as a cause) travel on; a missing table is named as the tenant's text named
+ * it (Spark's relationName parameter: a name the query wrote, not one Spark found).
+ */
+export class PolicyCheckFailure extends LakehouseError {
+  readonly exitCode: ExitCode;
+  readonly category: ErrorCategory;
+  readonly code: string;
+  override readonly retryable: boolean;
+  readonly errorClass: string | undefined;
+  readonly sqlState: string | undefined;
+
+  constructor(e: SparkError, step: string) {
+    const missing = e.category === 'input' && e.errorClass?.startsWith('TABLE_OR_VIEW_NOT_FOUND') ? e.messageParameters.relationName : undefined;
+    const what: Partial<Record<ErrorCategory, string>> = {
+      input: missing ? `the table or view ${missing} does not exist` : 'a table, view or path the step reads does not exist',
+      permission: 'the server was denied access to what the step reads',
+      transient: 'the analysis failed for a passing reason (retryable)',
+      unavailable: 'the Spark Connect server did not answer',
+    };
+    super(
+      `the tenant read policy could not analyse step ${step}: ${what[e.category] ?? 'the analysis failed'} (${e.errorClass ?? e.code}); Spark's message is not shown, as it can quote tables outside the tenant's namespaces`,
+    );
+    this.exitCode = e.exitCode;
+    this.category = e.category;
+    this.code = e.code;
+    this.retryable = e.retryable;
+    this.errorClass = e.errorClass;
+    this.sqlState = e.sqlState;
+  }
+
+  override report(): ErrorReport {
+    return { ...super.report(), ...(this.errorClass ? { sparkErrorClass: this.errorClass } : {}), ...(this.sqlState ? { sqlState: this.sqlState } : {}) };
   }
 }
 

@@ -59,7 +59,7 @@ target { table = "orders", catalog = "lake" }
   'slow.conf': `
 job    { template = "cdc-silver-merge", schema-version = 1 }
 tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
-source { table = "events", where = "sha2(repeat(CAST(id AS STRING), 20000), 512) <> ''" }
+source { table = "events", where = "sha2(repeat(CAST(id * 1 AS STRING), 20000), 512) <> ''" }
 cdc    { primary-key = ["id"], sequence-by = "ts" }
 target { table = "events", catalog = "lake" }
 `,

@@ -95,15 +95,16 @@ job    { template = "table-maintenance", schema-version = 1, name = "it-maintena
 tenant { id = "${tenantId}", storage-root = "${root}" }
 `;
 
-const platform = (floor: number) =>
+/** `grants`: more keys of the tenant's platform entry (read-namespaces, read-roots). */
+const platform = (floor: number, grants = '') =>
   `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }
-tenants { ${tenant.id} { storage-roots = ["${tenant.root}"] }, ${victim.id} { storage-roots = ["${victim.root}"] } }
+tenants { ${tenant.id} { storage-roots = ["${tenant.root}"]${grants} }, ${victim.id} { storage-roots = ["${victim.root}"] } }
 maintenance { retention-floor-hours = ${floor} }`;
 
-async function run(config: string, opts: { floor?: number; set?: string[] } = {}) {
+async function run(config: string, opts: { floor?: number; set?: string[]; grants?: string } = {}) {
   const name = `job-${Math.random().toString(36).slice(2)}`;
   writeFileSync(join(dir, `${name}.conf`), config);
-  writeFileSync(join(dir, `${name}.platform.conf`), platform(opts.floor ?? 0));
+  writeFileSync(join(dir, `${name}.platform.conf`), platform(opts.floor ?? 0, opts.grants));
   return runJob(
     join(dir, `${name}.conf`),
     join(dir, `${name}.platform.conf`),
@@ -280,6 +281,61 @@ describe('hostile configs: 78 with the path, the table unchanged', () => {
     expect(r2.code).toBe(78);
     expect(r2.status.error.issues[0].path).toBe('tables[0].vacuum');
     expect(icebergStats(ns, 'guarded')).toEqual(before);
+  });
+
+  it("a granted table's files adopted by zero-copy append: expiring the adopter's snapshots is refused, the shared table keeps its files", async () => {
+    // A shared reference table the platform grants the tenant for reading, at its own root.
+    const shared = freshTenant();
+    const sharedNs = `${shared.id}_ref`;
+    const grants = `, read-namespaces = ["lake.${sharedNs}"], read-roots = ["${shared.root}"]`;
+    const sharedData = () => readdirSync(join(shared.root.replace(/^file:\/\//, ''), 'ref', 'data')).filter((f) => f.endsWith('.parquet'));
+    await sql(`CREATE NAMESPACE IF NOT EXISTS \`lake\`.\`${sharedNs}\``);
+    await sql(
+      `CREATE TABLE \`lake\`.\`${sharedNs}\`.\`ref\` (id bigint, v string) USING iceberg LOCATION '${shared.root}/ref' TBLPROPERTIES ('format-version' = '2')`,
+    );
+    await sql(`INSERT INTO \`lake\`.\`${sharedNs}\`.\`ref\` VALUES (1, 'shared one'), (2, 'shared two')`);
+    await sql(`CREATE NAMESPACE IF NOT EXISTS \`lake\`.\`${ns}\``);
+    await sql(
+      `CREATE TABLE \`lake\`.\`${ns}\`.\`adopter\` (id bigint, v string) USING iceberg LOCATION '${tenant.root}/silver/adopter' TBLPROPERTIES ('format-version' = '2')`,
+    );
+    // The tenant appends the shared table's files to its own table by reference (what the grant allows) …
+    const append = `
+job    { template = "iceberg-zero-copy-append", schema-version = 1, name = "it-adopt" }
+tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
+source { namespace = "${sharedNs}", table = "ref" }
+target { table = "adopter", catalog = "lake" }
+`;
+    const files = sharedData();
+    expect(files.length).toBeGreaterThan(0);
+    const adopted = await run(append, { grants });
+    expect(adopted.code, adopted.stderr).toBe(0);
+    expect(adopted.status.outputs[0]).toMatchObject({ committed: true, metrics: { dataFiles: files.length } });
+    // … then replaces its own table's rows (any write of its own: a full refresh, a delete) …
+    await sql(`DELETE FROM \`lake\`.\`${ns}\`.\`adopter\``);
+    await sql(`INSERT INTO \`lake\`.\`${ns}\`.\`adopter\` VALUES (9, 'own')`);
+    const before = icebergStats(ns, 'adopter');
+    // … and expires the snapshots that held the shared file: expire_snapshots would delete it from the shared table.
+    const r = await run(
+      `${header()}\ntables = [ { layer = silver, table = "adopter", compact { rewrite-all = true }, expire-snapshots { older-than-hours = 0, retain-last = 1 } } ]`,
+      { grants },
+    );
+    expect(r.code, r.stderr).toBe(78);
+    expect(r.status.error.issues[0].path).toBe('tables[0].expire-snapshots');
+    expect(r.status.error.message).toContain(`references ${files.length} file(s) outside its location`);
+    // No path of the shared table in what the tenant sees.
+    expect(JSON.stringify(r.status)).not.toContain(shared.root);
+    expect(r.status.completedSteps.filter((s: string) => /^(compact|expire)-/.test(s))).toEqual([]);
+    expect(icebergStats(ns, 'adopter')).toEqual(before);
+    expect(sharedData()).toEqual(files);
+    expect(
+      readIcebergWithPyIceberg(sharedNs, 'ref')
+        .map((row) => String(row.v))
+        .sort(),
+    ).toEqual(['shared one', 'shared two']);
+    // Its other actions still run without the expiry.
+    const compact = await run(`${header()}\ntables = [ { layer = silver, table = "adopter", compact { rewrite-all = true } } ]`, { grants });
+    expect(compact.code, compact.stderr).toBe(0);
+    expect(sharedData()).toEqual(files);
   });
 
   it('a table that does not exist: 66, nothing created', async () => {

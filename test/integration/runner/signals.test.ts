@@ -16,11 +16,12 @@ let client: SparkConnectClient;
 let dir: string;
 
 // source.where is evaluated by Spark for each row: hashing a long string for each of 2M rows keeps
-// the job busy for minutes (config expressions may not use subqueries).
+// the job busy for minutes (config expressions may not use subqueries). `id * 1` is a number, so the
+// string's size is bounded by the expression itself (src/core/expression/size.ts).
 const slowJob = `
 job    { template = "cdc-silver-merge", schema-version = 1 }
 tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
-source { table = "events", where = "sha2(repeat(CAST(id AS STRING), 20000), 512) <> ''" }
+source { table = "events", where = "sha2(repeat(CAST(id * 1 AS STRING), 20000), 512) <> ''" }
 cdc { primary-key = ["id"], sequence-by = "ts" }
 target { table = "events", catalog = "lake" }
 `;

@@ -161,11 +161,53 @@ describe('gold-publish: the transform screen (tokens, never a regex over raw tex
     // Spark reads `1e+reflect(` as 1e, +, reflect(: the function is a call, not part of a number.
     ['reflect after 1e+', "SELECT 1e+reflect('java.lang.Runtime', 'getRuntime') FROM silver.t"],
     ['regexp_replace after 1e-', "SELECT 1e-regexp_replace(s, '(a+)+$', '') FROM silver.t"],
+    // A one-part name is a CTE only where Spark's WITH defines one: anywhere else Spark resolves it
+    // to a temporary view or a table of the session's current namespace.
+    ['a window name taken for a CTE', 'SELECT (SELECT count(*) FROM secret) AS n FROM silver.a WINDOW secret AS (ORDER BY id)'],
+    ['a CTE outside the query that defines it', 'SELECT * FROM (WITH secret AS (SELECT 1 AS x) SELECT * FROM secret) s, secret'],
+    ['a CTE of a subquery named by the outer query', 'SELECT * FROM secret WHERE EXISTS (WITH secret AS (SELECT 1) SELECT * FROM secret)'],
+    ['a non-recursive CTE naming itself (a table of that name)', 'WITH secret AS (SELECT * FROM secret) SELECT * FROM secret'],
+    ['a CTE named by an earlier one', 'WITH a AS (SELECT * FROM b), b AS (SELECT 1) SELECT * FROM a'],
+    // Spark 4.1 reads `FROM STREAM <table>` as a streaming read of that table, whatever a CTE is called.
+    ['STREAM over another tenant, after a CTE named stream', 'WITH stream AS (SELECT 1 AS x) SELECT * FROM stream lake.beta_silver.c'],
+    ['STREAM over another tenant, in a join', 'WITH stream AS (SELECT 1 AS x) SELECT * FROM silver.a JOIN stream lake.beta_silver.c ON true'],
+    // Spark's grammar: relation = LATERAL? relationPrimary, so a table may follow LATERAL.
+    ['LATERAL before a table of another tenant', 'SELECT * FROM silver.a, LATERAL lake.beta_silver.c'],
+    ['JOIN LATERAL before a table of another tenant', 'SELECT * FROM silver.a JOIN LATERAL lake.beta_silver.c ON true'],
+    ['LATERAL before an unqualified table', 'SELECT * FROM silver.a, LATERAL orders'],
   ];
   for (const [what, sql] of refused)
     it(`refuses ${what}`, () => {
       expect(problems(sql).length, sql).toBeGreaterThan(0);
     });
+
+  it('refuses STREAM after a step named stream', () => {
+    expect(problems('SELECT * FROM stream lake.beta_silver.c', ['stream']).length).toBeGreaterThan(0);
+    expect(problems('SELECT * FROM stream', ['stream'])).toEqual([expect.stringContaining('STREAM')]);
+    // Backquoted, it is the step's name.
+    expect(problems('SELECT * FROM `stream`', ['stream'])).toEqual([]);
+  });
+
+  it('knows the CTEs where WITH defines them: lists, column lists, RECURSIVE, nesting, any case', () => {
+    const ok = [
+      'WITH a AS (SELECT 1), b AS (SELECT * FROM a) SELECT * FROM b JOIN a ON true',
+      'WITH a (x, y) AS (SELECT 1, 2) SELECT * FROM a',
+      'WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r WHERE n < 3) SELECT * FROM r',
+      'SELECT * FROM (WITH a AS (SELECT 1 AS x) SELECT * FROM a) s',
+      'WITH a AS (SELECT 1) SELECT * FROM silver.t WHERE EXISTS (SELECT 1 FROM A)',
+      'WITH `stream` AS (SELECT 1) SELECT * FROM `stream`',
+      'WITH a AS (WITH b AS (SELECT 1) SELECT * FROM b) SELECT * FROM a',
+    ];
+    for (const sql of ok) expect(problems(sql), sql).toEqual([]);
+  });
+
+  it('reads what follows LATERAL: a subquery, a table-valued function, or a table of the layers', () => {
+    expect(problems('SELECT * FROM silver.a, LATERAL (SELECT a.x) l')).toEqual([]);
+    expect(problems('SELECT * FROM silver.a, LATERAL explode(a.arr) e')).toEqual([]);
+    expect(rewrite('SELECT * FROM silver.a JOIN LATERAL (SELECT 1) l ON true, LATERAL silver.b')).toBe(
+      'SELECT * FROM `lake`.`acme_silver`.`a` JOIN LATERAL (SELECT 1) l ON true, LATERAL `lake`.`acme_silver`.`b`',
+    );
+  });
 
   it('names the regular expression it refuses and what to use instead', () => {
     expect(problems("SELECT * FROM silver.t WHERE s LIKE 'a%'")).toEqual([

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadJob } from '../../../src/app/load-job.js';
 import { ConfigError } from '../../../src/core/errors.js';
 import { formatPlan } from '../../../src/app/plan-view.js';
+import { locationPrefixes } from '../../../src/jobs/ops/table-maintenance.js';
 import { tempFiles } from '../../support/files.js';
 
 const header = `
@@ -48,6 +49,7 @@ describe('table-maintenance plan', () => {
     expect(job.plan.steps.map((s) => s.id)).toEqual([
       'inspect-0',
       'inspect-1',
+      'foreign-files-0',
       'measure-before-0',
       'measure-before-1',
       'compact-0',
@@ -101,7 +103,15 @@ describe('table-maintenance plan', () => {
 
   it('a dry run sends nothing that changes a table', async () => {
     const job = await load(`${header}\ntables = [ ${iceberg}, ${delta} ]`, { set: ['dry-run=true'] });
-    expect(job.plan.steps.map((s) => s.id)).toEqual(['inspect-0', 'inspect-1', 'measure-before-0', 'measure-before-1', 'find-orphans-0', 'find-vacuum-1']);
+    expect(job.plan.steps.map((s) => s.id)).toEqual([
+      'inspect-0',
+      'inspect-1',
+      'foreign-files-0',
+      'measure-before-0',
+      'measure-before-1',
+      'find-orphans-0',
+      'find-vacuum-1',
+    ]);
     expect(job.plan.steps.every((s) => s.kind === 'query')).toBe(true);
     for (const s of job.plan.steps) expect(sqlOf(s)).not.toMatch(/rewrite_data_files|expire_snapshots|OPTIMIZE|RETAIN \d+ HOURS"/);
   });
@@ -242,5 +252,54 @@ describe('table-maintenance refusals (78, with the path)', () => {
       `${header}\ntables = [ { layer = silver, table = "a", compact { strategy = sort, sort-by = ["id') , older_than => TIMESTAMP '1970-01-01"] } } ]`,
     );
     expect(list[0]).toMatch(/^tables\[0\]\.compact\.sort-by\[0\]/);
+  });
+});
+
+describe('table-maintenance: expire_snapshots never deletes files outside the table (adopted by reference)', () => {
+  const expireOnly = (loc = '') =>
+    `${header}\ntables = [ { layer = silver, table = "orders"${loc}, expire-snapshots { older-than-hours = 200, retain-last = 1 } } ]`;
+  const query = (job: Awaited<ReturnType<typeof load>>) => {
+    const s = job.plan.steps.find((x) => x.id === 'foreign-files-0');
+    if (s?.kind !== 'query') throw new Error('foreign-files-0 is a query');
+    return s;
+  };
+
+  it("checks every snapshot's files, manifests and manifest lists before anything changes, and refuses any outside the location (78)", async () => {
+    const job = await load(expireOnly());
+    const ids = job.plan.steps.map((s) => s.id);
+    // After the inspection, before the measures and before any action: a refusal leaves the table as it was.
+    expect(ids).toEqual(['inspect-0', 'foreign-files-0', 'measure-before-0', 'expire-snapshots-0', 'measure-after-0']);
+    const step = query(job);
+    const sql = JSON.stringify(step.query);
+    // Every snapshot (all_files: data and delete files of all of them), not only the current one.
+    for (const t of ['all_files', 'all_manifests', 'snapshots']) expect(sql).toContain(`"${t}"`);
+    for (const p of ['file:///lake/acme/silver/orders/', 'file:/lake/acme/silver/orders/']) expect(sql).toContain(JSON.stringify(p));
+    expect(step.interpret([{ files: 0n, manifests: 0n, lists: 0n }])).toEqual({});
+    for (const row of [
+      { files: 3n, manifests: 0n, lists: 0n },
+      { files: 0n, manifests: 1n, lists: 0n },
+      { files: 0n, manifests: 0n, lists: 2n },
+    ]) {
+      const fail = step.interpret([row]).fail as ConfigError;
+      expect(fail).toBeInstanceOf(ConfigError);
+      expect(fail.exitCode).toBe(78);
+      expect(fail.issues[0]?.path).toBe('tables[0].expire-snapshots');
+      expect(fail.message).toMatch(/outside its location file:\/\/\/lake\/acme\/silver\/orders .*iceberg-zero-copy-append/);
+    }
+    // The expire is the only action of the table: the refusal stops the run before it.
+    expect(ids.indexOf('foreign-files-0')).toBeLessThan(ids.indexOf('expire-snapshots-0'));
+  });
+
+  it('in a dry run too; and no check for tables that expire nothing or are Delta', async () => {
+    const dry = await load(expireOnly(), { set: ['dry-run=true'] });
+    expect(dry.plan.steps.map((s) => s.id)).toContain('foreign-files-0');
+    const other = await load(`${header}\ntables = [ { layer = silver, table = "a", compact {} }, ${delta} ]`);
+    expect(other.plan.steps.map((s) => s.id).filter((id) => id.startsWith('foreign-files'))).toEqual([]);
+  });
+
+  it('a location prefix ends with a slash (orders2 is not under orders) in both spellings of a local path', () => {
+    expect(locationPrefixes('file:///lake/acme/silver/orders')).toEqual(['file:///lake/acme/silver/orders/', 'file:/lake/acme/silver/orders/']);
+    expect(locationPrefixes('file:/lake/acme/silver/orders/')).toEqual(['file:///lake/acme/silver/orders/', 'file:/lake/acme/silver/orders/']);
+    expect(locationPrefixes('s3a://bucket/acme/silver/orders')).toEqual(['s3a://bucket/acme/silver/orders/']);
   });
 });

@@ -163,9 +163,17 @@ describe('config expression grammar: what it accepts', () => {
   });
 
   it('accepts every allow-listed function with its arity bounds, case-insensitively, and refuses other counts', () => {
+    // What multiplies a value's size takes its multiplier as a literal (size.ts): 3 and 'x' there.
+    const literal: Record<string, Record<number, [string, string]>> = {
+      repeat: { 1: ['3', '3:int'] },
+      lpad: { 1: ['3', '3:int'] },
+      rpad: { 1: ['3', '3:int'] },
+      replace: { 1: ["'x'", '"x"'], 2: ["'y'", '"y"'] },
+    };
     for (const [name, { min, max }] of FUNCTIONS) {
-      const args = (n: number) => Array.from({ length: n }, (_, i) => `a${i}`).join(', ');
-      expect(parsed(`${name.toUpperCase()}(${args(min)})`)).toBe(`${name}(${Array.from({ length: min }, (_, i) => `a${i}`).join(' ')})`);
+      const arg = (i: number) => literal[name]?.[i] ?? [`a${i}`, `a${i}`];
+      const args = (n: number) => Array.from({ length: n }, (_, i) => arg(i)[0]).join(', ');
+      expect(parsed(`${name.toUpperCase()}(${args(min)})`)).toBe(`${name}(${Array.from({ length: min }, (_, i) => arg(i)[1]).join(' ')})`);
       if (min > 0)
         expect(refused(`${name}(${args(min - 1)})`)).toMatch(new RegExp(`^1: ${name} takes (at least )?${min}( to ${max})? arguments?, not ${min - 1}$`));
       if (max !== Infinity) expect(refused(`${name}(${args(max + 1)})`)).toMatch(new RegExp(`^1: ${name} takes .*, not ${max + 1}$`));

@@ -208,6 +208,62 @@ describe('checkStepPolicy', () => {
   });
 });
 
+describe('the policy check never passes on Spark’s message (it prints the plan analysed so far)', () => {
+  // What our server answered (Spark 4.1) for a transform whose first wall let a STREAM read of
+  // another tenant's table through, joined with a missing table of the tenant's own: the missing
+  // input's message carried the partly analysed plan, the other tenant's columns included.
+  const leak =
+    "[TABLE_OR_VIEW_NOT_FOUND] The table or view `lake`.`acme_silver`.`no_such_table` cannot be found. SQLSTATE: 42P01; line 1 pos 83;\n'Project [*]\n+- 'Join Inner, true\n   :- ~StreamingRelationV2 lake.beta_silver.c, [], [secret_id#961L, secret_amount#962]\n   +- 'UnresolvedRelation [lake, acme_silver, no_such_table], [], false\n";
+  const failures: [string, SparkError, ExitCode][] = [
+    [
+      'a missing table',
+      new SparkError({
+        grpcCode: 3,
+        errorClass: 'TABLE_OR_VIEW_NOT_FOUND',
+        sqlState: '42P01',
+        message: leak,
+        messageParameters: { relationName: '`lake`.`acme_silver`.`no_such_table`' },
+        classes: [],
+        causes: [leak],
+      }),
+      ExitCode.inputMissing,
+    ],
+    [
+      'a denied permission',
+      new SparkError({
+        grpcCode: 7,
+        message: 'Permission denied: access=READ, inode="/lake/beta/silver/secret_table"',
+        messageParameters: {},
+        classes: ['org.apache.hadoop.security.AccessControlException'],
+        causes: [],
+      }),
+      ExitCode.permission,
+    ],
+    [
+      'a timeout',
+      new SparkError({ grpcCode: 4, message: 'deadline while resolving lake.beta_silver.secret_table', messageParameters: {}, classes: [], causes: [] }),
+      ExitCode.transient,
+    ],
+  ];
+  for (const [what, failure, exitCode] of failures)
+    it(`${what}: its exit code and class, our own message, nothing of Spark's text`, async () => {
+      const e = (await checkStepPolicy(fakeSession(failure).session, [bronze.rel], acme, subject).then(
+        () => undefined,
+        (x: unknown) => x,
+      )) as { exitCode: number; message: string; report(): Record<string, unknown>; cause?: unknown };
+      expect(e.exitCode).toBe(exitCode);
+      const shown = JSON.stringify({ message: e.message, report: e.report(), cause: e.cause, own: { ...e } });
+      for (const secret of ['secret_id', 'secret_amount', 'beta', 'StreamingRelationV2', 'secret_table']) expect(shown, what).not.toContain(secret);
+      expect(e.message).toContain('step check-batch');
+      expect(e.report()).toMatchObject({ retryable: failure.retryable, ...(failure.errorClass ? { sparkErrorClass: failure.errorClass } : {}) });
+    });
+
+  it('names the missing table as the tenant wrote it', async () => {
+    const e = (await checkStepPolicy(fakeSession(failures[0]![1]).session, [bronze.rel], acme, subject).catch((x: unknown) => x)) as Error;
+    expect(e.message).toContain('`lake`.`acme_silver`.`no_such_table`');
+  });
+});
+
 describe('commandInputs', () => {
   it('analyses the input of writes and the source of a MERGE', () => {
     expect(commandInputs(bronze.writeFiles('file:///lake/acme/bronze/t', 'parquet', { mode: 'overwrite' }), subject)).toEqual([bronze.rel]);

@@ -65,3 +65,28 @@ export interface ConfigExpression {
   readonly text: string;
   readonly ast: Node;
 }
+
+/** A node's operands, in the order the text has them. */
+export function children(n: Node): Node[] {
+  switch (n.kind) {
+    case 'column':
+    case 'literal':
+      return [];
+    case 'unary':
+    case 'isNull':
+    case 'isBoolean':
+    case 'like':
+    case 'cast':
+      return [n.operand];
+    case 'binary':
+      return [n.left, n.right];
+    case 'in':
+      return [n.operand, ...n.values];
+    case 'between':
+      return [n.operand, n.low, n.high];
+    case 'case':
+      return [...(n.subject ? [n.subject] : []), ...n.branches.flatMap((b) => [b.when, b.then]), ...(n.otherwise ? [n.otherwise] : [])];
+    case 'call':
+      return [...n.args];
+  }
+}

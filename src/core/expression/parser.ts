@@ -1,4 +1,4 @@
-import type { ArithmeticOp, BinaryOp, ComparisonOp, Literal, Node } from './ast.js';
+import { type ArithmeticOp, type BinaryOp, type ComparisonOp, type Literal, type Node, children } from './ast.js';
 import { FUNCTIONS, REFUSED_FUNCTIONS } from './functions.js';
 import { type Token, tokenize } from './lexer.js';
 import { LikePatternError, readLikePattern } from './like.js';
@@ -464,30 +464,6 @@ class Parser {
     if (t.t === 'error') throw new ExpressionSyntaxError(t.pos, t.message);
     const what = t.t === 'eof' ? 'unexpected end of expression' : `unexpected ${JSON.stringify(t.text)}`;
     throw new ExpressionSyntaxError(t.pos, why ? `${what} (${why})` : what);
-  }
-}
-
-function children(n: Node): Node[] {
-  switch (n.kind) {
-    case 'column':
-    case 'literal':
-      return [];
-    case 'unary':
-    case 'isNull':
-    case 'isBoolean':
-    case 'like':
-    case 'cast':
-      return [n.operand];
-    case 'binary':
-      return [n.left, n.right];
-    case 'in':
-      return [n.operand, ...n.values];
-    case 'between':
-      return [n.operand, n.low, n.high];
-    case 'case':
-      return [...(n.subject ? [n.subject] : []), ...n.branches.flatMap((b) => [b.when, b.then]), ...(n.otherwise ? [n.otherwise] : [])];
-    case 'call':
-      return [...n.args];
   }
 }
 

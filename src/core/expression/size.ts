@@ -1,4 +1,4 @@
-import type { Node } from './ast.js';
+import { type Node, children } from './ast.js';
 
 /**
  * How large a value an expression can build, bounded from its tree alone: at most `factor` times
@@ -76,7 +76,7 @@ function bound(n: Node): SizeBound {
     case 'between':
     case 'like':
       // Numbers and booleans; their operands are checked on their own.
-      for (const c of operands(n)) sizeBound(c);
+      for (const c of children(n)) sizeBound(c);
       return SCALAR;
     case 'case': {
       if (n.subject) sizeBound(n.subject);
@@ -89,24 +89,6 @@ function bound(n: Node): SizeBound {
     }
     case 'call':
       return callBound(n);
-  }
-}
-
-function operands(n: Node): Node[] {
-  switch (n.kind) {
-    case 'unary':
-    case 'isNull':
-    case 'isBoolean':
-    case 'like':
-      return [n.operand];
-    case 'binary':
-      return [n.left, n.right];
-    case 'in':
-      return [n.operand, ...n.values];
-    case 'between':
-      return [n.operand, n.low, n.high];
-    default:
-      return [];
   }
 }
 

@@ -203,6 +203,7 @@ async function runStep(
         return undefined;
       }
       await checkOtherCatalogs(step, opts, locationOf);
+      await checkLocationEmpty(step, opts);
       await policyCheck();
       try {
         await run(compileCommandPlan(step.create, live));
@@ -453,6 +454,44 @@ async function checkOtherCatalogs(
       ],
       { code: 'TABLE_LOCATION_TAKEN' },
     );
+  }
+}
+
+/**
+ * Before a table is created: nothing else is at its location. The tenant's layout gives a layer's
+ * table one location whatever its format and catalog, and bronze may be parquet files there too; a
+ * table created over files it does not own takes them for its own to delete: an Iceberg table's
+ * orphan-file removal deletes every file its snapshots do not reference (a parquet bronze's dates,
+ * the files of a table dropped from its catalog but not purged), and Delta's VACUUM likewise. So a
+ * new table starts at an empty location: no `_delta_log` (a Delta table no catalog names; Delta
+ * itself refuses to create a table over one with a query, as the runner's creates are) and no file
+ * Spark lists (hidden files, `_…` and `.…`, are not listed and do not count). Refused (78,
+ * TABLE_LOCATION_TAKEN); nothing is written.
+ */
+async function checkLocationEmpty(step: Extract<Step, { kind: 'ensureTable' }>, opts: ExecuteOptions): Promise<void> {
+  const deltaLog = await pathExists(opts.session, `${step.location}/_delta_log`);
+  const files = deltaLog ? [] : await filesUnder(opts.session, step.location, step.configPath);
+  if (!deltaLog && files.length === 0) return;
+  const what = deltaLog ? 'a Delta table (_delta_log)' : `${files.length} file(s)`;
+  throw new ConfigError(
+    [
+      {
+        path: step.configPath,
+        message: `table ${displayTable(step.table)} cannot be created at ${step.location}: ${what} already there (another format's table, a table dropped from its catalog without its files, or bronze parquet files), which the new table would take for its own and delete in its maintenance; a new table starts at an empty location, and nothing was written (move the files away, or name the table differently)`,
+      },
+    ],
+    { code: 'TABLE_LOCATION_TAKEN' },
+  );
+}
+
+/** The files Spark lists under `path`, recursively (none when it does not exist). */
+async function filesUnder(session: SparkSession, path: string, configPath: string): Promise<string[]> {
+  const listing = Query.read('binaryFile', { paths: [path], options: { recursiveFileLookup: 'true' } });
+  try {
+    return await session.analyze.inputFiles(compileRelationPlan(listing.rel, { reveal: false }));
+  } catch (e) {
+    if (errorClassOf(e)?.startsWith('PATH_NOT_FOUND')) return [];
+    throw e instanceof SparkError ? e.at(configPath) : e;
   }
 }
 

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ConfigError } from '../../core/errors.js';
 import { type TableName, displayTable, tableParts } from '../../core/naming.js';
 import { catalogName } from '../../core/config/validate.js';
 import { alias, col, eq, fn, isIn, lit } from '../../spark/plan/expressions.js';
@@ -38,7 +39,7 @@ export function checkBronzeCatalog(s: { format: BronzeFormat; catalog?: string |
 }
 
 export type BronzeRef =
-  | { readonly kind: 'files'; readonly format: 'parquet'; readonly location: string; readonly name: string }
+  | { readonly kind: 'files'; readonly format: 'parquet'; readonly location: string; readonly name: string; readonly configPath: string }
   | { readonly kind: 'table'; readonly format: 'iceberg' | 'delta'; readonly location: string; readonly name: string; readonly table: TableName };
 
 /**
@@ -47,7 +48,7 @@ export type BronzeRef =
  */
 export function bronzeRef(ctx: JobContext, spec: { table: string; format: BronzeFormat; catalog?: string | undefined }, section: string): BronzeRef {
   const location = ctx.tenant.location('bronze', spec.table);
-  if (spec.format === 'parquet') return { kind: 'files', format: 'parquet', location, name: location };
+  if (spec.format === 'parquet') return { kind: 'files', format: 'parquet', location, name: location, configPath: `${section}.table` };
   const catalog = tableCatalog(ctx, spec.catalog, spec.format, section);
   const table = ctx.tenant.table(catalog.name, 'bronze', spec.table);
   return { kind: 'table', format: spec.format, location, name: displayTable(table), table };
@@ -90,6 +91,7 @@ export function writeBronze(
   const untrusted = w.untrusted?.length ? { untrusted: w.untrusted } : {};
   if (ref.kind === 'files')
     return [
+      filesOnly(ref),
       {
         kind: 'command',
         id: 'write-snapshot',
@@ -150,13 +152,14 @@ export function readBronze(ref: BronzeRef, snapshotDates?: readonly string[]): B
     if (!snapshotDates) {
       // mergeSchema: partitions written before and after a source schema change must all show
       // their columns; without it Spark takes one file's schema and new columns silently vanish.
-      return { rows: Query.read('parquet', { paths: [ref.location], options: { mergeSchema: 'true' } }), checks: [] };
+      return { rows: Query.read('parquet', { paths: [ref.location], options: { mergeSchema: 'true' } }), checks: [filesOnly(ref)] };
     }
     const partitions = snapshotDates.map((d) => `${ref.location}/${SNAPSHOT_DATE}=${d}`);
     return {
       // basePath at the bronze dir, so _snapshot_date stays a column.
       rows: Query.read('parquet', { paths: partitions, options: { mergeSchema: 'true', basePath: ref.location } }),
       checks: [
+        filesOnly(ref),
         {
           kind: 'probePaths',
           id: 'probe-partitions',
@@ -198,6 +201,44 @@ export function readBronze(ref: BronzeRef, snapshotDates?: readonly string[]): B
         },
       },
     ],
+  };
+}
+
+/**
+ * Parquet bronze shares its location with the bronze table of the same name in any format
+ * (`<storage-root>/bronze/<table>`), so a tenant that moves a table from files to a table format, or
+ * names two jobs' tables alike, can point both at one directory. Files there are then not what a
+ * parquet reader takes them for: a Delta table's directory holds the files Delta has removed (read
+ * as rows, they bring deleted and replaced rows back), and an Iceberg table's, files its snapshots
+ * may no longer reference; a parquet writer's dynamic overwrite deletes a date's folder, live table
+ * files included. So bronze is read or written as files only where no table keeps its log
+ * (`_delta_log`) or metadata (`metadata`); otherwise 78 (TABLE_LOCATION_TAKEN), before anything is
+ * read or written. The reverse, a table created over parquet files, is refused when the table is
+ * created (the executor's ensureTable: a new table starts at an empty location).
+ */
+function filesOnly(ref: Extract<BronzeRef, { kind: 'files' }>): Step {
+  const marks = [`${ref.location}/_delta_log`, `${ref.location}/metadata`];
+  return {
+    kind: 'probePaths',
+    id: 'probe-files-only',
+    title: `Check that no Delta or Iceberg table is at ${ref.location}`,
+    paths: marks,
+    interpret: (missing) => {
+      const table = marks.find((m) => !missing.includes(m));
+      if (table === undefined) return {};
+      const format = table.endsWith('/_delta_log') ? 'a Delta table (_delta_log)' : 'an Iceberg table (metadata)';
+      return {
+        fail: new ConfigError(
+          [
+            {
+              path: ref.configPath,
+              message: `bronze parquet files cannot be read or written at ${ref.location}: ${format} is there, whose files are not rows as they lie (a table keeps files it has removed, and a parquet write would delete its live ones); nothing was read or written (read it with format = ${table.endsWith('/_delta_log') ? 'delta' : 'iceberg'}, or name the bronze table differently)`,
+            },
+          ],
+          { code: 'TABLE_LOCATION_TAKEN' },
+        ),
+      };
+    },
   };
 }
 

@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -209,5 +209,120 @@ target { table = "orders", snapshot-date = "2026-09-01", format = ${format}, cat
       message: expect.stringContaining(`${name} already exists at ${elsewhere.replace(/^file:\/\//, 'file:')}, not at ${t.root}/bronze/orders`),
     });
     expect(await sql(`SELECT id, name FROM ${name}`)).toEqual([{ id: 7n, name: 'old home' }]);
+  });
+});
+
+/**
+ * One location holds one kind of thing. The layout gives a table one directory whatever its format,
+ * and parquet bronze lives at the same place as a bronze table: a table is created only where no
+ * files are, and parquet bronze is never read where a table keeps its log or metadata.
+ */
+describe('one location, one kind', () => {
+  const files = (root: string, sub: string) => {
+    const at = join(root.replace(/^file:\/\//, ''), sub);
+    const out: string[] = [];
+    const walk = (d: string) => {
+      for (const e of readdirSync(d, { withFileTypes: true })) e.isDirectory() ? walk(join(d, e.name)) : out.push(join(d, e.name).slice(at.length));
+    };
+    walk(at);
+    return out.sort();
+  };
+  const platform = (t: { id: string; root: string }) =>
+    `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }\ntenants { ${t.id} { storage-roots = ["${t.root}"] } }\njdbc { inline-urls = allow }`;
+  const cli = (t: { id: string; root: string }, job: string) => {
+    const conf = tempFiles({ 'job.conf': job, 'platform.conf': platform(t) });
+    return runCli(['--config', join(conf, 'job.conf'), '--env', join(conf, 'platform.conf'), '--remote', remote()]).then((r) => ({
+      ...r,
+      status: JSON.parse(r.stdout) as { exitCode: number; error?: { code: string; path: string; message: string } },
+    }));
+  };
+  const cdc = (t: { id: string; root: string }, source: string, target: string) => `
+job    { template = "cdc-silver-merge", schema-version = 2 }
+tenant { id = "${t.id}", storage-root = "${t.root}" }
+source { ${source} }
+cdc    { primary-key = ["id"], sequence-by = "ts", op-column = "op" }
+target { ${target} }
+`;
+
+  it('a bronze Iceberg table over parquet bronze files: 78 TABLE_LOCATION_TAKEN, the files untouched, no table', async () => {
+    const t = freshTenant();
+    await bronze(t.root, '2026-09-01');
+    const before = files(t.root, 'bronze/orders_cdc');
+    execFileSync('python3', [
+      '-c',
+      'import sqlite3, sys\ndb = sqlite3.connect(sys.argv[1])\ndb.execute("CREATE TABLE IF NOT EXISTS o (id INTEGER, name TEXT)")\ndb.execute("DELETE FROM o")\ndb.execute("INSERT INTO o VALUES (1, \'one\')")\ndb.commit()',
+      join(dir, 'one-kind.db'),
+    ]);
+    const r = await cli(
+      t,
+      `
+job    { template = "jdbc-snapshot-ingest", schema-version = 2 }
+tenant { id = "${t.id}", storage-root = "${t.root}" }
+source { table = "o", url = "jdbc:sqlite:${join(dir, 'one-kind.db')}", driver = "org.sqlite.JDBC" }
+target { table = "orders_cdc", snapshot-date = "2026-09-02", format = iceberg, catalog = lake }
+`,
+    );
+    expect(r.code, r.stderr).toBe(78);
+    expect(r.status.error).toMatchObject({ code: 'TABLE_LOCATION_TAKEN', path: 'target.table' });
+    expect(r.status.error!.message).toMatch(/\d+ file\(s\) already there/);
+    expect(files(t.root, 'bronze/orders_cdc')).toEqual(before);
+    expect(await sql(`SHOW TABLES IN lake.${t.id}_bronze`).catch(() => [])).toEqual([]);
+  });
+
+  it('parquet bronze where a Delta table keeps its log: 78 at source.table, nothing read or written', async () => {
+    const t = freshTenant();
+    const at = `${t.root}/bronze/orders_cdc`;
+    // A Delta table whose first version is later deleted: its removed file still lies there.
+    await sql(`CREATE TABLE delta.\`${at}\` USING delta AS SELECT * FROM VALUES (1, 1, 'c', 'gone') AS t(id, ts, op, name)`);
+    await sql(`DELETE FROM delta.\`${at}\` WHERE id = 1`);
+    const r = await cli(t, cdc(t, 'table = "orders_cdc"', 'table = "orders", format = delta, catalog = spark_catalog'));
+    expect(r.code, r.stderr).toBe(78);
+    expect(r.status.error).toMatchObject({ code: 'TABLE_LOCATION_TAKEN', path: 'source.table' });
+    expect(r.status.error!.message).toContain('a Delta table (_delta_log)');
+    expect(await sql(`SHOW TABLES IN spark_catalog.${t.id}_silver`).catch(() => [])).toEqual([]);
+  });
+
+  it('an Iceberg table over a dropped Iceberg table’s files: 78 at target.table, the files kept', async () => {
+    const t = freshTenant();
+    await bronze(t.root, '2026-09-01');
+    const name = `lake.${t.id}_silver.orders`;
+    await sql(`CREATE NAMESPACE IF NOT EXISTS lake.${t.id}_silver`);
+    await sql(`CREATE TABLE ${name} (id INT, ts INT, name STRING) USING iceberg LOCATION '${t.root}/silver/orders'`);
+    await sql(`INSERT INTO ${name} VALUES (7, 1, 'dropped')`);
+    await sql(`DROP TABLE ${name}`); // without PURGE: the files stay
+    const before = files(t.root, 'silver/orders');
+    expect(before.some((f) => f.endsWith('.parquet'))).toBe(true);
+    const r = await cli(t, cdc(t, 'table = "orders_cdc"', 'table = "orders", format = iceberg, catalog = lake'));
+    expect(r.code, r.stderr).toBe(78);
+    expect(r.status.error).toMatchObject({ code: 'TABLE_LOCATION_TAKEN', path: 'target.table' });
+    expect(files(t.root, 'silver/orders')).toEqual(before);
+  });
+
+  it('a Delta table over a Delta log no catalog names: 78 at target.table, the log kept', async () => {
+    const t = freshTenant();
+    await bronze(t.root, '2026-09-01');
+    await sql(`CREATE TABLE delta.\`${t.root}/silver/orders\` USING delta AS SELECT * FROM VALUES (7, 1, 'unnamed') AS t(id, ts, name)`);
+    const before = files(t.root, 'silver/orders');
+    const r = await cli(t, cdc(t, 'table = "orders_cdc"', 'table = "orders", format = delta, catalog = spark_catalog'));
+    expect(r.code, r.stderr).toBe(78);
+    expect(r.status.error).toMatchObject({ code: 'TABLE_LOCATION_TAKEN', path: 'target.table' });
+    expect(r.status.error!.message).toContain('a Delta table (_delta_log) already there');
+    expect(files(t.root, 'silver/orders')).toEqual(before);
+    expect(await sql(`SELECT id, name FROM delta.\`${t.root}/silver/orders\``)).toEqual([{ id: 7, name: 'unnamed' }]);
+  });
+
+  it('hidden files (_SUCCESS, .keep) do not count: the table is created and loaded', async () => {
+    const t = freshTenant();
+    await bronze(t.root, '2026-09-01');
+    const silver = join(t.root.replace(/^file:\/\//, ''), 'silver/orders');
+    mkdirSync(silver, { recursive: true });
+    writeFileSync(join(silver, '_SUCCESS'), '');
+    writeFileSync(join(silver, '.keep'), '');
+    const r = await cli(t, cdc(t, 'table = "orders_cdc"', 'table = "orders", format = iceberg, catalog = lake'));
+    expect(r.code, r.stderr).toBe(0);
+    expect(await sql(`SELECT id, name FROM lake.${t.id}_silver.orders ORDER BY id`)).toEqual([
+      { id: 1, name: 'one' },
+      { id: 2, name: 'two' },
+    ]);
   });
 });

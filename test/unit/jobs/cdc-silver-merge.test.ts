@@ -29,6 +29,7 @@ describe('cdc-silver-merge v1 config', () => {
     expect(job.version.version).toBe(1);
     expect(job.tenant.location('silver', 'orders')).toBe('file:///lake/acme/silver/orders');
     expect(job.plan.steps.map((s) => s.id)).toEqual([
+      'probe-files-only',
       'check-batch',
       'create-namespace',
       'create-table',

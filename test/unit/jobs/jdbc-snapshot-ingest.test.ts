@@ -44,6 +44,10 @@ function byPath(issues: readonly { path: string; message: string }[]) {
   return Object.fromEntries(issues.map((i) => [i.path, i.message]));
 }
 
+/** The steps that send a plan (the listings of probePaths steps aside). */
+const planned = (job: { plan: { steps: readonly Step[] } }) => job.plan.steps.filter((s) => s.kind !== 'probePaths');
+const step = (job: { plan: { steps: readonly Step[] } }, id: string) => job.plan.steps.find((s) => s.id === id)!;
+
 function compile(step: Step, reveal: boolean) {
   if (step.kind === 'query') return JSON.stringify(toJson(PlanSchema, compileRelationPlan(step.query.rel, { reveal })));
   if (step.kind === 'command') return JSON.stringify(toJson(PlanSchema, compileCommandPlan(step.command, { reveal })));
@@ -54,21 +58,21 @@ describe('jdbc-snapshot-ingest v1 config', () => {
   it('accepts the seed shape with a password reference, and plans probe, write, count', async () => {
     const job = await load(valid);
     expect(job.template.name).toBe('jdbc-snapshot-ingest');
-    expect(job.plan.steps.map((s) => s.id)).toEqual(['probe-source', 'write-snapshot', 'count-snapshot']);
+    expect(job.plan.steps.map((s) => s.id)).toEqual(['probe-source', 'probe-files-only', 'write-snapshot', 'count-snapshot']);
   });
 
   it('accepts every example config', async () => {
     const env = { LAKEHOUSE_LAKE_HOME: '/lake' };
     const platform = join(repoRoot, 'configs/examples/platform-local.conf');
     const sqlite = await loadJob({ configFile: join(repoRoot, 'configs/examples/jdbc-snapshot-ingest.v1.conf'), envFile: platform, env, runId: 'x' });
-    expect(sqlite.plan.steps).toHaveLength(3);
+    expect(sqlite.plan.steps).toHaveLength(4);
     const pg = await loadJob({
       configFile: join(repoRoot, 'configs/examples/jdbc-snapshot-ingest.postgres.v1.conf'),
       envFile: join(repoRoot, 'configs/examples/jdbc-snapshot-ingest.platform.conf'),
       env,
       runId: 'x',
     });
-    expect(pg.plan.steps).toHaveLength(3);
+    expect(pg.plan.steps).toHaveLength(4);
   });
 
   it('reports every error at once, each with its path', async () => {
@@ -161,9 +165,9 @@ tenants { acme { storage-roots = ["file:///lake/acme"] }, globex { storage-roots
       { path: 'source.connection', message: expect.stringContaining(refused) },
     ]);
     const granted = await load(named, { platform: shared(', tenants = ["globex", "acme"]'), env });
-    expect(granted.plan.steps.map((s) => s.id)).toEqual(['probe-source', 'write-snapshot', 'count-snapshot']);
+    expect(granted.plan.steps.map((s) => s.id)).toEqual(['probe-source', 'probe-files-only', 'write-snapshot', 'count-snapshot']);
     // One tenant in the platform config (one deployment per tenant): its connections are its own.
-    expect((await load(named, { platform, env })).plan.steps).toHaveLength(3);
+    expect((await load(named, { platform, env })).plan.steps).toHaveLength(4);
   });
 
   it('refuses a connection granted to a tenant the platform config does not list', async () => {
@@ -255,7 +259,7 @@ tenants { acme { storage-roots = ["file:///lake/acme"] }, globex { storage-roots
 describe('jdbc-snapshot-ingest v1 plans', () => {
   it('reads through JDBC, stamps, and overwrites only its snapshot date, partitioned', async () => {
     const job = await load(valid.replace('partition-by = []', 'partition-by = ["region"]'), { env: { SHOP_PW: PASSWORD } });
-    const [probe, write, count] = job.plan.steps.map((s) => compile(s, false));
+    const [probe, write, count] = planned(job).map((s) => compile(s, false));
     expect(probe).toContain('"format":"jdbc"');
     expect(probe).toContain('"dbtable":"public.orders"');
     expect(probe).toContain('"limit":1');
@@ -274,7 +278,7 @@ describe('jdbc-snapshot-ingest v1 plans', () => {
 
   it('sends where as plan expression nodes and query as the JDBC query option, never building SQL', async () => {
     const where = await load(valid.replace('table = "public.orders"', `table = "public.orders", where = "country = 'fr' OR amount IS NULL"`));
-    const json = compile(where.plan.steps[1]!, false);
+    const json = compile(step(where, 'write-snapshot'), false);
     expect(json).toContain(
       '"condition":{"unresolvedFunction":{"functionName":"or","arguments":[' +
         '{"unresolvedFunction":{"functionName":"==","arguments":[{"unresolvedAttribute":{"unparsedIdentifier":"`country`"}},{"literal":{"string":"fr"}}]}},' +
@@ -284,7 +288,7 @@ describe('jdbc-snapshot-ingest v1 plans', () => {
     expect(json).toContain('"dbtable":"public.orders"');
     expect(json).not.toMatch(/"query":/);
     const query = await load(valid.replace('table = "public.orders"', 'query = "SELECT id, name FROM public.orders WHERE id > 1"'));
-    const q = compile(query.plan.steps[1]!, false);
+    const q = compile(step(query, 'write-snapshot'), false);
     expect(q).toContain('"query":"SELECT id, name FROM public.orders WHERE id > 1"');
     expect(q).not.toContain('dbtable');
     expect(q).toContain('"string":"db.example:5432/shop/query"');
@@ -303,7 +307,7 @@ describe('jdbc-snapshot-ingest v1 plans', () => {
 
   it('puts the password into the JDBC option only when executing; plan output shows [redacted]', async () => {
     const job = await load(valid, { env: { SHOP_PW: PASSWORD } });
-    for (const step of job.plan.steps.filter((s) => s.id !== 'count-snapshot')) {
+    for (const step of planned(job).filter((s) => s.id !== 'count-snapshot')) {
       const shown = compile(step, false);
       expect(shown).toContain('"password":"[redacted]"');
       expect(shown).not.toContain(PASSWORD);
@@ -315,7 +319,7 @@ describe('jdbc-snapshot-ingest v1 plans', () => {
 
   it('takes url, user and password from a named connection; the source stamp names the connection', async () => {
     const job = await load(named, { platform, env: { CRM_PW: PASSWORD } });
-    const json = compile(job.plan.steps[1]!, true);
+    const json = compile(step(job, 'write-snapshot'), true);
     expect(json).toContain('"url":"jdbc:postgresql://crm-db:5432/crm"');
     expect(json).toContain('"user":"acme_reader"');
     expect(json).toContain(`"password":"${PASSWORD}"`);
@@ -345,7 +349,7 @@ describe('jdbc-snapshot-ingest v1 plans', () => {
 
   it('reports rows written and the bronze location, and skips an empty source', async () => {
     const job = await load(valid);
-    const [probe, , count] = job.plan.steps;
+    const [probe, , count] = planned(job);
     if (probe?.kind !== 'query' || count?.kind !== 'query') throw new Error('expected query steps');
     expect(probe.interpret([])).toEqual({ skip: expect.stringMatching(/returned no rows: nothing written for snapshot-date 2026-07-05/) });
     expect(probe.interpret([{ one: 1 }])).toEqual({});
@@ -387,6 +391,7 @@ tenants.acme { storage-roots = ["file:///lake/acme"], secrets.env = ["SHOP_PW"] 
   it('keeps parquet as the default, refuses a catalog for parquet and a format the catalog does not hold', async () => {
     expect((await load(v2('partition-by = []'), { platform: catalogs })).plan.steps.map((s) => s.id)).toEqual([
       'probe-source',
+      'probe-files-only',
       'write-snapshot',
       'count-snapshot',
     ]);

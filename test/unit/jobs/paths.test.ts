@@ -4,6 +4,7 @@ import type { Step } from '../../../src/jobs/template.js';
 import { stepPlan } from '../../../src/runner/executor.js';
 import { PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
 import { configIssues, loadConfig } from '../../support/load.js';
+import { ConfigError } from '../../../src/core/errors.js';
 
 /** Templates read bronze by exact partitions and give every table they create its expected location. */
 
@@ -54,7 +55,8 @@ function bronzeRead(steps: readonly Step[]): { paths: string[]; options: Record<
 describe('cdc-silver-merge source.snapshot-date (v2)', () => {
   it('reads exactly the selected partition, with basePath at the bronze dir, after probing it', async () => {
     const job = await load(merge(''), ['source.snapshot-date=2026-07-05']);
-    expect(job.plan.steps[0]).toMatchObject({
+    expect(job.plan.steps.slice(0, 2).map((s) => s.id)).toEqual(['probe-files-only', 'probe-partitions']);
+    expect(job.plan.steps[1]).toMatchObject({
       kind: 'probePaths',
       id: 'probe-partitions',
       paths: ['file:///lake/acme/bronze/orders_cdc/_snapshot_date=2026-07-05'],
@@ -75,15 +77,36 @@ describe('cdc-silver-merge source.snapshot-date (v2)', () => {
 
   it('reads the whole bronze dir without a selection (and probes nothing)', async () => {
     const job = await load(merge(''));
-    expect(job.plan.steps[0]?.id).toBe('check-batch');
+    expect(job.plan.steps.slice(0, 2).map((s) => s.id)).toEqual(['probe-files-only', 'check-batch']);
     expect(bronzeRead(job.plan.steps)).toEqual({ paths: ['file:///lake/acme/bronze/orders_cdc'], options: { mergeSchema: 'true' } });
     const v1 = await load(merge('', 1));
     expect(bronzeRead(v1.plan.steps)).toEqual({ paths: ['file:///lake/acme/bronze/orders_cdc'], options: { mergeSchema: 'true' } });
   });
 
+  it('reads and writes bronze parquet files only where no Delta or Iceberg table is (78 TABLE_LOCATION_TAKEN at source.table)', async () => {
+    const job = await load(merge(''));
+    const probe = job.plan.steps[0] as Extract<Step, { kind: 'probePaths' }>;
+    expect(probe).toMatchObject({
+      kind: 'probePaths',
+      id: 'probe-files-only',
+      paths: ['file:///lake/acme/bronze/orders_cdc/_delta_log', 'file:///lake/acme/bronze/orders_cdc/metadata'],
+    });
+    expect(probe.interpret([...probe.paths])).toEqual({});
+    for (const [present, format] of [
+      [probe.paths[0]!, /a Delta table \(_delta_log\) is there.*format = delta/],
+      [probe.paths[1]!, /an Iceberg table \(metadata\) is there.*format = iceberg/],
+    ] as const) {
+      const fail = probe.interpret(probe.paths.filter((p) => p !== present)).fail as ConfigError;
+      expect(fail).toBeInstanceOf(ConfigError);
+      expect(fail.exitCode).toBe(78);
+      expect(fail.code).toBe('TABLE_LOCATION_TAKEN');
+      expect(fail.issues).toEqual([{ path: 'source.table', message: expect.stringMatching(format) }]);
+    }
+  });
+
   it('skips (99) when a selected partition is missing, naming the date', async () => {
     const job = await load(merge(', snapshot-date = ["2026-07-05", "2026-07-06"]'));
-    const probe = job.plan.steps[0] as Extract<Step, { kind: 'probePaths' }>;
+    const probe = job.plan.steps.find((s) => s.id === 'probe-partitions') as Extract<Step, { kind: 'probePaths' }>;
     expect(probe.interpret([])).toEqual({});
     expect(probe.interpret([probe.paths[1]!])).toEqual({
       skip: 'no bronze partition for source.snapshot-date 2026-07-06 in file:///lake/acme/bronze/orders_cdc',

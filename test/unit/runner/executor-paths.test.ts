@@ -8,6 +8,7 @@ import { SparkError } from '../../../src/spark/errors.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import { type Plan, PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
 import type { JobPlan } from '../../../src/jobs/template.js';
+import { listedPath } from '../../support/listing.js';
 
 /**
  * ensureTable checks where an existing table lives: a table found by name at another location fails
@@ -44,12 +45,27 @@ type Other = 'missing' | 'not-a-catalog' | string;
  * A session whose table (in `lake`) exists (at `location`) or not, and whose other catalogs hold
  * `others`, recording what is sent: `describe` for the target, `describe <catalog>` for another.
  */
-function session(opts: { exists: boolean; location?: string; createFails?: string; others?: Record<string, Other> }) {
+function session(opts: {
+  exists: boolean;
+  location?: string;
+  createFails?: string;
+  others?: Record<string, Other>;
+  /** What the target's location holds: files Spark lists there, and whether a Delta log is there. */
+  atLocation?: { files?: readonly string[]; deltaLog?: boolean };
+}) {
   const sent: string[] = [];
   const catalogOf = (p: Plan) => /"unparsedIdentifier":"`?([a-z_]+)`?\./.exec(JSON.stringify(toJson(PlanSchema, p)))?.[1] ?? 'lake';
+  const files = opts.atLocation?.files ?? [];
   const s: SparkSession = {
     analyze: {
       schema: async (p: Plan) => {
+        const path = listedPath(p);
+        if (path !== undefined) {
+          sent.push(`list ${path.replace(expected, '<location>')}`);
+          const exists = path === `${expected}/_delta_log` ? opts.atLocation?.deltaLog : path === expected && files.length > 0;
+          if (!exists) throw notFound('PATH_NOT_FOUND');
+          return {};
+        }
         const c = catalogOf(p);
         const held = c === 'lake' ? (opts.exists ? 'table' : 'missing') : (opts.others?.[c] ?? 'missing');
         if (held === 'missing') throw notFound('TABLE_OR_VIEW_NOT_FOUND');
@@ -57,7 +73,13 @@ function session(opts: { exists: boolean; location?: string; createFails?: strin
         return {};
       },
       explain: async () => '',
-      inputFiles: async () => [],
+      inputFiles: async (p: Plan) => {
+        const path = listedPath(p);
+        expect(path).toBe(expected);
+        sent.push('list files');
+        if (files.length === 0) throw notFound('PATH_NOT_FOUND');
+        return [...files];
+      },
     },
     config: { set: async () => undefined, getOption: async () => ({}), unset: async () => undefined },
     execute: async (p: Plan) => {
@@ -84,10 +106,37 @@ function session(opts: { exists: boolean; location?: string; createFails?: strin
 const run = (s: SparkSession) => executePlan(plan, { session: s, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal });
 
 describe('ensureTable locations', () => {
-  it('creates a missing table without describing anything', async () => {
+  it('creates a missing table without describing anything, once its location is found empty', async () => {
     const { s, sent } = session({ exists: false });
     await run(s);
-    expect(sent).toEqual(['create', 'write']);
+    expect(sent).toEqual(['list <location>/_delta_log', 'list files', 'create', 'write']);
+  });
+
+  it.each([
+    ['parquet files', { files: [`${expected}/_snapshot_date=2026-07-05/part-0.parquet`] }, 'iceberg', /1 file\(s\) already there/],
+    ['a dropped table', { files: [`${expected}/metadata/v1.metadata.json`, `${expected}/data/a.parquet`] }, 'iceberg', /2 file\(s\) already there/],
+    ['a Delta log', { deltaLog: true }, 'iceberg', /a Delta table \(_delta_log\) already there/],
+    ['a Delta log, for a Delta table too (Delta refuses a create with a query there itself)', { deltaLog: true }, 'delta', /a Delta table \(_delta_log\)/],
+    ['files, for a Delta table', { files: [`${expected}/part-0.parquet`] }, 'delta', /1 file\(s\) already there/],
+  ] as const)('refuses to create a table at a location holding %s (78 TABLE_LOCATION_TAKEN), creating nothing', async (_, atLocation, provider, message) => {
+    const { s, sent } = session({ exists: false, atLocation });
+    const create = plan.steps[0] as Extract<JobPlan['steps'][number], { kind: 'ensureTable' }>;
+    const p: JobPlan = {
+      steps: [
+        { ...create, create: Query.sql('SELECT 1 AS id').limit(0).writeTo(['lake', 'acme_silver', 'orders'], 'create', { provider, properties: {} }) },
+        plan.steps[1]!,
+      ],
+    };
+    const err = await executePlan(p, { session: s, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).exitCode).toBe(78);
+    expect((err as ConfigError).code).toBe('TABLE_LOCATION_TAKEN');
+    expect((err as ConfigError).issues).toEqual([{ path: 'target.table', message: expect.stringMatching(message) }]);
+    expect(sent).not.toContain('create');
+    expect(sent).not.toContain('write');
   });
 
   it.each(['file:/lake/acme/silver/orders', 'file:///lake/acme/silver/orders/', 'FILE:/lake/acme/silver/orders'])(
@@ -122,7 +171,7 @@ describe('ensureTable locations', () => {
   it('checks the location of a table another run created between probe and create', async () => {
     const { s, sent } = session({ exists: false, location: 'file:/elsewhere/orders', createFails: 'TABLE_OR_VIEW_ALREADY_EXISTS' });
     await expect(run(s)).rejects.toThrow(/already exists at file:\/elsewhere\/orders/);
-    expect(sent).toEqual(['create', 'describe']);
+    expect(sent).toEqual(['list <location>/_delta_log', 'list files', 'create', 'describe']);
   });
 });
 
@@ -223,6 +272,6 @@ describe("ensureTable and the platform's other catalogs", () => {
   it('creates it when the other catalogs have no such table, are not catalogs of this server, or keep theirs elsewhere', async () => {
     const { go, sent } = withOthers({ spark_catalog: 'missing', hms: 'not-a-catalog', rest: 'file:///elsewhere/orders' });
     await go();
-    expect(sent).toEqual(['describe rest', 'create', 'write']);
+    expect(sent).toEqual(['describe rest', 'list <location>/_delta_log', 'list files', 'create', 'write']);
   });
 });

@@ -14,6 +14,7 @@ import { alias, fn, gt, col, lit } from '../../../src/spark/plan/expressions.js'
 import { SparkError } from '../../../src/spark/errors.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
+import { listedPath, pathNotFound } from '../../support/listing.js';
 
 const fixtures = fileURLToPath(new URL('../spark/policy/fixtures/', import.meta.url));
 const fixture = (name: string) => readFileSync(`${fixtures}${name}.explain.txt`, 'utf8');
@@ -114,10 +115,19 @@ describe('executor: the policy check before flagged steps', () => {
     await run({ steps: [create] }, exists.s);
     expect(exists.log).toEqual(['describe']);
     const missing = session(fixture('hostile.exists'));
-    missing.s.analyze.schema = async () => {
+    missing.s.analyze.schema = async (p) => {
+      const path = listedPath(p);
+      if (path !== undefined) throw pathNotFound(path);
       throw new SparkError({ grpcCode: 3, errorClass: 'TABLE_OR_VIEW_NOT_FOUND', message: 'not found', messageParameters: {}, classes: [], causes: [] });
     };
+    const inputFiles = missing.s.analyze.inputFiles;
+    missing.s.analyze.inputFiles = async (p) => {
+      const path = listedPath(p);
+      if (path !== undefined) throw pathNotFound(path);
+      return inputFiles(p);
+    };
     await expect(run({ steps: [create] }, missing.s)).rejects.toThrow(ConfigError);
+    // Its location is found empty first (no Delta log, no files), then the policy judges it.
     expect(missing.log).toEqual(['conf', 'inputFiles', 'explain']);
   });
 

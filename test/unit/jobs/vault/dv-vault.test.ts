@@ -119,6 +119,7 @@ describe('dv-hub', () => {
   it('plans the load date check, one insert per source in order, the ghost record; only steps with source logic are judged', async () => {
     const job = await load(hub);
     expect(job.plan.steps.map((s) => s.id)).toEqual([
+      'probe-files-only-sources-0',
       'create-namespace',
       'create-table',
       'check-schema',
@@ -201,7 +202,16 @@ describe('dv-link', () => {
 describe('dv-satellite', () => {
   it('checks the batch before creating anything and inserts on (hash key, load_date, load_seq)', async () => {
     const job = await load(sat);
-    expect(job.plan.steps.map((s) => s.id)).toEqual(['check-batch', 'create-namespace', 'create-table', 'check-schema', 'measure', 'insert', 'read-snapshot']);
+    expect(job.plan.steps.map((s) => s.id)).toEqual([
+      'probe-files-only-source',
+      'check-batch',
+      'create-namespace',
+      'create-table',
+      'check-schema',
+      'measure',
+      'insert',
+      'read-snapshot',
+    ]);
   });
 
   it.each([

@@ -15,6 +15,7 @@ import { col, eq, fn, gt, lit, over, desc } from '../../../../src/spark/plan/exp
 import { Query } from '../../../../src/spark/plan/query.js';
 import { PolicyVerdicts, checkStepPolicy, configSubtrees, relationFingerprint } from '../../../../src/spark/policy/index.js';
 import { tempFiles } from '../../../support/files.js';
+import { listedPath, pathNotFound } from '../../../support/listing.js';
 
 const dir = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const fixture = (name: string) => readFileSync(`${dir}${name}.explain.txt`, 'utf8');
@@ -144,7 +145,10 @@ target { table = "orders" }`;
       analyze: {
         ...policySession.analyze,
         // The two tables are missing (so both creates run, and are checked); then schemas compare equal.
-        schema: async () => {
+        schema: async (p) => {
+          // Listings (the bronze probes, the new tables' empty locations) find nothing there.
+          const path = listedPath(p);
+          if (path !== undefined) throw pathNotFound(path);
           if (probes++ < 2)
             throw new SparkError({ grpcCode: 3, errorClass: 'TABLE_OR_VIEW_NOT_FOUND', message: 'not found', messageParameters: {}, classes: [], causes: [] });
           return { kind: { case: 'struct', value: { fields: [] } } };

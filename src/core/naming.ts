@@ -6,6 +6,12 @@
 
 /** Tenant ids, table and namespace parts chosen by tenants: lower snake case. */
 export const NAME_PATTERN = /^[a-z][a-z0-9_]*$/;
+/**
+ * A table a template writes: a NAME_PATTERN without `__`, which the runner keeps for the tables it
+ * derives from one (`<table>__quarantine`, `<table>__cdc_tombstones`), so no job's table is ever
+ * another's companion.
+ */
+export const TABLE_NAME_PATTERN = /^[a-z][a-z0-9]*(?:_[a-z0-9]+)*_?$/;
 /** Source column names may carry upper case (JDBC sources, CDC tools). */
 export const COLUMN_PATTERN = /^[A-Za-z_][A-Za-z0-9_]*$/;
 /** Catalog names configured by the platform. */

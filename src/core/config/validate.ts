@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import type { ConfigIssue, LocatedIssue } from '../errors.js';
-import { CATALOG_PATTERN, COLUMN_PATTERN, NAME_PATTERN, STORAGE_URI_PATTERN, storageUriProblem } from '../naming.js';
+import { CATALOG_PATTERN, COLUMN_PATTERN, NAME_PATTERN, TABLE_NAME_PATTERN, STORAGE_URI_PATTERN, storageUriProblem } from '../naming.js';
 import { type ConfigExpression, MAX_EXPRESSION_LENGTH, parseExpression } from '../expression/index.js';
 import { closest } from './closest.js';
 
@@ -12,6 +12,15 @@ export { closest } from './closest.js';
  */
 
 export const name = () => z.string().regex(NAME_PATTERN, `must match ${NAME_PATTERN.source} (a lower-case letter, then lower-case letters, digits or _)`);
+
+/** The name of a table a template writes (a target): a name() without `__` (reserved, TABLE_NAME_PATTERN). */
+export const tableName = () =>
+  z
+    .string()
+    .regex(
+      TABLE_NAME_PATTERN,
+      `must match ${TABLE_NAME_PATTERN.source} (a lower-case letter, then lower-case letters, digits or single _; "__" is kept for the tables the runner derives from a target, like <table>__quarantine)`,
+    );
 
 export const columnName = () => z.string().regex(COLUMN_PATTERN, `a column name must match ${COLUMN_PATTERN.source}`);
 

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../../core/errors.js';
 import { secretRef } from '../../core/config/platform.js';
-import { columnName, expression, isoDate, name } from '../../core/config/validate.js';
+import { columnName, expression, isoDate, name, tableName } from '../../core/config/validate.js';
 import { alias, col, eq, fn, lit } from '../../spark/plan/expressions.js';
 import { configExpr } from '../../spark/plan/config-expression.js';
 import { Query } from '../../spark/plan/query.js';
@@ -71,7 +71,7 @@ const bound = z.union([
 
 const targetBase = z
   .object({
-    table: name().describe(
+    table: tableName().describe(
       'The bronze table: parquet under <storage-root>/bronze/<table> (v1), or <catalog>.<tenant>_bronze.<table> (v2 format iceberg/delta).',
     ),
     'snapshot-date': isoDate().describe('The date this snapshot stands for, e.g. --set target.snapshot-date={{ ds }}; its partition is replaced on a rerun.'),

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ConfigError } from '../../core/errors.js';
 import { COLUMN_PATTERN, type Layer, quoteIdentifier, tableParts } from '../../core/naming.js';
-import { catalogName, columnName, columnTypeName, name } from '../../core/config/validate.js';
+import { catalogName, columnName, columnTypeName, name, tableName } from '../../core/config/validate.js';
 import { KAFKA_TOPIC } from '../../core/config/platform.js';
 import { isUnderRoot } from '../../core/tenant.js';
 import { type Expr, alias, cast, coalesce, col, eq, fn, lit } from '../../spark/plan/expressions.js';
@@ -117,7 +117,7 @@ const source = z
 
 const target = z
   .object({
-    table: name().describe(
+    table: tableName().describe(
       'The bronze table: <catalog>.<tenant>_bronze.<table> at <storage-root>/bronze/<table>; also keys the checkpoint at <storage-root>/_checkpoints/<table>.',
     ),
     format: z.enum(['iceberg', 'delta']).describe('The bronze table format (a streaming sink needs a table: parquet files are not offered).'),

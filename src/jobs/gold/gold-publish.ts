@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { ConfigError, DataError } from '../../core/errors.js';
-import { catalogName, columnName, name } from '../../core/config/validate.js';
+import { catalogName, columnName, name, tableName } from '../../core/config/validate.js';
 import { type TableName, displayTable, tableParts } from '../../core/naming.js';
 import type { ExpectationReport } from '../../core/status.js';
 import { type Expr, alias, and, cast, col, eq, eqNullSafe, fn, isNull, lit, not, or, over, star } from '../../spark/plan/expressions.js';
@@ -107,7 +107,7 @@ function screenProblems(sql: string, known: readonly string[]): readonly string[
 
 const target = z
   .object({
-    table: name().describe('The gold table: <catalog>.<tenant>_gold.<table> at <storage-root>/gold/<table>.'),
+    table: tableName().describe('The gold table: <catalog>.<tenant>_gold.<table> at <storage-root>/gold/<table>.'),
     catalog: catalogName()
       .optional()
       .describe(

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { DataError } from '../../core/errors.js';
 import { displayTable, tableParts } from '../../core/naming.js';
-import { catalogName, columnName, expression, isoDate, name } from '../../core/config/validate.js';
+import { catalogName, columnName, expression, isoDate, name, tableName } from '../../core/config/validate.js';
 import type { ConfigExpression } from '../../core/expression/index.js';
 import { type Expr, alias, col, eq, fn, isNull, lit, not, or, star } from '../../spark/plan/expressions.js';
 import { configExpr } from '../../spark/plan/config-expression.js';
@@ -88,7 +88,7 @@ const v1Sections = {
   dimension: dimensionV1,
   target: z
     .object({
-      table: name().describe("The dimension's name (in <tenant>_gold)"),
+      table: tableName().describe("The dimension's name (in <tenant>_gold)"),
       catalog: catalogName().optional().describe("The platform's catalog of the dimension (default: its default catalog)"),
     })
     .strict()
@@ -143,7 +143,7 @@ const v2 = defineVersion(2, {
       .default({ tombstones: false, 'close-missing': false, 'late-events': 'place' }),
     target: z
       .object({
-        table: name().describe("The dimension's name (in <tenant>_gold)"),
+        table: tableName().describe("The dimension's name (in <tenant>_gold)"),
         catalog: catalogName().optional().describe("The platform's catalog of the dimension (default: its default catalog)"),
         format: z.enum(['iceberg', 'delta']).optional().describe('iceberg or delta, checked against the catalog'),
       })

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { ConfigError, DataError, type ErrorReport, InputMissingError } from '../../core/errors.js';
 import { LAYERS, type TableName, displayTable, normaliseStorageUri, quoteName, sameLocation, tableParts } from '../../core/naming.js';
-import { catalogName, name } from '../../core/config/validate.js';
+import { catalogName, name, tableName } from '../../core/config/validate.js';
 import type { Extension } from '../../spark/plan/relations.js';
 import { Query, extensionCommand } from '../../spark/plan/query.js';
 import type { Facts, JobContext, JobPlan, Row, Step, StepEffect } from '../template.js';
@@ -58,7 +58,7 @@ const v1 = defineVersion(1, {
       .describe('The Iceberg table whose live data files (and the position deletes that apply to them) are appended, by metadata only.'),
     target: z
       .object({
-        table: name().describe("The target Iceberg table's name; it must exist at <storage-root>/<layer>/<table> and must not be the source."),
+        table: tableName().describe("The target Iceberg table's name; it must exist at <storage-root>/<layer>/<table> and must not be the source."),
         layer: z.enum(LAYERS).default('silver').describe("The tenant's layer the target table is in (default silver): <catalog>.<tenant>_<layer>.<table>."),
         catalog: catalogName().optional().describe("The Iceberg catalog of both tables; the platform's default catalog when omitted."),
       })

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { DataError } from '../../core/errors.js';
 import { type TableName, displayTable, quoteIdentifier, quoteName, tableParts } from '../../core/naming.js';
-import { catalogName, columnName, columnTypeName, expression, isoDate, name } from '../../core/config/validate.js';
+import { catalogName, columnName, columnTypeName, expression, isoDate, name, tableName } from '../../core/config/validate.js';
 import {
   type Expr,
   alias,
@@ -113,7 +113,7 @@ const SEQUENCE_BY =
   'The column that orders the events of one key (a log sequence number, a commit timestamp): the highest wins; a tie or NULL fails the run (65).';
 const OP_COLUMN = () => columnName().optional().describe('The column holding the operation (e.g. op = c/u/d); with delete-values, which events are deletes.');
 const DELETE_VALUES = () => z.array(z.string().min(1)).min(1).optional().describe('The op-column values that mean a delete, e.g. ["d", "D"].');
-const TARGET_TABLE = () => name().describe('The silver table: <catalog>.<tenant>_silver.<table>, stored at <storage-root>/silver/<table>.');
+const TARGET_TABLE = () => tableName().describe('The silver table: <catalog>.<tenant>_silver.<table>, stored at <storage-root>/silver/<table>.');
 const TARGET_CATALOG = () => catalogName().optional().describe('A catalog of the platform config (its default when omitted).');
 
 const source = z

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { catalogName, name } from '../../core/config/validate.js';
+import { catalogName, tableName } from '../../core/config/validate.js';
 import { DataError, UsageError } from '../../core/errors.js';
 import { displayTable, tableParts } from '../../core/naming.js';
 import { type Expr, alias, col, fn, lit } from '../../spark/plan/expressions.js';
@@ -31,7 +31,7 @@ const SOURCE = '__source';
 export const vaultTarget = (kind: 'hub' | 'link' | 'satellite') =>
   z
     .object({
-      table: name().describe(
+      table: tableName().describe(
         `The ${kind} table: <catalog>.<tenant>_silver.<table> at <storage-root>/silver/<table>; one found by name at another location is refused (78).`,
       ),
       catalog: catalogName().optional().describe('A catalog of the platform config (default: its default catalog).'),

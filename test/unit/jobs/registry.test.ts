@@ -42,6 +42,22 @@ describe('the catalog', () => {
         }
       });
 
+      it('refuses a target table named with "__", which the runner keeps for the tables it derives (<table>__quarantine, …)', async () => {
+        for (const v of t.versions) {
+          const raw = (await parseHocon([await readHoconFile(join(repo, v.example))], {
+            env: { LAKEHOUSE_LAKE_HOME: '/lake' },
+            envAllowList: (n) => n === 'LAKEHOUSE_LAKE_HOME',
+            overrides: [],
+          })) as { target?: { table?: unknown } };
+          if (typeof raw.target?.table !== 'string') continue;
+          for (const taken of [`${raw.target.table}__quarantine`, `${raw.target.table}__cdc_tombstones`, 'a__b']) {
+            const parsed = v.schema.safeParse({ ...raw, target: { ...raw.target, table: taken } });
+            expect(parsed.error?.issues.map((i) => i.path.join('.')), `${v.example}: ${taken}`).toEqual(['target.table']);
+          }
+          expect(v.schema.safeParse({ ...raw, target: { ...raw.target, table: 'orders_2026_v2_' } }).success, v.example).toBe(true);
+        }
+      });
+
       it(`has a docs page (${docsPath(t.name)}) covering every top-level key of the newest version`, () => {
         expect(t.docs).toBe(docsPath(t.name));
         const file = join(repo, t.docs);

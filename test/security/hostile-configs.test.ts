@@ -336,6 +336,20 @@ describe.each(Object.keys(bases))('%s refuses hostile configs at validate (78, w
     },
   );
 
+  it.each(['orders__quarantine', 'orders__cdc_tombstones'])('identifiers: a target named like a table the runner derives: %s', async (name) => {
+    const maintained = tablePaths[template];
+    if (maintained) {
+      // table-maintenance writes no table of its own: it may name a derived one to compact it.
+      const { config, set } = withValue(template, maintained, name);
+      expect((await validate(config, set)).code).toBe(0);
+      return;
+    }
+    const { config, set } = withValue(template, 'target.table', name);
+    const r = await validate(config, set);
+    expect(r.code, r.text).toBe(78);
+    expect(r.paths).toContain('target.table');
+  });
+
   it('resource limits: a 10,000-segment dotted key and a self-concatenation bomb', async () => {
     const deep = `${bases[template]}\n${Array.from({ length: 10_000 }, (_, i) => `k${i}`).join('.')} = 1\n`;
     expect((await validate(deep)).code).toBe(78);

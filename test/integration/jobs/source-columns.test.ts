@@ -1,0 +1,64 @@
+import { existsSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import type { SparkConnectClient } from '../../../src/spark/client.js';
+import { connect, freshTenant } from '../../support/stack.js';
+import { load, readDimension, silverTable } from './scd2-support.js';
+
+/**
+ * Source data whose column names are a template's own: the data is not trusted for shape, and a
+ * source column named like a column the template adds or uses internally must be refused (65, at
+ * the config path of the source) before anything is written, never change what the load means; a
+ * config column of such a name is refused at validate (78, at its path). Each case was observed on
+ * the server before the fix (the comments say what happened).
+ */
+const TIMEOUT = 600_000;
+
+/** Whether anything was written to the tenant's gold layer (a table's directory). */
+const goldWritten = (tenant: { root: string }) => existsSync(fileURLToPath(`${tenant.root}/gold`));
+
+let client: SparkConnectClient;
+beforeAll(() => {
+  client = connect();
+});
+afterAll(async () => {
+  await client?.releaseSession().catch(() => undefined);
+  client?.close();
+});
+
+describe('scd2-dim-load: a source column named like the template’s own', () => {
+  const config = (tenant: { id: string; root: string }, at: string) => `
+job       { template = "scd2-dim-load", schema-version = 2 }
+tenant    { id = "${tenant.id}", storage-root = "${tenant.root}" }
+source    { table = "customers" }
+dimension { natural-key = ["id"], effective-at = "${at}" }
+target    { table = "dim_customers" }`;
+
+  // Before: __scd_ctrl (replaced in place by the plan's control field) failed the load with 70 and
+  // Spark's analysed plan as the message, after creating the dimension without the column; a
+  // history column's name failed with 70 (COLUMN_ALREADY_EXISTS) after creating the namespace.
+  it.each(['__scd_ctrl', '_scd_current', '_SCD_Deleted', '_dim_key', '__SCD_p'])(
+    '%s in the source is refused (65 at source.table) before anything is written',
+    async (column) => {
+      const tenant = freshTenant();
+      await silverTable(client, tenant, 'iceberg', 'customers', `SELECT * FROM VALUES (1, 'x', 'gold'), (2, 'y', 'silver') AS t(id, ${column}, tier)`);
+      const r = await load(client, tenant, config(tenant, '2026-07-01T00:00:00Z'));
+      expect(r.code).toBe(65);
+      expect(r.message).toContain(`source.table: lake.${tenant.id}_silver.customers has column(s) "${column}" named like scd2-dim-load's own columns`);
+      expect(r.message).not.toMatch(/Project|LogicalRDD/);
+      expect(goldWritten(tenant)).toBe(false);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'a source without such a column loads (the check reads no row)',
+    async () => {
+      const tenant = freshTenant();
+      await silverTable(client, tenant, 'iceberg', 'customers', `SELECT * FROM VALUES (1, 'x', 'gold') AS t(id, _scd_note, tier)`);
+      expect(await load(client, tenant, config(tenant, '2026-07-01T00:00:00Z'))).toMatchObject({ code: 0, outputs: [{ committed: true }] });
+      expect(readDimension(tenant, 'iceberg', 'dim_customers').map((r) => [r.id, r._scd_note, r.tier])).toEqual([[1, 'x', 'gold']]);
+    },
+    TIMEOUT,
+  );
+});

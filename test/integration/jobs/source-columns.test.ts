@@ -2,7 +2,9 @@ import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
-import { connect, freshTenant } from '../../support/stack.js';
+import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
+import { Query } from '../../../src/spark/plan/query.js';
+import { connect, freshTenant, readIcebergWithPyIceberg } from '../../support/stack.js';
 import { load, readDimension, silverTable } from './scd2-support.js';
 
 /**
@@ -58,6 +60,51 @@ target    { table = "dim_customers" }`;
       await silverTable(client, tenant, 'iceberg', 'customers', `SELECT * FROM VALUES (1, 'x', 'gold') AS t(id, _scd_note, tier)`);
       expect(await load(client, tenant, config(tenant, '2026-07-01T00:00:00Z'))).toMatchObject({ code: 0, outputs: [{ committed: true }] });
       expect(readDimension(tenant, 'iceberg', 'dim_customers').map((r) => [r.id, r._scd_note, r.tier])).toEqual([[1, 'x', 'gold']]);
+    },
+    TIMEOUT,
+  );
+});
+
+describe('cdc-silver-merge: a bronze column named like the template’s own', () => {
+  const config = (tenant: { id: string; root: string }) => `
+job    { template = "cdc-silver-merge", schema-version = 2 }
+tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
+source { table = "orders_cdc" }
+cdc    { primary-key = ["id"], sequence-by = ["seq"], op-column = "op" }
+target { table = "orders" }`;
+
+  async function bronze(tenant: { root: string }, select: string) {
+    const q = Query.sql(
+      `SELECT *, 'x' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'2026-08-01' AS _snapshot_date FROM (${select})`,
+    );
+    await client.execute(
+      compileCommandPlan(q.writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }), { reveal: true }),
+    );
+  }
+
+  // Before: __lake_delete and __LAKE_Key_Events were replaced by the plan's own columns and vanished
+  // from silver (exit 0, the tenant's column gone); __lake_after_tombstone failed with 70
+  // (AMBIGUOUS_REFERENCE) after the tombstones were recorded.
+  it.each(['__lake_delete', '__lake_after_tombstone', '__LAKE_Key_Events'])(
+    '%s in bronze is refused (65 at source.table) before anything is written',
+    async (column) => {
+      const tenant = freshTenant();
+      await bronze(tenant, `SELECT * FROM VALUES (1, 1, 'c', 10, false), (2, 1, 'c', 20, true), (2, 2, 'd', 20, true) AS t(id, seq, op, v, ${column})`);
+      const r = await load(client, tenant, config(tenant));
+      expect(r.code).toBe(65);
+      expect(r.message).toContain(`source.table: ${tenant.root}/bronze/orders_cdc has column(s) "${column}" named like cdc-silver-merge's own columns`);
+      expect(existsSync(fileURLToPath(`${tenant.root}/silver`))).toBe(false);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'a bronze column that only looks alike (__deleted, _lake_note) reaches silver',
+    async () => {
+      const tenant = freshTenant();
+      await bronze(tenant, `SELECT * FROM VALUES (1, 1, 'c', 10, 'false', 'n') AS t(id, seq, op, v, __deleted, _lake_note)`);
+      expect(await load(client, tenant, config(tenant))).toMatchObject({ code: 0, outputs: [{ committed: true, metrics: { inserted: 1 } }] });
+      expect(readIcebergWithPyIceberg(`${tenant.id}_silver`, 'orders')).toEqual([{ id: 1, seq: 1, v: 10, __deleted: 'false', _lake_note: 'n' }]);
     },
     TIMEOUT,
   );

@@ -75,7 +75,7 @@ describe('cdc-silver-merge source.snapshot-date (v2)', () => {
 
   it('reads the whole bronze dir without a selection (and probes nothing)', async () => {
     const job = await load(merge(''));
-    expect(job.plan.steps[0]?.id).toBe('check-batch');
+    expect(job.plan.steps[0]?.id).toBe('check-source-columns');
     expect(bronzeRead(job.plan.steps)).toEqual({ paths: ['file:///lake/acme/bronze/orders_cdc'], options: { mergeSchema: 'true' } });
     const v1 = await load(merge('', 1));
     expect(bronzeRead(v1.plan.steps)).toEqual({ paths: ['file:///lake/acme/bronze/orders_cdc'], options: { mergeSchema: 'true' } });

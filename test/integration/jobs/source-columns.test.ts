@@ -109,3 +109,31 @@ target { table = "orders" }`;
     TIMEOUT,
   );
 });
+
+describe('gold-publish: a result column named like the template’s own', () => {
+  const config = (tenant: { id: string; root: string }, mode: string) => `
+job       { template = "gold-publish", schema-version = 1 }
+tenant    { id = "${tenant.id}", storage-root = "${tenant.root}" }
+transform { sql = "SELECT * FROM silver.items" }
+target    { table = "items", catalog = "lake", grain = ["id"], mode = ${mode} }
+expectations = [{ name = "positive", type = expression, expr = "v > 0", action = drop }]`;
+
+  // Before: __lake_drop and __Lake_Hash were replaced by the plan's own columns: the gold table got
+  // the column, every row NULL in it (exit 0, the values lost); __lake_old_hash failed a merge with 70.
+  it.each([
+    ['__lake_drop', 'full-refresh'],
+    ['__Lake_Hash', 'full-refresh'],
+    ['__lake_old_hash', 'merge'],
+  ])(
+    '%s in the result (%s) is refused (65 at transform.sql) before anything is written',
+    async (column, mode) => {
+      const tenant = freshTenant();
+      await silverTable(client, tenant, 'iceberg', 'items', `SELECT * FROM VALUES (1, 5, true), (2, -1, false) AS t(id, v, ${column})`);
+      const r = await load(client, tenant, config(tenant, mode));
+      expect(r.code).toBe(65);
+      expect(r.message).toContain(`transform.sql: the transform's result has column(s) "${column}" named like gold-publish's own columns`);
+      expect(goldWritten(tenant)).toBe(false);
+    },
+    TIMEOUT,
+  );
+});

@@ -137,3 +137,32 @@ expectations = [{ name = "positive", type = expression, expr = "v > 0", action =
     TIMEOUT,
   );
 });
+
+describe('dv-satellite: a payload column named like the plan’s internal ones', () => {
+  const config = (tenant: { id: string; root: string }, payload: string) => `
+job       { template = "dv-satellite", schema-version = 1 }
+tenant    { id = "${tenant.id}", storage-root = "${tenant.root}" }
+source    { table = "orders", record-source = "shop.orders" }
+satellite { parent-hash-key = "hk_order", business-key = ["id"], payload = ["status", "${payload}"] }
+target    { table = "sat_order", catalog = "lake", format = iceberg }`;
+
+  // Before: __lake_prev was replaced by the plan's previous hashdiff and stored NULL for every row
+  // (exit 0, the payload's values lost); __LAKE_latest_hashdiff failed with 70 (AMBIGUOUS_REFERENCE).
+  it.each(['__lake_prev', '__LAKE_latest_hashdiff'])(
+    '%s as satellite.payload is refused (78 at its path) before Spark is called',
+    async (column) => {
+      const tenant = freshTenant();
+      const q = Query.sql(
+        `SELECT *, 'x' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'2026-09-01' AS _snapshot_date FROM VALUES (1, 'new', 'p1'), (2, 'paid', 'p2') AS t(id, status, ${column})`,
+      );
+      await client.execute(
+        compileCommandPlan(q.writeFiles(`${tenant.root}/bronze/orders`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }), { reveal: true }),
+      );
+      const r = await load(client, tenant, config(tenant, column), { logicalDate: '2026-09-01' });
+      expect(r.code).toBe(78);
+      expect(r.message).toContain(`satellite.payload[1]: "${column}" is a column the template writes or uses itself`);
+      expect(existsSync(fileURLToPath(`${tenant.root}/silver`))).toBe(false);
+    },
+    TIMEOUT,
+  );
+});

@@ -42,7 +42,7 @@ import {
 } from '../layers/bronze.js';
 import { SILVER_FORMATS, type SilverFormat, silverCompanion, silverRef } from '../layers/silver.js';
 import { type WindowTable, baseCommitSteps, foreignCommits, windowCommitSteps } from '../commit-window.js';
-import { checkSourceColumns } from '../source-columns.js';
+import { checkSourceColumns, reservedIn } from '../source-columns.js';
 
 /**
  * cdc-silver-merge: resolve a batch of CDC events from the tenant's bronze layer to the latest
@@ -106,6 +106,15 @@ const cdcChecks = (cdc: { keys: string[]; sequence: string[]; op?: string | unde
   for (const c of [...cdc.keys, ...cdc.sequence, ...(cdc.op ? [cdc.op] : [])])
     if ((BRONZE_STAMPS as readonly string[]).includes(c))
       ctx.addIssue({ code: 'custom', path: [], message: `"${c}" is a bronze metadata column and cannot be a CDC column` });
+  // The key and sequence columns are the tombstone table's too, next to its own columns; a column
+  // of one of their names (or of the plan's internal ones) failed with 70 after silver was created.
+  const own = { names: [DELETED_AT, RUN_ID], prefixes: [INTERNAL_PREFIX] };
+  const ownMessage = (c: string) => `"${c}" is a column the template writes or uses itself (${DELETED_AT}, ${RUN_ID}, ${INTERNAL_PREFIX}…)`;
+  cdc.keys.forEach((k, i) => {
+    if (reservedIn([k], own).length) ctx.addIssue({ code: 'custom', path: ['primary-key', i], message: ownMessage(k) });
+  });
+  for (const c of [...cdc.sequence, ...(cdc.op ? [cdc.op] : [])])
+    if (reservedIn([c], own).length) ctx.addIssue({ code: 'custom', path: [c === cdc.op ? 'op-column' : seqPath], message: ownMessage(c) });
 };
 
 /** The descriptions v1 and v2 share (the JSON Schema shows them in editors). */

@@ -108,6 +108,27 @@ target { table = "orders" }`;
     },
     TIMEOUT,
   );
+
+  // Before: a key or sequence column named _cdc_deleted_at or _LAKE_RUN_ID (the tombstone table's own
+  // columns) failed with 70 (COLUMN_ALREADY_EXISTS) after silver had been created.
+  it.each([
+    ['cdc.primary-key[0]', 'primary-key = ["_cdc_deleted_at"], sequence-by = ["seq"]', 'id'],
+    ['cdc.sequence-by', 'primary-key = ["id"], sequence-by = ["_LAKE_RUN_ID"]', 'seq'],
+    ['cdc.sequence-by', 'primary-key = ["id"], sequence-by = ["__lake_rn"]', 'seq'],
+  ])(
+    'a CDC column named like a tombstone or internal column is refused at %s (78) before anything is written',
+    async (path, cdc, renamed) => {
+      const tenant = freshTenant();
+      const column = /"(_cdc_deleted_at|_LAKE_RUN_ID|__lake_rn)"/.exec(cdc)![1]!;
+      const cols = ['id', 'seq', 'op', 'v'].map((c) => (c === renamed ? column : c));
+      await bronze(tenant, `SELECT * FROM VALUES (1, 1, 'c', 10), (2, 1, 'c', 20), (2, 2, 'd', 20) AS t(${cols.join(', ')})`);
+      const r = await load(client, tenant, config(tenant).replace('primary-key = ["id"], sequence-by = ["seq"]', cdc));
+      expect(r.code).toBe(78);
+      expect(r.message).toContain(`${path}: "${column}"`);
+      expect(existsSync(fileURLToPath(`${tenant.root}/silver`))).toBe(false);
+    },
+    TIMEOUT,
+  );
 });
 
 describe('gold-publish: a result column named like the template’s own', () => {

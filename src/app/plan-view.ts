@@ -45,6 +45,8 @@ export function formatStep(step: Step): string {
       return `EnsureTable ${displayTable(step.table)} at ${step.location}, if missing:\n${indent(formatCmd(step.create), 3)}`;
     case 'compareSchemas':
       return `CompareSchemas ${displayTable(step.table)} with:\n${indent(formatRel(step.source.rel), 3)}`;
+    case 'checkColumns':
+      return `CheckColumns (analyses, reads no row) of:\n${indent(formatRel(step.source.rel), 3)}`;
     case 'probePaths':
       return `ProbePaths (lists, reads no file)\n${step.paths.map((p) => `   ${p}`).join('\n')}`;
   }
@@ -57,6 +59,7 @@ export function explainableRel(step: Step): Rel | undefined {
     case 'materialize':
       return step.query.rel;
     case 'compareSchemas':
+    case 'checkColumns':
       return step.source.rel;
     case 'stream':
       return step.command.input;

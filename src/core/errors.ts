@@ -107,14 +107,17 @@ export class DataError extends LakehouseError {
   readonly code: string;
   /** How to fix the data, when we know. */
   readonly hint: string | undefined;
-  constructor(message: string, options?: { cause?: unknown; code?: string; hint?: string }) {
+  /** The config path of the input the bad data came from (`source.table`), when one does. */
+  readonly path: string | undefined;
+  constructor(message: string, options?: { cause?: unknown; code?: string; hint?: string; path?: string }) {
     super(message, options);
     this.code = options?.code ?? 'DATA_INVALID';
     this.hint = options?.hint;
+    this.path = options?.path;
   }
 
   override report(): ErrorReport {
-    return { ...super.report(), ...(this.hint ? { hint: this.hint } : {}) };
+    return { ...super.report(), ...(this.path ? { path: this.path } : {}), ...(this.hint ? { hint: this.hint } : {}) };
   }
 }
 

@@ -194,6 +194,15 @@ export type Step =
       readonly interpret: (diff: SchemaDiff) => { fail?: LakehouseError; commands?: Cmd[] };
     })
   /**
+   * Analyse the columns a query produces (nothing is read) and let the pure function decide on
+   * them: e.g. refuse a source whose column names are a template's own (docs/security.md).
+   */
+  | (StepBase & {
+      readonly kind: 'checkColumns';
+      readonly source: Query;
+      readonly interpret: (columns: readonly { readonly name: string; readonly type: string }[]) => StepEffect;
+    })
+  /**
    * Check which of `paths` exist, by listing them (no file is read); the pure function decides what
    * the missing ones mean (e.g. skip: the selected input is not there yet).
    */
@@ -273,6 +282,7 @@ export function stepTouches(step: Step): Touches {
       return { reads: [], writes: [{ kind: 'table', parts, location: step.location, ...(format ? { format } : {}) }] };
     }
     case 'compareSchemas':
+    case 'checkColumns':
       return { reads: relTouches(step.source.rel), writes: [] };
     case 'probePaths':
       return { reads: [{ kind: 'listing', paths: step.paths }], writes: [] };

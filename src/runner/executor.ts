@@ -235,6 +235,13 @@ async function runStep(
       for (const command of decision.commands ?? []) await run(compileCommandPlan(command, live));
       return undefined;
     }
+    case 'checkColumns': {
+      await policyCheck();
+      const schema = await opts.session.analyze.schema(compileRelationPlan(step.source.rel, live));
+      const effect = step.interpret(structFields(schema as SparkType).map((f) => ({ name: f.name, type: f.type })));
+      if (effect.fail) throw effect.fail;
+      return effect.skip;
+    }
     case 'probePaths': {
       const missing: string[] = [];
       for (const path of step.paths) if (!(await pathExists(opts.session, path))) missing.push(path);
@@ -373,6 +380,7 @@ export function stepRelations(step: Step, subject: { step: string; configPaths: 
     case 'materialize':
       return [step.query.rel];
     case 'compareSchemas':
+    case 'checkColumns':
       return [step.source.rel];
     case 'command':
     case 'stream':
@@ -392,6 +400,7 @@ export function stepPlan(step: Step, opts: { reveal: boolean }): Plan {
     case 'materialize':
       return compileCheckpointCommand(step.query.rel, opts);
     case 'compareSchemas':
+    case 'checkColumns':
       return compileRelationPlan(step.source.rel, opts);
     case 'command':
     case 'stream':

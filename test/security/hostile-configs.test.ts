@@ -363,6 +363,30 @@ describe.each(Object.keys(bases))('%s refuses hostile configs at validate (78, w
   });
 });
 
+/**
+ * Column names a template gives its own columns (history, internal, metadata), in any case (Spark
+ * resolves names case-insensitively): a config column of such a name was replaced by the plan's
+ * own (a satellite payload `__lake_prev` was stored NULL), so each is refused at its path.
+ */
+const ownColumns: [template: string, path: InText, names: string[]][] = [
+  ['scd2-dim-load v1', { path: 'dimension.natural-key.0', text: '"id"' }, ['_dim_key', '_SCD_Current', '__scd_ctrl', '__SCD_p']],
+  ['scd2-dim-load v2', { path: 'history.sequence-by', text: '"ts"' }, ['_scd_effective_from', '__Scd_Ts', '_lake_tenant']],
+  ['cdc-silver-merge v1', { path: 'cdc.sequence-by', text: '"ts"' }, ['_cdc_deleted_at', '_LAKE_run_id', '__lake_rn']],
+  ['cdc-silver-merge v2', { path: 'cdc.primary-key[0]', text: '"id"' }, ['_CDC_Deleted_At', '_lake_run_id', '__Lake_Delete']],
+  ['dv-hub v1', { path: 'hub.hash-key', text: '"hk_order"' }, ['load_date', '__lake_rn', '__LAKE_one']],
+  ['dv-link v1', { path: 'link.hash-key', text: '"lhk"' }, ['RECORD_SOURCE', '__lake_rn']],
+  ['dv-satellite v1', { path: 'satellite.payload[0]', text: '"v"' }, ['hashdiff', 'Load_Seq', '__lake_prev', '__Lake_Latest_Hashdiff', '__lake_ord_0']],
+];
+
+describe.each(ownColumns)("%s refuses a config column named like the template's own (78, with the path)", (template, path, names) => {
+  it.each(names)('%s', async (name) => {
+    const { config, set } = withValue(template, path, name);
+    const r = await validate(config, set);
+    expect(r.code, r.text).toBe(78);
+    expect(r.paths).toContain(path.path);
+  });
+});
+
 describe('jdbc-snapshot-ingest: inline urls, credentials and driver classes', () => {
   const inline = (url: string, driver = 'org.postgresql.Driver') =>
     bases['jdbc-snapshot-ingest v1']!.replace('connection = "shop"', `url = ${JSON.stringify(url)}, driver = ${JSON.stringify(driver)}`);

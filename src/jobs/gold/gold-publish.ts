@@ -9,6 +9,7 @@ import type { Cmd } from '../../spark/plan/commands.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import type { Facts, JobContext, JobPlan, Row, SchemaDiff, Step } from '../template.js';
 import { createNamespaceStep, readCommitStep, tableCatalog, tableProperties } from '../tables.js';
+import { checkSourceColumns } from '../source-columns.js';
 import {
   type Expectation,
   GRAIN_UNIQUE,
@@ -42,6 +43,8 @@ const MODES = ['replace-range', 'merge', 'full-refresh'] as const;
 type Mode = (typeof MODES)[number];
 
 /** Internal columns of the checked rows: never written. */
+/** Every internal column of the plan starts with this prefix (reserved: a result column of it is refused). */
+const INTERNAL_PREFIX = '__lake_';
 const HASH = '__lake_hash';
 const OLD_HASH = '__lake_old_hash';
 const DROP = '__lake_drop';
@@ -347,7 +350,23 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
   const rangeFilter = publish.range
     ? and(fn('>=', col(publish.range.column), lit({ date: publish.range.start })), fn('<', col(publish.range.column), lit({ date: publish.range.end })))
     : undefined;
+  // The result's columns (a `SELECT *` carries a silver table's, which come from the source data):
+  // one named like the plan's internal columns (`__lake_…`) would be replaced by the template's and
+  // dropped from what is written, or make its references ambiguous; with a quarantine, one named
+  // like a quarantine column would be overwritten there.
+  const checkColumns: Step = {
+    ...checkSourceColumns({
+      source: result,
+      sourceName: "the transform's result",
+      configPath: transformed.path,
+      template: TEMPLATE,
+      reserved: { names: quarantines ? Object.values(QUARANTINE_COLUMNS) : [], prefixes: [INTERNAL_PREFIX] },
+    }),
+    // It analyses the transform: judged by the tenant read policy like every step that carries it.
+    ...flagged,
+  };
   const steps: Step[] = [
+    checkColumns,
     createNamespaceStep(target),
     {
       kind: 'ensureTable',

@@ -10,6 +10,7 @@ import type { Facts, JobContext, JobPlan, Row, Step } from '../template.js';
 import { createNamespaceStep, readCommitStep, tableCatalog, tableProperties } from '../tables.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { BRONZE_SESSION_CONF, BRONZE_STAMPS, bronzeRef, readBronze } from '../layers/bronze.js';
+import { checkSourceColumns, reservedIn } from '../source-columns.js';
 import { silverRef } from '../layers/silver.js';
 import {
   BREACHES,
@@ -198,11 +199,11 @@ function checkColumns(c: ColumnRoles, ctx: z.RefinementCtx): void {
   for (const [path, cols] of roles)
     cols.forEach((x, i) => {
       const at = path.split('.').concat(cols.length > 1 || path.startsWith('dimension') ? [String(i)] : []);
-      if ((HISTORY_COLUMNS as readonly string[]).includes(x) || x.startsWith(INTERNAL_PREFIX) || (BRONZE_STAMPS as readonly string[]).includes(x))
+      if (reservedIn([x], { names: [...HISTORY_COLUMNS, ...BRONZE_STAMPS], prefixes: [INTERNAL_PREFIX] }).length)
         ctx.addIssue({ code: 'custom', path: at, message: `"${x}" is a reserved column name (history, internal or bronze metadata)` });
-      const other = seen.get(x);
+      const other = seen.get(x.toLowerCase());
       if (other !== undefined) ctx.addIssue({ code: 'custom', path: at, message: `"${x}" is already in ${other}` });
-      else seen.set(x, path);
+      else seen.set(x.toLowerCase(), path);
     });
   if (h['sequence-by'] !== undefined && d['effective-at'] !== undefined)
     ctx.addIssue({
@@ -254,6 +255,18 @@ function plan(ctx: JobContext, spec: Scd2DimLoadSpec): JobPlan {
     checks = read.checks;
     sourceName = ref.name;
   }
+  // The source's columns before any config logic: one named like the dimension's history columns
+  // or the plan's internal ones (`__scd_…`) would be replaced or shadowed by the template's.
+  checks = [
+    ...checks,
+    checkSourceColumns({
+      source: rows,
+      sourceName,
+      configPath: 'source.table',
+      template: TEMPLATE,
+      reserved: { names: HISTORY_COLUMNS, prefixes: [INTERNAL_PREFIX] },
+    }),
+  ];
   if (s.where) rows = rows.filter(configExpr(s.where));
 
   const events = h['sequence-by'] !== undefined;

@@ -134,16 +134,8 @@ function request(ctx: JobContext, r: Resolved, typeUrl: string): Extension {
 
 /** A refusal about the tables' state (65), with the config path it concerns. */
 export class ZeroCopyRefused extends DataError {
-  constructor(
-    readonly path: string,
-    message: string,
-    code: string,
-    hint?: string,
-  ) {
-    super(`${path}: ${message}`, { code, ...(hint ? { hint } : {}) });
-  }
-  override report(): ErrorReport {
-    return { ...super.report(), path: this.path };
+  constructor(path: string, message: string, code: string, hint?: string) {
+    super(`${path}: ${message}`, { code, path, ...(hint ? { hint } : {}) });
   }
 }
 

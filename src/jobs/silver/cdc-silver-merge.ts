@@ -42,6 +42,7 @@ import {
 } from '../layers/bronze.js';
 import { SILVER_FORMATS, type SilverFormat, silverCompanion, silverRef } from '../layers/silver.js';
 import { type WindowTable, baseCommitSteps, foreignCommits, windowCommitSteps } from '../commit-window.js';
+import { checkSourceColumns, reservedIn } from '../source-columns.js';
 
 /**
  * cdc-silver-merge: resolve a batch of CDC events from the tenant's bronze layer to the latest
@@ -63,6 +64,8 @@ import { type WindowTable, baseCommitSteps, foreignCommits, windowCommitSteps } 
 export const TOMBSTONE_SUFFIX = '__cdc_tombstones';
 
 const TEMPLATE = 'cdc-silver-merge';
+/** Every internal column of the plan starts with this prefix (reserved: a bronze column of it is refused). */
+const INTERNAL_PREFIX = '__lake_';
 const SOURCE = '__source';
 const RESOLVED = '__resolved';
 const TOMB = '__tomb';
@@ -103,6 +106,15 @@ const cdcChecks = (cdc: { keys: string[]; sequence: string[]; op?: string | unde
   for (const c of [...cdc.keys, ...cdc.sequence, ...(cdc.op ? [cdc.op] : [])])
     if ((BRONZE_STAMPS as readonly string[]).includes(c))
       ctx.addIssue({ code: 'custom', path: [], message: `"${c}" is a bronze metadata column and cannot be a CDC column` });
+  // The key and sequence columns are the tombstone table's too, next to its own columns; a column
+  // of one of their names (or of the plan's internal ones) failed with 70 after silver was created.
+  const own = { names: [DELETED_AT, RUN_ID], prefixes: [INTERNAL_PREFIX] };
+  const ownMessage = (c: string) => `"${c}" is a column the template writes or uses itself (${DELETED_AT}, ${RUN_ID}, ${INTERNAL_PREFIX}…)`;
+  cdc.keys.forEach((k, i) => {
+    if (reservedIn([k], own).length) ctx.addIssue({ code: 'custom', path: ['primary-key', i], message: ownMessage(k) });
+  });
+  for (const c of [...cdc.sequence, ...(cdc.op ? [cdc.op] : [])])
+    if (reservedIn([c], own).length) ctx.addIssue({ code: 'custom', path: [c === cdc.op ? 'op-column' : seqPath], message: ownMessage(c) });
 };
 
 /** The descriptions v1 and v2 share (the JSON Schema shows them in editors). */
@@ -344,6 +356,16 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   // Parquet bronze: exactly the selected partitions are listed and read; a bronze table: read
   // through its catalog, filtered by the literal dates. Without a selection, all of bronze.
   const read = readBronze(bronze, spec.snapshotDates);
+  // Bronze's columns before any config logic: one named like the plan's internal columns
+  // (`__lake_…`) would be replaced by the template's (and vanish from silver) or make its
+  // references ambiguous.
+  const checkColumns = checkSourceColumns({
+    source: read.rows,
+    sourceName: bronze.name,
+    configPath: 'source.table',
+    template: TEMPLATE,
+    reserved: { names: [], prefixes: [INTERNAL_PREFIX] },
+  });
   let events = read.rows;
   if (spec.where) events = events.filter(configExpr(spec.where));
   const payload = events.drop(...BRONZE_STAMPS);
@@ -393,6 +415,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   const untrusted = spec.untrusted.length ? { untrusted: spec.untrusted } : {};
   const steps: Step[] = [
     ...read.checks,
+    checkColumns,
     {
       kind: 'materialize',
       id: 'check-batch',

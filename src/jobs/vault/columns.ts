@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { columnName } from '../../core/config/validate.js';
 import { LOAD_DATE, RECORD_SOURCE } from './load.js';
+import { reservedIn } from '../source-columns.js';
 
 /** Column names the vault templates write themselves; a configured column may not take one. */
 export const RESERVED_COLUMNS = [LOAD_DATE, RECORD_SOURCE] as const;
@@ -16,9 +17,14 @@ export const columnList = (what: string) =>
       }),
     );
 
+/** Every internal column of the vault plans starts with this prefix. */
+export const INTERNAL_PREFIX = '__lake_';
+
 /**
- * Columns a vault table gets from config must be distinct from each other and from the columns the
- * template writes (Spark's column names are case-insensitive, and so is this check).
+ * Columns a vault table gets from config must be distinct from each other, from the columns the
+ * template writes and from the plans' internal ones (`__lake_…`: a payload column of such a name was
+ * replaced by the plan's own, e.g. `__lake_prev` by the previous hashdiff, and stored NULL).
+ * Spark's column names are case-insensitive, and so is this check.
  */
 export function checkDistinctColumns(
   named: readonly { path: (string | number)[]; name: string }[],
@@ -28,8 +34,12 @@ export function checkDistinctColumns(
   const seen = new Map<string, string>();
   for (const { path, name } of named) {
     const lower = name.toLowerCase();
-    if (reserved.some((r) => r.toLowerCase() === lower))
-      ctx.addIssue({ code: 'custom', path, message: `"${name}" is a column the template writes itself (${reserved.join(', ')})` });
+    if (reservedIn([name], { names: reserved, prefixes: [INTERNAL_PREFIX] }).length)
+      ctx.addIssue({
+        code: 'custom',
+        path,
+        message: `"${name}" is a column the template writes or uses itself (${[...reserved, `${INTERNAL_PREFIX}…`].join(', ')})`,
+      });
     else if (seen.has(lower)) ctx.addIssue({ code: 'custom', path, message: `"${name}" is also ${seen.get(lower)}: a vault table's columns must be distinct` });
     else seen.set(lower, path.join('.'));
   }

@@ -6,6 +6,11 @@ import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan
 import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { MARKER } from '../../../src/jobs/ops/iceberg-zero-copy-append.js';
+import { loadJob } from '../../../src/app/load-job.js';
+import { asLakehouseError } from '../../../src/core/errors.js';
+import { createLogger } from '../../../src/core/logger.js';
+import { executePlan } from '../../../src/runner/executor.js';
+import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, lakeHome, readIcebergWithPyIceberg, repoRoot, runJob } from '../../support/stack.js';
 
@@ -97,6 +102,51 @@ afterAll(async () => {
   await client?.releaseSession().catch(() => undefined);
   client?.close();
 });
+
+/** One run in process on its own session, paused before its append until `gate` opens. */
+async function runPaused(source: string, target: string, runId: string, gate: { arrive: () => Promise<void> }) {
+  const cfg = tempFiles({
+    'job.conf': `
+job    { template = "iceberg-zero-copy-append", schema-version = 1, name = "it-zero-copy" }
+tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
+source { table = "${source}" }
+target { table = "${target}", catalog = "lake" }`,
+    'platform.conf': platform(),
+  });
+  const session = connect();
+  try {
+    const job = await loadJob({ configFile: join(cfg, 'job.conf'), envFile: join(cfg, 'platform.conf'), overrides: [], env: {}, runId });
+    const r = await executePlan(job.plan, {
+      session,
+      logger: createLogger('warn'),
+      tags: ['it-zero-copy'],
+      signal: new AbortController().signal,
+      policy: tenantReadPolicy(job.platform, job.tenant),
+      beforeStep: async (step) => {
+        if (step.id === 'append') await gate.arrive();
+      },
+    });
+    return { code: 0, outputs: r.outputs };
+  } catch (e) {
+    return { code: asLakehouseError(e).exitCode, message: asLakehouseError(e).message, outputs: [] };
+  } finally {
+    await session.releaseSession().catch(() => undefined);
+    session.close();
+  }
+}
+
+/** A gate that opens when `n` runs have arrived at it. */
+function barrier(n: number) {
+  let arrived = 0;
+  let open!: () => void;
+  const opened = new Promise<void>((resolve) => (open = resolve));
+  return {
+    arrive: async () => {
+      if (++arrived === n) open();
+      await opened;
+    },
+  };
+}
 
 // Each test creates its tables and runs the CLI: minutes on a loaded 2-core machine.
 describe('iceberg-zero-copy-append on the real stack', { timeout: 900_000 }, () => {
@@ -263,5 +313,27 @@ describe('iceberg-zero-copy-append on the real stack', { timeout: 900_000 }, () 
     expect(code).toBe(99);
     expect(status.status).toBe('skipped');
     expect(files('empty_dst').snapshot_id).toBeNull();
+  });
+
+  it('two runs of the same append at once (an orchestrator retry beside the run it retries) append the files once', async () => {
+    await createTable('race_src', 'id BIGINT, name STRING');
+    await sql(`INSERT INTO lake.${ns}.race_src VALUES (1, 'one'), (2, 'two')`);
+    for (const round of [1, 2, 3]) {
+      const target = `race_dst${round}`;
+      await createTable(target, 'id BIGINT, name STRING');
+      await sql(`INSERT INTO lake.${ns}.${target} VALUES (10, 'ten')`);
+      const gate = barrier(2);
+      const runs = await Promise.all([runPaused('race_src', target, `it-race-${round}`, gate), runPaused('race_src', target, `it-race-${round}`, gate)]);
+      // One appends; the other appends nothing (the marker) or stops with 75 and its rerun appends nothing.
+      expect(runs.map((r) => r.code).sort(), JSON.stringify(runs)).toSatisfy((codes: number[]) => codes[0] === 0 && [0, 75].includes(codes[1]!));
+      const rerun = await run('race_src', target);
+      expect(rerun.code, rerun.stderr).toBe(0);
+      expect(rerun.status.outputs[0]).toMatchObject({ committed: false, metrics: { alreadyAppended: 1 } });
+      expect(rows(target), `round ${round}`).toEqual([
+        { id: 1, name: 'one' },
+        { id: 2, name: 'two' },
+        { id: 10, name: 'ten' },
+      ]);
+    }
   });
 });

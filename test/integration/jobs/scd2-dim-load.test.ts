@@ -239,3 +239,53 @@ target    { table = "dim_customers", format = ${format}, catalog = "${catalog}" 
     2 * LOADS_TIMEOUT,
   );
 });
+
+describe.each(['iceberg', 'delta'] as const)('scd2-dim-load on %s: two loads of one dimension at once', (format) => {
+  const tenant = freshTenant();
+  const catalog = format === 'iceberg' ? 'lake' : 'spark_catalog';
+  const config = (at: string) => `
+job       { template = "scd2-dim-load", schema-version = 2 }
+tenant    { id = "${tenant.id}", storage-root = "${tenant.root}" }
+source    { table = "customers", format = ${format}, catalog = "${catalog}" }
+dimension { natural-key = ["id"], effective-at = "${at}" }
+target    { table = "dim_customers", format = ${format}, catalog = "${catalog}" }`;
+
+  it(
+    'paused before their MERGE and let go together: one commits, the other commits too or exits 75; the reruns converge and the invariants hold',
+    async () => {
+      await silverTable(client, tenant, format, 'customers', `SELECT * FROM VALUES (1, 'gold'), (2, 'silver') AS t(id, tier)`);
+      expect(await load(client, tenant, config(day('01')))).toMatchObject({ code: 0 });
+      await silverTable(client, tenant, format, 'customers', `SELECT * FROM VALUES (1, 'platinum'), (2, 'silver'), (3, 'new') AS t(id, tier)`);
+      let arrived = 0;
+      let open!: () => void;
+      const opened = new Promise<void>((resolve) => (open = resolve));
+      const gate = async (step: { id: string }) => {
+        if (step.id !== 'merge') return;
+        if (++arrived === 2) open();
+        await opened;
+      };
+      const second = connect();
+      try {
+        const runs = await Promise.all([
+          load(client, tenant, config(day('02')), { beforeStep: gate }),
+          load(second, tenant, config(day('03')), { beforeStep: gate, session: second }),
+        ]);
+        expect(
+          runs.map((r) => r.code),
+          JSON.stringify(runs),
+        ).toSatisfy((codes: number[]) => codes.every((c) => c === 0 || c === 75));
+        for (const [i, r] of runs.entries()) if (r.code === 75) expect((await load(client, tenant, config(day(i === 0 ? '02' : '03')))).code).toBe(0);
+      } finally {
+        await second.releaseSession().catch(() => undefined);
+        second.close();
+      }
+      const rows = readDimension(tenant, format, 'dim_customers');
+      const current = rows.filter((r) => r._scd_current === true);
+      expect(current.map((r) => Number(r.id)).sort(), JSON.stringify(rows)).toEqual([1, 2, 3]);
+      expect(new Set(rows.map((r) => String(r._dim_key))).size, JSON.stringify(rows)).toBe(rows.length);
+      // A later load finds the dimension consistent.
+      expect((await load(client, tenant, config(day('04')))).code, JSON.stringify(rows)).toBe(0);
+    },
+    LOADS_TIMEOUT,
+  );
+});

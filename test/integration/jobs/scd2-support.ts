@@ -3,6 +3,7 @@ import { loadJob } from '../../../src/app/load-job.js';
 import { asLakehouseError } from '../../../src/core/errors.js';
 import { createLogger } from '../../../src/core/logger.js';
 import { executePlan } from '../../../src/runner/executor.js';
+import type { Step } from '../../../src/jobs/template.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
@@ -44,7 +45,7 @@ export async function load(
   client: SparkConnectClient,
   tenant: { id: string; root: string },
   config: string,
-  opts: { set?: string[]; runId?: string; logicalDate?: string } = {},
+  opts: { set?: string[]; runId?: string; logicalDate?: string; beforeStep?: (step: Step) => Promise<void>; session?: SparkConnectClient } = {},
 ): Promise<LoadResult> {
   const dir = tempFiles({ 'job.conf': config, 'platform.conf': platformConf(tenant) });
   try {
@@ -57,11 +58,12 @@ export async function load(
       ...(opts.logicalDate ? { logicalDate: opts.logicalDate } : {}),
     });
     const r = await executePlan(job.plan, {
-      session: client,
+      session: opts.session ?? client,
       logger: createLogger((process.env.SCD2_LOG as 'info' | undefined) ?? 'warn'),
       tags: ['it-scd2'],
       signal: new AbortController().signal,
       policy: tenantReadPolicy(job.platform, job.tenant),
+      ...(opts.beforeStep ? { beforeStep: opts.beforeStep } : {}),
     });
     return { code: r.skipped ? 99 : 0, outputs: r.outputs as unknown as Record<string, unknown>[] };
   } catch (e) {

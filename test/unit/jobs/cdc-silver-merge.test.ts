@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { ConfigError, InputMissingError, UsageError } from '../../../src/core/errors.js';
+import { ConfigError, DataError, InputMissingError, UsageError } from '../../../src/core/errors.js';
+import type { Step } from '../../../src/jobs/template.js';
 import { loadJob } from '../../../src/app/load-job.js';
 import { templates } from '../../../src/jobs/registry.js';
 import { stepPlan } from '../../../src/runner/executor.js';
@@ -30,6 +31,7 @@ describe('cdc-silver-merge v1 config', () => {
     expect(job.tenant.location('silver', 'orders')).toBe('file:///lake/acme/silver/orders');
     expect(job.plan.steps.map((s) => s.id)).toEqual([
       'probe-files-only',
+      'check-source-columns',
       'check-batch',
       'create-namespace',
       'create-table',
@@ -179,6 +181,21 @@ target { table = "orders; DROP TABLE x" }
     const err = await loadJob({ configFile: '/nonexistent/job.conf', env: {}, runId: 'x' }).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(InputMissingError);
     expect((err as InputMissingError).exitCode).toBe(66);
+  });
+
+  it("refuses a bronze column named like the plan's internal ones (__lake_…, 65 at source.table) before any config logic runs", async () => {
+    const job = await load(valid, { platform });
+    const check = job.plan.steps.find((s) => s.id === 'check-source-columns') as Extract<Step, { kind: 'checkColumns' }>;
+    expect(check.kind).toBe('checkColumns');
+    expect(check.untrusted).toBeUndefined();
+    const columns = (...names: string[]) => names.map((name) => ({ name, type: 'string' }));
+    expect(check.interpret(columns('id', 'ts', 'op', '__deleted', '_lake_note', '_lake_tenant'))).toEqual({});
+    const e = check.interpret(columns('id', '__LAKE_delete', '__lake_rn')).fail as DataError;
+    expect(e).toBeInstanceOf(DataError);
+    expect(e.report()).toMatchObject({ code: 'SOURCE_COLUMN_RESERVED', path: 'source.table' });
+    expect(e.message).toContain(
+      'source.table: file:///lake/acme/bronze/orders_cdc has column(s) "__LAKE_delete", "__lake_rn" named like cdc-silver-merge\'s own',
+    );
   });
 });
 

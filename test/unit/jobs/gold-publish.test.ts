@@ -7,6 +7,7 @@ import { relTreeViolations } from '../../../src/spark/policy/index.js';
 import { composeSteps, dateLiteral, rewriteTables, screenTransform, tokenize } from '../../../src/jobs/gold/transform-sql.js';
 import { judge, noOp } from '../../../src/jobs/gold/gold-publish.js';
 import type { Expectation } from '../../../src/jobs/gold/expectations.js';
+import type { Step } from '../../../src/jobs/template.js';
 import { tempFiles } from '../../support/files.js';
 
 const platform = `
@@ -239,8 +240,16 @@ describe('gold-publish: the transform screen (tokens, never a regex over raw tex
 describe('gold-publish config', () => {
   it('accepts a transform and builds the steps, each carrying the transform flagged for the policy', async () => {
     const job = await load(simple);
-    expect(job.plan.steps.map((s) => s.id)).toEqual(['create-namespace', 'create-table', 'check-schema', 'check', 'publish', 'read-snapshot']);
-    for (const s of job.plan.steps.filter((x) => ['create-table', 'check-schema', 'check', 'publish'].includes(x.id)))
+    expect(job.plan.steps.map((s) => s.id)).toEqual([
+      'check-source-columns',
+      'create-namespace',
+      'create-table',
+      'check-schema',
+      'check',
+      'publish',
+      'read-snapshot',
+    ]);
+    for (const s of job.plan.steps.filter((x) => ['check-source-columns', 'create-table', 'check-schema', 'check', 'publish'].includes(x.id)))
       expect(s.untrusted).toEqual(['transform.sql']);
     const check = job.plan.steps.find((s) => s.id === 'check')!;
     const json = JSON.stringify(stepPlan(check, { reveal: false }));
@@ -261,6 +270,7 @@ describe('gold-publish config', () => {
       ),
     );
     expect(job.plan.steps.map((s) => s.id)).toEqual([
+      'check-source-columns',
       'create-namespace',
       'create-table',
       'create-quarantine',
@@ -282,6 +292,12 @@ describe('gold-publish config', () => {
     );
     expect(json).toContain('`lake`.`acme_silver`.`customers`');
     expect(json).toContain('acme_gold`.`daily_sales__quarantine');
+    // A result column named like a quarantine column (or the plan's __lake_ ones) is refused: 65 at the transform.
+    const columns = job.plan.steps[0] as Extract<Step, { kind: 'checkColumns' }>;
+    const named = (...names: string[]) => names.map((name) => ({ name, type: 'string' }));
+    expect(columns.interpret(named('id', 'amount', '_lake_note'))).toEqual({});
+    for (const bad of ['_LAKE_run_id', '_lake_failed_checks', '__lake_f0'])
+      expect(columns.interpret(named('id', bad)).fail?.report()).toMatchObject({ code: 'SOURCE_COLUMN_RESERVED', path: 'transform.sql' });
   });
 
   it('checks every expectation in one aggregate (one query step reads the result once)', async () => {

@@ -87,6 +87,7 @@ describe('scd2-dim-load configs', () => {
     expect(job.version.version).toBe(1);
     const steps = job.plan.steps;
     expect(steps.map((s) => s.id)).toEqual([
+      'check-source-columns',
       'check-batch',
       'create-namespace',
       'create-table',
@@ -109,7 +110,9 @@ describe('scd2-dim-load configs', () => {
     expect(steps.filter((s) => s.untrusted).map((s) => s.id)).toEqual(['check-batch']);
     expect(step(steps, 'check-batch')).toMatchObject({ kind: 'materialize', untrusted: ['source.where'] });
     const later = steps.slice(steps.findIndex((s) => s.id === 'check-batch') + 1);
-    expect(plans(steps.slice(0, 1))).toContain('country');
+    // check-source-columns before it analyses the source's columns without the filter.
+    expect(plans([step(steps, 'check-source-columns')])).not.toContain('country');
+    expect(plans([step(steps, 'check-batch')])).toContain('country');
     for (const s of later) {
       expect(plans([s]), s.id).not.toContain('acme_silver');
       expect(plans([s]), s.id).not.toContain('country');
@@ -141,6 +144,7 @@ describe('scd2-dim-load configs', () => {
     const steps = job.plan.steps;
     expect(steps.map((s) => s.id)).toEqual([
       'probe-partitions',
+      'check-source-columns',
       'check-batch',
       'create-namespace',
       'create-table',
@@ -178,6 +182,32 @@ describe('scd2-dim-load configs', () => {
     expect(byPath['dimension.tracked-columns.1']).toMatch(/reserved/);
     expect(byPath['dimension.exclude-columns.0']).toMatch(/reserved/);
     expect(byPath['dimension.effective-at']).toMatch(/instant with a zone/);
+  });
+
+  it('compares column names as Spark resolves them: case-insensitively', async () => {
+    const byPath = await issues(
+      v1
+        .replace('tracked-columns = ["name", "tier"]', 'tracked-columns = ["ID", "_SCD_Current"]')
+        .replace('exclude-columns = ["raw"]', 'exclude-columns = ["__Scd_P"]'),
+    );
+    expect(byPath['dimension.tracked-columns.0']).toMatch(/already in dimension.natural-key/);
+    expect(byPath['dimension.tracked-columns.1']).toMatch(/reserved/);
+    expect(byPath['dimension.exclude-columns.0']).toMatch(/reserved/);
+  });
+
+  it("refuses a source column named like the template's own (65 at source.table), from its analysed columns", async () => {
+    const job = await load(v1);
+    const check = job.plan.steps.find((s) => s.id === 'check-source-columns') as Extract<Step, { kind: 'checkColumns' }>;
+    expect(check.untrusted).toBeUndefined();
+    const columns = (...names: string[]) => names.map((name) => ({ name, type: 'string' }));
+    expect(check.interpret(columns('id', 'tier', '_scd_note', '_dim_keys', 'scd_current'))).toEqual({});
+    for (const bad of ['_Dim_Key', '_scd_effective_from', '__scd_ctrl', '__SCD_anything']) {
+      const e = check.interpret(columns('id', bad)).fail as DataError;
+      expect(e).toBeInstanceOf(DataError);
+      expect(e.exitCode).toBe(65);
+      expect(e.report()).toMatchObject({ code: 'SOURCE_COLUMN_RESERVED', path: 'source.table' });
+      expect(e.message).toContain(`source.table: lake.acme_silver.customers has column(s) "${bad}" named like scd2-dim-load's own columns`);
+    }
   });
 
   it('refuses history options that do not fit together', async () => {

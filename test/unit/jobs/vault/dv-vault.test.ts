@@ -158,7 +158,8 @@ describe('dv-hub', () => {
 
   it.each([
     ['the hash key among the business key', ['hub.hash-key=customer'], 'hub.business-key[0]: "customer" is also hub.hash-key'],
-    ['a reserved column', ['hub.business-key=["load_date"]'], 'hub.business-key[0]: "load_date" is a column the template writes itself'],
+    ['a reserved column', ['hub.business-key=["load_date"]'], 'hub.business-key[0]: "load_date" is a column the template writes or uses itself'],
+    ['an internal column as the hash key', ['hub.hash-key=__lake_rn'], 'hub.hash-key: "__lake_rn" is a column the template writes or uses itself'],
     ['a duplicated business key column', ['hub.business-key=["a","A"]'], 'hub.business-key[1]: "A" appears twice'],
     ['no source', ['sources=[]'], 'sources: needs at least one source'],
     ['an unknown algorithm', ['hub.hash-algorithm=crc32'], 'hub.hash-algorithm:'],
@@ -215,8 +216,21 @@ describe('dv-satellite', () => {
   });
 
   it.each([
-    ['a payload column the template writes', ['satellite.payload=["hashdiff"]'], 'satellite.payload[0]: "hashdiff" is a column the template writes itself'],
-    ['load_seq as the parent key', ['satellite.parent-hash-key=load_seq'], 'satellite.parent-hash-key: "load_seq" is a column the template writes itself'],
+    [
+      'a payload column the template writes',
+      ['satellite.payload=["hashdiff"]'],
+      'satellite.payload[0]: "hashdiff" is a column the template writes or uses itself',
+    ],
+    [
+      'load_seq as the parent key',
+      ['satellite.parent-hash-key=load_seq'],
+      'satellite.parent-hash-key: "load_seq" is a column the template writes or uses itself',
+    ],
+    [
+      'a payload column named like the plan’s own',
+      ['satellite.payload=["status", "__Lake_Prev"]'],
+      'satellite.payload[1]: "__Lake_Prev" is a column the template writes or uses itself',
+    ],
     ['an empty payload', ['satellite.payload=[]'], 'satellite.payload: needs at least one payload column'],
     ['an unknown key', ['satellite.order=["ts"]'], 'satellite.order'],
   ])('refuses %s (78, with its path)', async (_, set, message) => {

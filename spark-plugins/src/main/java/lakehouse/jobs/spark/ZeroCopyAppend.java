@@ -18,10 +18,11 @@ import org.apache.iceberg.Metrics;
 import org.apache.iceberg.PartitionField;
 import org.apache.iceberg.PartitionSpec;
 import org.apache.iceberg.Snapshot;
-import org.apache.iceberg.SnapshotUpdate;
+import org.apache.iceberg.RowDelta;
 import org.apache.iceberg.Table;
 import org.apache.iceberg.TableMetadata;
 import org.apache.iceberg.exceptions.CommitFailedException;
+import org.apache.iceberg.exceptions.ValidationException;
 import org.apache.iceberg.io.CloseableIterable;
 import org.apache.iceberg.spark.Spark3Util;
 import org.apache.iceberg.types.Types;
@@ -154,19 +155,18 @@ final class ZeroCopyAppend {
       throw new CommitFailedException("zero-copy append refused: the tables changed since they were checked; run again to see why");
     if (f.sourceSnapshotId == null || f.dataFiles == 0 || f.alreadyAppended) return null;
     Table target = load(spark, req.target);
-    SnapshotUpdate<?> update;
-    if (f.deletes.isEmpty()) {
-      var append = target.newFastAppend();
-      f.data.forEach(append::appendFile);
-      update = append;
-    } else {
-      // Data and position deletes in one snapshot share its sequence number: the deletes apply to
-      // these files (position deletes apply at equal sequence numbers) and, by path, only to them.
-      var delta = target.newRowDelta();
-      f.data.forEach(delta::addRows);
-      f.deletes.forEach(delta::addDeletes);
-      update = delta;
-    }
+    // One row delta, data only or with the position deletes: data and deletes in one snapshot share
+    // its sequence number, so the deletes apply to these files (position deletes apply at equal
+    // sequence numbers) and, by path, only to them. Its commit is valid only on the target as
+    // checked: Iceberg retries a commit that lost the race on the new head without asking again, so
+    // a fast append of two runs at once (an orchestrator's retry beside the run it retries) put the
+    // files in twice, each run having found no marker. Data added to the target since the checked
+    // snapshot (the other run's append among them) now fails the commit, on every retry.
+    RowDelta update = target.newRowDelta();
+    f.data.forEach(update::addRows);
+    f.deletes.forEach(update::addDeletes);
+    if (f.targetSnapshotId != null) update.validateFromSnapshot(f.targetSnapshotId);
+    update.validateNoConflictingDataFiles();
     update.set(MARKER_UUID, f.sourceUuid);
     update.set(MARKER_SNAPSHOT, Long.toString(f.sourceSnapshotId));
     update.set(MARKER_TABLE, req.source);
@@ -175,8 +175,11 @@ final class ZeroCopyAppend {
     String prefix = "spark.sql.iceberg.snapshot-property.";
     for (var e : scala.jdk.javaapi.CollectionConverters.asJava(spark.conf().getAll()).entrySet())
       if (e.getKey().startsWith(prefix)) update.set(e.getKey().substring(prefix.length()), e.getValue());
-    if (f.targetSnapshotId != null && update instanceof org.apache.iceberg.RowDelta delta) delta.validateFromSnapshot(f.targetSnapshotId);
-    update.commit();
+    try {
+      update.commit();
+    } catch (ValidationException e) {
+      throw new CommitFailedException(e, "zero-copy append refused: the target received data since it was checked; run again to see why");
+    }
     target.refresh();
     return target.currentSnapshot().snapshotId();
   }

@@ -1,0 +1,65 @@
+import { DataError } from '../core/errors.js';
+import type { Query } from '../spark/plan/query.js';
+import type { Step } from './template.js';
+
+/**
+ * The column names a template gives its own columns: the ones it adds to what it writes and the
+ * ones its plans use internally. Source data is not trusted for shape, and a source column of one
+ * of these names changes what a plan means (Spark replaces a column of the same name, or resolves
+ * a name to the tenant's column instead of the template's), so a source that has one is refused.
+ */
+export interface ReservedColumns {
+  /** Exact names (compared case-insensitively, as Spark resolves them). */
+  readonly names: readonly string[];
+  /** Name prefixes (case-insensitive): every internal column of the template starts with one. */
+  readonly prefixes: readonly string[];
+}
+
+/** The names of `columns` that `reserved` holds, as the source spells them. */
+export function reservedIn(columns: readonly string[], reserved: ReservedColumns): string[] {
+  const names = new Set(reserved.names.map((n) => n.toLowerCase()));
+  const prefixes = reserved.prefixes.map((p) => p.toLowerCase());
+  return columns.filter((c) => {
+    const lower = c.toLowerCase();
+    return names.has(lower) || prefixes.some((p) => lower.startsWith(p));
+  });
+}
+
+/**
+ * A step that analyses the source's columns (no row is read) and fails the run (65 at
+ * `configPath`, nothing written) when one is named like the template's own.
+ */
+export function checkSourceColumns(opts: {
+  readonly id?: string;
+  readonly source: Query;
+  readonly sourceName: string;
+  readonly configPath: string;
+  readonly template: string;
+  readonly reserved: ReservedColumns;
+}): Step {
+  const { reserved } = opts;
+  const what = [...reserved.names, ...reserved.prefixes.map((p) => `${p}…`)].join(', ');
+  return {
+    kind: 'checkColumns',
+    id: opts.id ?? 'check-source-columns',
+    title: `Check that no column of ${opts.sourceName} is named like ${opts.template}'s own (${what})`,
+    source: opts.source,
+    interpret: (columns) => {
+      const found = reservedIn(
+        columns.map((c) => c.name),
+        reserved,
+      );
+      if (!found.length) return {};
+      return {
+        fail: new DataError(
+          `${opts.configPath}: ${opts.sourceName} has column(s) ${found.map((c) => `"${c}"`).join(', ')} named like ${opts.template}'s own columns (${what}); nothing was written`,
+          {
+            code: 'SOURCE_COLUMN_RESERVED',
+            path: opts.configPath,
+            hint: 'rename the column in the source (names are compared case-insensitively, as Spark resolves them)',
+          },
+        ),
+      };
+    },
+  };
+}

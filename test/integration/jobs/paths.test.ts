@@ -222,7 +222,10 @@ describe('one location, one kind', () => {
     const at = join(root.replace(/^file:\/\//, ''), sub);
     const out: string[] = [];
     const walk = (d: string) => {
-      for (const e of readdirSync(d, { withFileTypes: true })) e.isDirectory() ? walk(join(d, e.name)) : out.push(join(d, e.name).slice(at.length));
+      for (const e of readdirSync(d, { withFileTypes: true })) {
+        if (e.isDirectory()) walk(join(d, e.name));
+        else out.push(join(d, e.name).slice(at.length));
+      }
     };
     walk(at);
     return out.sort();

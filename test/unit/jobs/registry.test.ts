@@ -52,7 +52,10 @@ describe('the catalog', () => {
           if (typeof raw.target?.table !== 'string') continue;
           for (const taken of [`${raw.target.table}__quarantine`, `${raw.target.table}__cdc_tombstones`, 'a__b']) {
             const parsed = v.schema.safeParse({ ...raw, target: { ...raw.target, table: taken } });
-            expect(parsed.error?.issues.map((i) => i.path.join('.')), `${v.example}: ${taken}`).toEqual(['target.table']);
+            expect(
+              parsed.error?.issues.map((i) => i.path.join('.')),
+              `${v.example}: ${taken}`,
+            ).toEqual(['target.table']);
           }
           expect(v.schema.safeParse({ ...raw, target: { ...raw.target, table: 'orders_2026_v2_' } }).success, v.example).toBe(true);
         }

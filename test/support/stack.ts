@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'vitest';
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync } from 'node:fs';
@@ -18,6 +19,22 @@ export function connect(): SparkConnectClient {
   const spec = parseConnectionString(remote());
   if (spec.kind !== 'remote') throw new Error('SPARK_REMOTE must be an sc:// address');
   return SparkConnectClient.connect(spec, { userAgent: 'lakehouse-jobs-tests' });
+}
+
+/**
+ * One client for a test file's tests: connected before them, its session released after them;
+ * `set` receives it (a file keeps it in its own variable).
+ */
+export function useClient(set: (client: SparkConnectClient) => void): void {
+  let client: SparkConnectClient | undefined;
+  beforeAll(() => {
+    client = connect();
+    set(client);
+  });
+  afterAll(async () => {
+    await client?.releaseSession().catch(() => undefined);
+    client?.close();
+  });
 }
 
 /** The local stack's lake (Iceberg JDBC catalog on SQLite + warehouse). */

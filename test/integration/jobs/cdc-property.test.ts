@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { loadJob } from '../../../src/app/load-job.js';
 import { createLogger } from '../../../src/core/logger.js';
 import { executePlan } from '../../../src/runner/executor.js';
@@ -8,7 +8,7 @@ import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg } from '../../support/stack.js';
+import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, useClient } from '../../support/stack.js';
 import { mulberry32, shuffledIndices } from '../../support/random.js';
 
 /**
@@ -96,13 +96,7 @@ function naiveMerge(events: Event[], order: number[]): Record<string, unknown>[]
 const byKey = (a: Record<string, unknown>, b: Record<string, unknown>) => Number(a.id) - Number(b.id) || String(a.region).localeCompare(String(b.region));
 
 let client: SparkConnectClient;
-beforeAll(() => {
-  client = connect();
-});
-afterAll(async () => {
-  await client?.releaseSession().catch(() => undefined);
-  client?.close();
-});
+useClient((c) => (client = c));
 
 async function mergeHistory(seed: number, format: 'iceberg' | 'delta') {
   const events = history(seed);

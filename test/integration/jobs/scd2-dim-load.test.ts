@@ -1,8 +1,8 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { sqlCommand } from '../../../src/spark/plan/query.js';
-import { connect, freshTenant } from '../../support/stack.js';
+import { connect, freshTenant, useClient } from '../../support/stack.js';
 import { load, readDimension, silverTable } from './scd2-support.js';
 
 /**
@@ -15,13 +15,7 @@ import { load, readDimension, silverTable } from './scd2-support.js';
 const LOADS_TIMEOUT = 600_000;
 
 let client: SparkConnectClient;
-beforeAll(() => {
-  client = connect();
-});
-afterAll(async () => {
-  await client?.releaseSession().catch(() => undefined);
-  client?.close();
-});
+useClient((c) => (client = c));
 
 const day = (d: string) => `2026-07-${d}T00:00:00Z`;
 const iso = (v: unknown) =>

@@ -1,6 +1,6 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
-import { connect, freshTenant } from '../../support/stack.js';
+import { freshTenant, useClient } from '../../support/stack.js';
 import { type Format, catalogOf, load, readDimension, silverTable } from './scd2-support.js';
 import { mulberry32, shuffledIndices } from '../../support/random.js';
 
@@ -106,13 +106,7 @@ const iso = (v: unknown) =>
       ).toISOString();
 
 let client: SparkConnectClient;
-beforeAll(() => {
-  client = connect();
-});
-afterAll(async () => {
-  await client?.releaseSession().catch(() => undefined);
-  client?.close();
-});
+useClient((c) => (client = c));
 
 async function loadFeed(seed: number, format: Format, tombstones: boolean) {
   const events = feed(seed);

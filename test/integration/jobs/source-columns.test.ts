@@ -1,10 +1,10 @@
 import { existsSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { Query } from '../../../src/spark/plan/query.js';
-import { connect, freshTenant, readIcebergWithPyIceberg } from '../../support/stack.js';
+import { freshTenant, readIcebergWithPyIceberg, useClient } from '../../support/stack.js';
 import { load, readDimension, silverTable } from './scd2-support.js';
 
 /**
@@ -20,13 +20,7 @@ const TIMEOUT = 600_000;
 const goldWritten = (tenant: { root: string }) => existsSync(fileURLToPath(`${tenant.root}/gold`));
 
 let client: SparkConnectClient;
-beforeAll(() => {
-  client = connect();
-});
-afterAll(async () => {
-  await client?.releaseSession().catch(() => undefined);
-  client?.close();
-});
+useClient((c) => (client = c));
 
 describe('scd2-dim-load: a source column named like the template’s own', () => {
   const config = (tenant: { id: string; root: string }, at: string) => `

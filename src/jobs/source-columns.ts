@@ -3,6 +3,12 @@ import type { Query } from '../spark/plan/query.js';
 import type { Step } from './template.js';
 
 /**
+ * The prefix every internal column of the cdc, gold and vault plans starts with (`__lake_hash`, …):
+ * reserved, so a source or config column of it is refused.
+ */
+export const LAKE_INTERNAL_PREFIX = '__lake_';
+
+/**
  * The column names a template gives its own columns: the ones it adds to what it writes and the
  * ones its plans use internally. Source data is not trusted for shape, and a source column of one
  * of these names changes what a plan means (Spark replaces a column of the same name, or resolves

@@ -413,8 +413,8 @@ export function stepPlan(step: Step, opts: { reveal: boolean }): Plan {
 }
 
 /** The files under `paths` as a relation whose analysis lists them and reads none (binaryFile's schema is fixed). */
-function listing(paths: readonly string[]): Query {
-  return Query.read('binaryFile', { paths: [...paths] });
+function listing(paths: readonly string[], options?: Record<string, string>): Query {
+  return Query.read('binaryFile', { paths: [...paths], ...(options ? { options } : {}) });
 }
 
 async function pathExists(session: SparkSession, path: string): Promise<boolean> {
@@ -478,26 +478,25 @@ async function checkOtherCatalogs(
  * TABLE_LOCATION_TAKEN); nothing is written.
  */
 async function checkLocationEmpty(step: Extract<Step, { kind: 'ensureTable' }>, opts: ExecuteOptions): Promise<void> {
-  const deltaLog = await pathExists(opts.session, `${step.location}/_delta_log`);
-  const files = deltaLog ? [] : await filesUnder(opts.session, step.location, step.configPath);
-  if (!deltaLog && files.length === 0) return;
-  const what = deltaLog ? 'a Delta table (_delta_log)' : `${files.length} file(s)`;
-  throw new ConfigError(
-    [
-      {
-        path: step.configPath,
-        message: `table ${displayTable(step.table)} cannot be created at ${step.location}: ${what} already there (another format's table, a table dropped from its catalog without its files, or bronze parquet files), which the new table would take for its own and delete in its maintenance; a new table starts at an empty location, and nothing was written (move the files away, or name the table differently)`,
-      },
-    ],
-    { code: 'TABLE_LOCATION_TAKEN' },
-  );
+  const taken = (what: string) =>
+    new ConfigError(
+      [
+        {
+          path: step.configPath,
+          message: `table ${displayTable(step.table)} cannot be created at ${step.location}: ${what} already there (another format's table, a table dropped from its catalog without its files, or bronze parquet files), which the new table would take for its own and delete in its maintenance; a new table starts at an empty location, and nothing was written (move the files away, or name the table differently)`,
+        },
+      ],
+      { code: 'TABLE_LOCATION_TAKEN' },
+    );
+  if (await pathExists(opts.session, `${step.location}/_delta_log`)) throw taken('a Delta table (_delta_log)');
+  const files = await filesUnder(opts.session, step.location, step.configPath);
+  if (files.length > 0) throw taken(`${files.length} file(s)`);
 }
 
 /** The files Spark lists under `path`, recursively (none when it does not exist). */
 async function filesUnder(session: SparkSession, path: string, configPath: string): Promise<string[]> {
-  const listing = Query.read('binaryFile', { paths: [path], options: { recursiveFileLookup: 'true' } });
   try {
-    return await session.analyze.inputFiles(compileRelationPlan(listing.rel, { reveal: false }));
+    return await session.analyze.inputFiles(compileRelationPlan(listing([path], { recursiveFileLookup: 'true' }).rel, { reveal: false }));
   } catch (e) {
     if (errorClassOf(e)?.startsWith('PATH_NOT_FOUND')) return [];
     throw e instanceof SparkError ? e.at(configPath) : e;

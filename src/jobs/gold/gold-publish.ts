@@ -9,7 +9,7 @@ import type { Cmd } from '../../spark/plan/commands.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import type { Facts, JobContext, JobPlan, Row, SchemaDiff, Step } from '../template.js';
 import { createNamespaceStep, readCommitStep, tableCatalog, tableProperties } from '../tables.js';
-import { checkSourceColumns } from '../source-columns.js';
+import { LAKE_INTERNAL_PREFIX, checkSourceColumns } from '../source-columns.js';
 import {
   type Expectation,
   GRAIN_UNIQUE,
@@ -42,9 +42,7 @@ export const QUARANTINE_SUFFIX = '__quarantine';
 const MODES = ['replace-range', 'merge', 'full-refresh'] as const;
 type Mode = (typeof MODES)[number];
 
-/** Internal columns of the checked rows: never written. */
-/** Every internal column of the plan starts with this prefix (reserved: a result column of it is refused). */
-const INTERNAL_PREFIX = '__lake_';
+/** Internal columns of the checked rows (all of LAKE_INTERNAL_PREFIX, reserved): never written. */
 const HASH = '__lake_hash';
 const OLD_HASH = '__lake_old_hash';
 const DROP = '__lake_drop';
@@ -360,7 +358,7 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
       sourceName: "the transform's result",
       configPath: transformed.path,
       template: TEMPLATE,
-      reserved: { names: quarantines ? Object.values(QUARANTINE_COLUMNS) : [], prefixes: [INTERNAL_PREFIX] },
+      reserved: { names: quarantines ? Object.values(QUARANTINE_COLUMNS) : [], prefixes: [LAKE_INTERNAL_PREFIX] },
     }),
     // It analyses the transform: judged by the tenant read policy like every step that carries it.
     ...flagged,

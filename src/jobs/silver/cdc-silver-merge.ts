@@ -42,7 +42,7 @@ import {
 } from '../layers/bronze.js';
 import { SILVER_FORMATS, type SilverFormat, silverCompanion, silverRef } from '../layers/silver.js';
 import { type WindowTable, baseCommitSteps, foreignCommits, windowCommitSteps } from '../commit-window.js';
-import { checkSourceColumns, reservedIn } from '../source-columns.js';
+import { LAKE_INTERNAL_PREFIX, checkSourceColumns, reservedIn } from '../source-columns.js';
 
 /**
  * cdc-silver-merge: resolve a batch of CDC events from the tenant's bronze layer to the latest
@@ -64,8 +64,6 @@ import { checkSourceColumns, reservedIn } from '../source-columns.js';
 export const TOMBSTONE_SUFFIX = '__cdc_tombstones';
 
 const TEMPLATE = 'cdc-silver-merge';
-/** Every internal column of the plan starts with this prefix (reserved: a bronze column of it is refused). */
-const INTERNAL_PREFIX = '__lake_';
 const SOURCE = '__source';
 const RESOLVED = '__resolved';
 const TOMB = '__tomb';
@@ -108,8 +106,8 @@ const cdcChecks = (cdc: { keys: string[]; sequence: string[]; op?: string | unde
       ctx.addIssue({ code: 'custom', path: [], message: `"${c}" is a bronze metadata column and cannot be a CDC column` });
   // The key and sequence columns are the tombstone table's too, next to its own columns; a column
   // of one of their names (or of the plan's internal ones) failed with 70 after silver was created.
-  const own = { names: [DELETED_AT, RUN_ID], prefixes: [INTERNAL_PREFIX] };
-  const ownMessage = (c: string) => `"${c}" is a column the template writes or uses itself (${DELETED_AT}, ${RUN_ID}, ${INTERNAL_PREFIX}…)`;
+  const own = { names: [DELETED_AT, RUN_ID], prefixes: [LAKE_INTERNAL_PREFIX] };
+  const ownMessage = (c: string) => `"${c}" is a column the template writes or uses itself (${DELETED_AT}, ${RUN_ID}, ${LAKE_INTERNAL_PREFIX}…)`;
   cdc.keys.forEach((k, i) => {
     if (reservedIn([k], own).length) ctx.addIssue({ code: 'custom', path: ['primary-key', i], message: ownMessage(k) });
   });
@@ -364,7 +362,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     sourceName: bronze.name,
     configPath: 'source.table',
     template: TEMPLATE,
-    reserved: { names: [], prefixes: [INTERNAL_PREFIX] },
+    reserved: { names: [], prefixes: [LAKE_INTERNAL_PREFIX] },
   });
   let events = read.rows;
   if (spec.where) events = events.filter(configExpr(spec.where));

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import { columnName } from '../../core/config/validate.js';
 import { LOAD_DATE, RECORD_SOURCE } from './load.js';
-import { reservedIn } from '../source-columns.js';
+import { LAKE_INTERNAL_PREFIX, reservedIn } from '../source-columns.js';
 
 /** Column names the vault templates write themselves; a configured column may not take one. */
 export const RESERVED_COLUMNS = [LOAD_DATE, RECORD_SOURCE] as const;
@@ -17,9 +17,6 @@ export const columnList = (what: string) =>
       }),
     );
 
-/** Every internal column of the vault plans starts with this prefix. */
-export const INTERNAL_PREFIX = '__lake_';
-
 /**
  * Columns a vault table gets from config must be distinct from each other, from the columns the
  * template writes and from the plans' internal ones (`__lake_…`: a payload column of such a name was
@@ -34,11 +31,11 @@ export function checkDistinctColumns(
   const seen = new Map<string, string>();
   for (const { path, name } of named) {
     const lower = name.toLowerCase();
-    if (reservedIn([name], { names: reserved, prefixes: [INTERNAL_PREFIX] }).length)
+    if (reservedIn([name], { names: reserved, prefixes: [LAKE_INTERNAL_PREFIX] }).length)
       ctx.addIssue({
         code: 'custom',
         path,
-        message: `"${name}" is a column the template writes or uses itself (${[...reserved, `${INTERNAL_PREFIX}…`].join(', ')})`,
+        message: `"${name}" is a column the template writes or uses itself (${[...reserved, `${LAKE_INTERNAL_PREFIX}…`].join(', ')})`,
       });
     else if (seen.has(lower)) ctx.addIssue({ code: 'custom', path, message: `"${name}" is also ${seen.get(lower)}: a vault table's columns must be distinct` });
     else seen.set(lower, path.join('.'));

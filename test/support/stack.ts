@@ -58,16 +58,83 @@ function pyIcebergCatalog(catalog: string): string {
   throw new Error(`no PyIceberg reader for the catalog ${catalog}`);
 }
 
-/** A tenant nobody else uses, with a storage root in a fresh temp directory. */
-export function freshTenant(): { id: string; root: string } {
+/** Where a test's tenant keeps its files: a local folder, or the stack's object store (scripts/object-store). */
+export type Storage = 'file' | 's3';
+
+/**
+ * A tenant nobody else uses, with a storage root of its own: a fresh temp directory, or a fresh
+ * prefix of the object store's bucket `lake` (`s3a://lake/<id>`).
+ */
+export function freshTenant(storage: Storage = 'file'): { id: string; root: string } {
   const id = `it_${randomBytes(4).toString('hex')}`;
+  if (storage === 's3') return { id, root: `s3a://lake/${id}` };
   const dir = mkdtempSync(join(tmpdir(), `lakehouse-${id}-`));
   return { id, root: `file://${dir}` };
 }
 
+let storeEnv: Record<string, string> | undefined;
+/**
+ * The object store as the readers reach it: its endpoint and the platform's key (the file
+ * scripts/object-store wrote at its first start), for the Python readers' own S3 clients.
+ */
+export function objectStoreEnv(): Record<string, string> {
+  if (storeEnv) return storeEnv;
+  const store = join(repoRoot, 'scripts/object-store');
+  const endpoint = execFileSync('bash', [store, 'endpoint']).toString().trim();
+  const keyFile = execFileSync('bash', [store, 'credentials']).toString().trim();
+  const key = Object.fromEntries(
+    readFileSync(keyFile, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('='))
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  ) as Record<string, string>;
+  storeEnv = { LAKEHOUSE_S3_ENDPOINT: endpoint, AWS_ACCESS_KEY_ID: key.AWS_ACCESS_KEY_ID!, AWS_SECRET_ACCESS_KEY: key.AWS_SECRET_ACCESS_KEY! };
+  return storeEnv;
+}
+
+/** Does this test server reach the object store? (global setup starts it unless LAKEHOUSE_OBJECT_STORE=0) */
+export function objectStoreRunning(): boolean {
+  try {
+    execFileSync('bash', [join(repoRoot, 'scripts/object-store'), 'status'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** A script of test/support run by the independent readers' Python (scripts/py-tools): its stdout. */
 function pyTool(script: string, ...args: string[]): string {
-  return execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support', script), ...args]).toString();
+  // A table may be on the object store (a catalog's table too): the readers get its endpoint and key
+  // when it has been started.
+  let s3: Record<string, string> = {};
+  try {
+    s3 = objectStoreEnv();
+  } catch {
+    // No object store on this machine: only local tables to read.
+  }
+  return execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support', script), ...args], {
+    env: { ...process.env, ...s3 },
+  }).toString();
+}
+
+/** The objects under an s3a:// location, listed by pyarrow's S3 client (paths relative to it, sorted). */
+export function objectsUnder(uri: string): { path: string; size: number }[] {
+  return jsonLines(pyTool('object_store.py', 'list', uri)) as { path: string; size: number }[];
+}
+
+/** Write one object from a local file, through pyarrow's S3 client. */
+export function putObject(uri: string, localFile: string): void {
+  pyTool('object_store.py', 'put', uri, localFile);
+}
+
+/** A directory marker (a zero-byte `<key>/` object), as S3A's mkdirs leaves them. */
+export function objectStoreMkdir(uri: string): void {
+  pyTool('object_store.py', 'mkdir', uri);
+}
+
+/** Delete every object under an s3a:// location. */
+export function removeObjects(uri: string): void {
+  pyTool('object_store.py', 'delete', uri);
 }
 
 const jsonLines = (text: string): Record<string, unknown>[] =>

@@ -174,7 +174,7 @@ const where = (f: ClassifiedFailure) => {
 };
 /** How S3A and the AWS SDK say the endpoint did not answer. */
 const STORE_CONNECT_FAILURE =
-  /\b(?:[\w.$]*\.)?(?:ConnectException|UnknownHostException|NoRouteToHostException|SocketTimeoutException|ConnectTimeoutException|AWSClientIOException)\b|Unable to execute HTTP request/;
+  /\b(?:[\w.$]*\.)?(?:ConnectException|UnknownHostException|NoRouteToHostException|SocketTimeoutException|ConnectTimeoutException|NoHttpResponseException)\b|Unable to execute HTTP request/;
 
 const ICEBERG_CONFLICT =
   /Found (?:new )?conflicting|Missing required files to delete|found new delete for replaced data file|Cannot commit, missing data files/i;

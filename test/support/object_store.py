@@ -34,7 +34,7 @@ elif command == "put":
     with open(sys.argv[3], "rb") as src, s3.open_output_stream(path) as out:
         out.write(src.read())
 elif command == "mkdir":
-    s3.create_dir(path, recursive=False)
+    s3.create_dir(path, recursive=True)  # a marker for the key and each missing parent, as S3A mkdirs leaves them
 elif command == "delete":
     s3.delete_dir_contents(path, missing_dir_ok=True)
 else:

@@ -1,5 +1,6 @@
-import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFileSync } from 'node:child_process';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseConnectionString } from '../../../src/spark/connection.js';
 import { SparkConnectClient } from '../../../src/spark/client.js';
@@ -7,7 +8,16 @@ import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { sqlCommand } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
 import { QUICKSTART_ORDERS, writeOrderEvents } from '../../support/shop-source.js';
-import { freshTenant, objectsUnder, queryWithDuckDb, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob, useClusterRemote } from '../../support/stack.js';
+import {
+  freshTenant,
+  objectsUnder,
+  queryWithDuckDb,
+  readDeltaWithDeltaRs,
+  readIcebergWithPyIceberg,
+  repoRoot,
+  runJob,
+  useClusterRemote,
+} from '../../support/stack.js';
 import { writeFileAt } from '../../support/storage.js';
 
 /**
@@ -31,7 +41,7 @@ const header = (template: string, version = 1) =>
   `job { template = "${template}", schema-version = ${version} }\ntenant { id = "${tenant.id}", storage-root = "${tenant.root}" }\n`;
 
 const configs = (db: string): Record<string, string> => ({
-  'platform.conf': `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }
+  'platform.conf': `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta }, rest { format = iceberg } }
 jdbc { inline-urls = allow }
 tenants { ${tenant.id} { storage-roots = ["${tenant.root.replace(/^s3a:/, 's3:')}"] } }
 maintenance { retention-floor-hours = 0 }`,
@@ -40,6 +50,10 @@ target { table = "orders_cdc", snapshot-date = "${DAYS[0]}" }`,
   'merge.conf': `${header('cdc-silver-merge')}source { table = "orders_cdc", where = "_snapshot_date = '${DAYS[0]}'" }
 cdc { primary-key = ["id"], sequence-by = "ts", op-column = "op", delete-values = ["d"] }
 target { table = "orders", catalog = "lake" }`,
+  // Every bronze date at once into the REST catalog, whose server writes the table's metadata to S3 itself.
+  'merge-rest.conf': `${header('cdc-silver-merge', 2)}source { table = "orders_cdc" }
+cdc { primary-key = ["id"], sequence-by = ["ts"], op-column = "op", delete-values = ["d"] }
+target { table = "orders_rest", format = iceberg, catalog = "rest" }`,
   'scd2.conf': `${header('scd2-dim-load')}source { table = "orders", catalog = "lake" }
 dimension { natural-key = ["id"], tracked-columns = ["status"], exclude-columns = ["ts"], effective-at = "2026-07-06T00:00:00Z" }
 target { table = "dim_order_status", catalog = "lake" }`,
@@ -47,7 +61,7 @@ target { table = "dim_order_status", catalog = "lake" }`,
 hub { hash-key = "hk_order", business-key = ["order_id"] }
 ghost-record = true
 target { table = "hub_order", catalog = "lake", format = iceberg }`,
-  'sat.conf': `${header('dv-satellite')}source { table = "orders_cdc", snapshot-date = "${DAYS[0]}", where = "op <> 'd'", record-source = "shop.orders" }
+  'sat.conf': `${header('dv-satellite')}source { table = "orders_cdc", where = "op <> 'd'", record-source = "shop.orders" }
 satellite { parent-hash-key = "hk_order", business-key = ["id"], payload = ["customer", "status", "amount"], order-by = ["ts"] }
 ghost-record = true
 target { table = "sat_order", catalog = "lake", format = iceberg }`,
@@ -96,16 +110,17 @@ beforeAll(() => {
 });
 
 describe('the medallion chain on S3 through the standalone cluster', () => {
-  it('jdbc-snapshot-ingest → cdc-silver-merge → dv-hub, dv-satellite for two days: bronze parquet read by DuckDB, silver and vault by PyIceberg', async () => {
+  it('jdbc-snapshot-ingest → cdc-silver-merge for two days, then dv-hub and dv-satellite: bronze parquet read by DuckDB, silver and vault by PyIceberg', async () => {
     for (const day of DAYS) {
       writeOrderEvents(dir, QUICKSTART_ORDERS[day]);
       const ingest = await ok('ingest.conf', ['--set', `target.snapshot-date=${day}`]);
       expect(ingest.outputs[0]).toMatchObject({ path: `${tenant.root}/bronze/orders_cdc`, format: 'parquet' });
       const merge = await ok('merge.conf', ['--set', `source.where="_snapshot_date = '${day}'"`]);
       expect(merge.outputs[0]).toMatchObject({ table: `lake.${ns('silver')}.orders`, location: `${tenant.root}/silver/orders` });
-      await ok('hub.conf', ['--logical-date', day]);
-      await ok('sat.conf', ['--logical-date', day, '--set', `source.snapshot-date=${day}`]);
     }
+    // The raw vault of both days at once: the satellite keeps each change in order of ts.
+    await ok('hub.conf', ['--logical-date', DAYS[1]]);
+    await ok('sat.conf', ['--logical-date', DAYS[1]]);
     const bronze = queryWithDuckDb(
       `SELECT _snapshot_date::VARCHAR AS day, count(*) AS n FROM read_parquet('s3://lake/${tenant.id}/bronze/orders_cdc/**/*.parquet', hive_partitioning = true) GROUP BY 1 ORDER BY 1`,
     );
@@ -123,7 +138,13 @@ describe('the medallion chain on S3 through the standalone cluster', () => {
     expect(parquetUnder(`${tenant.root}/silver/orders`).length).toBeGreaterThan(0);
   }, 1_800_000);
 
-  it('scd2-dim-load and gold-publish: the dimension read by PyIceberg, the Delta gold table by delta-rs and by DuckDB', async () => {
+  it('scd2-dim-load, gold-publish and a silver table of the REST catalog: read by PyIceberg (JDBC and REST), delta-rs and DuckDB', async () => {
+    expect((await ok('merge-rest.conf')).outputs[0]).toMatchObject({
+      table: `rest.${ns('silver')}.orders_rest`,
+      location: `${tenant.root}/silver/orders_rest`,
+    });
+    expect(byId(readIcebergWithPyIceberg(ns('silver'), 'orders_rest', 'rest'))).toEqual(EXPECTED);
+    expect(objectsUnder(`${tenant.root}/silver/orders_rest/metadata`).some((o) => o.path.endsWith('.metadata.json'))).toBe(true);
     expect((await ok('scd2.conf')).outputs[0]).toMatchObject({ table: `lake.${ns('gold')}.dim_order_status`, format: 'iceberg' });
     expect(byId(readIcebergWithPyIceberg(ns('gold'), 'dim_order_status').filter((r) => r._scd_current === true))).toEqual(EXPECTED);
     expect((await ok('gold.conf', ['--logical-date', DAYS[1]])).outputs[0]).toMatchObject({
@@ -183,4 +204,32 @@ describe('the medallion chain on S3 through the standalone cluster', () => {
     expect(refused.status.error.message).toContain('outside its location');
     expect(parquetUnder(`${tenant.root}/silver/orders_2025`)).toEqual(shared);
   }, 900_000);
+  it('ran on a master and two workers: the server’s executors on both, each given the stack’s jars and the project’s plugins', () => {
+    // The workers' folders (scripts/spark-connect start --cluster): one executor of this server each.
+    const port = /:(\d+)/.exec(remote)![1];
+    const cluster = join(
+      dirname(
+        execFileSync('bash', [join(repoRoot, 'scripts/spark-connect'), 'jars'])
+          .toString()
+          .trim(),
+      ),
+      `run-${port}`,
+      'cluster',
+    );
+    for (const worker of ['worker-1', 'worker-2']) {
+      const apps = readdirSync(join(cluster, worker)).filter((d) => d.startsWith('app-'));
+      expect(apps.length, worker).toBeGreaterThan(0);
+      const newest = join(cluster, worker, apps.sort().at(-1)!);
+      const jars = readdirSync(newest).flatMap((executor) => readdirSync(join(newest, executor)));
+      expect(jars, worker).toContain('lakehouse-spark-plugins.jar');
+      expect(
+        jars.some((j) => j.startsWith('hadoop-aws-')),
+        worker,
+      ).toBe(true);
+      expect(
+        jars.some((j) => j.startsWith('iceberg-spark-runtime-')),
+        worker,
+      ).toBe(true);
+    }
+  }, 600_000);
 });

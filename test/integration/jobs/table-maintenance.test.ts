@@ -131,7 +131,7 @@ maintenance { retention-floor-hours = ${floor} }`;
 
 // The hostile-config and concurrency suites run on a local folder; the maintenance actions on both.
 const onFile = fixture('file');
-const { tenant, victim, ns, smallFiles, header, platform, run } = onFile;
+const { tenant, victim, ns, icebergRows, smallFiles, header, platform, run } = onFile;
 
 beforeAll(async () => {
   dir = tempFiles({});
@@ -236,7 +236,10 @@ describe.each(['file', 's3'] as const)('table-maintenance on Iceberg and Delta (
     expect(parquetFiles('events_d')).toHaveLength(1);
     expect(deltaRows('events_d')).toEqual(deltaBefore);
   });
+});
 
+// The strategies rewrite files whatever the storage: on a local folder only.
+describe('table-maintenance compaction strategies', () => {
   it('Iceberg sort and zorder strategies rewrite the files sorted; rows identical', async () => {
     await smallFiles('sorted', 'iceberg', 3);
     const before = icebergRows('sorted');

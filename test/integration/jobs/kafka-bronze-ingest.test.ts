@@ -143,7 +143,7 @@ target { table = "orders_events", format = iceberg, catalog = "lake" }
   it(
     'lands each record once, resumes from the S3 checkpoint (a rerun skips, new records land alone); read by PyIceberg over S3',
     async () => {
-      createTopic(topic, 1);
+      createTopic(topic, 2);
       const first = produce(topic, [debezium(1, 'c', 'NEW', 1000), debezium(2, 'c', 'NEW', 1100)]);
       const r1 = await runS3();
       expect(r1.code, r1.stderr).toBe(0);

@@ -124,9 +124,20 @@ export function storageUriProblem(uri: string): string | undefined {
   return 'problem' in r ? r.problem : undefined;
 }
 
+/**
+ * The form in which two literal storage URIs are compared: the normal form, with `s3://` read as
+ * `s3a://`. Both name one bucket through Hadoop's S3A connector (the stack maps `s3` to it, as EMR's
+ * and most platforms' settings do), so a root written one way and a location a catalog reports the
+ * other way are one place, and a tenant cannot reach a second copy of a root by the other scheme.
+ */
+export function comparableStorageUri(uri: string): string | undefined {
+  const n = normaliseStorageUri(uri);
+  return n?.startsWith('s3://') ? `s3a://${n.slice('s3://'.length)}` : n;
+}
+
 /** Do two locations name the same place? Non-literal ones (as a catalog may report) only when identical. */
 export function sameLocation(a: string, b: string): boolean {
-  const na = normaliseStorageUri(a);
-  const nb = normaliseStorageUri(b);
+  const na = comparableStorageUri(a);
+  const nb = comparableStorageUri(b);
   return na !== undefined && nb !== undefined ? na === nb : a === b;
 }

@@ -1,5 +1,14 @@
 import { ConfigError } from './errors.js';
-import { type Layer, type TableName, PATH_SEGMENT_PATTERN, layerNamespace, normaliseStorageUri, storagePath, storageUriProblem } from './naming.js';
+import {
+  type Layer,
+  type TableName,
+  PATH_SEGMENT_PATTERN,
+  comparableStorageUri,
+  layerNamespace,
+  normaliseStorageUri,
+  storagePath,
+  storageUriProblem,
+} from './naming.js';
 
 /**
  * Who a job runs for, and where that tenant's data may live. Built once from a validated config;
@@ -43,14 +52,14 @@ export function tenantContext(id: string, storageRoot: string): TenantContext {
 
 /**
  * Is `candidate` the same as, or below, one of `roots`? Both must be literal storage URIs; they are
- * compared normalised, segment by segment, so `file:///lake/acme2` is not under `file:///lake/acme`
+ * compared normalised (`s3://` as `s3a://`), segment by segment, so `file:///lake/acme2` is not under `file:///lake/acme`
  * and nothing (`..`, globs, escapes) can climb out.
  */
 export function isUnderRoot(candidate: string, roots: readonly string[]): boolean {
-  const c = normaliseStorageUri(candidate);
+  const c = comparableStorageUri(candidate);
   if (c === undefined) return false;
   return roots.some((root) => {
-    const r = normaliseStorageUri(root);
+    const r = comparableStorageUri(root);
     return r !== undefined && (c === r || c.startsWith(r.endsWith('/') ? r : r + '/'));
   });
 }

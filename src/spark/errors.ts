@@ -156,6 +156,26 @@ const dataExplanations = {
 const CATALOG_CONNECT_FAILURE =
   /\b(?:[\w.$]*\.)?(?:HttpHostConnectException|ConnectException|UnknownHostException|NoRouteToHostException|SocketTimeoutException|ConnectTimeoutException|NoHttpResponseException)\b|Connection refused/;
 
+/**
+ * The object-storage location (s3a:// or s3://) an S3A failure names, and its bucket. S3A puts the
+ * path first in its messages (`getFileStatus on s3a://lake/acme/x: …`).
+ */
+function objectStoreLocation(f: ClassifiedFailure): { location: string; bucket: string } | undefined {
+  for (const text of [f.message, ...(f.causes ?? [])]) {
+    const m = /\b(s3a?:\/\/([A-Za-z0-9._-]+)(?:\/[A-Za-z0-9._=+@~/-]*)?)/.exec(text);
+    if (m) return { location: m[1]!.replace(/\/+$/, ''), bucket: m[2]! };
+  }
+  return undefined;
+}
+const onObjectStore = (f: ClassifiedFailure) => objectStoreLocation(f) !== undefined;
+const where = (f: ClassifiedFailure) => {
+  const at = objectStoreLocation(f);
+  return at ? `${at.location} (bucket ${at.bucket})` : 'an object-storage location';
+};
+/** How S3A and the AWS SDK say the endpoint did not answer. */
+const STORE_CONNECT_FAILURE =
+  /\b(?:[\w.$]*\.)?(?:ConnectException|UnknownHostException|NoRouteToHostException|SocketTimeoutException|ConnectTimeoutException|NoHttpResponseException)\b|Unable to execute HTTP request/;
+
 const ICEBERG_CONFLICT =
   /Found (?:new )?conflicting|Missing required files to delete|found new delete for replaced data file|Cannot commit, missing data files/i;
 
@@ -163,6 +183,44 @@ const ICEBERG_CONFLICT =
 export const errorRules: readonly ErrorRule[] = [
   { code: 'SPARK_AUTH', outcome: 'permission', grpc: ['UNAUTHENTICATED', 'PERMISSION_DENIED'] },
   { code: 'SPARK_AUTH', outcome: 'permission', errorClass: ['INSUFFICIENT_PERMISSIONS'] },
+  // Object storage (S3A): the store refused the server's key (wrong, rotated, missing, or no right
+  // on the bucket), the bucket does not exist, or the endpoint does not answer. Each names the
+  // location; the key is the platform's, so none of these is the tenant's doing but the last may pass.
+  {
+    code: 'OBJECT_STORE_AUTH',
+    outcome: 'permission',
+    exception:
+      /\b(?:java\.nio\.file\.AccessDeniedException|NoAuthWithAWSException|InvalidAccessKeyId|SignatureDoesNotMatch|ExpiredToken|InvalidToken)\b|S3Exception: (?:Forbidden|Access Denied)/,
+    when: onObjectStore,
+    explain: (f) => ({
+      message: `the object store refused the Spark server's credentials for ${where(f)}: its key is wrong, expired or missing, or has no right on that bucket`,
+      hint: "give the Spark server a valid key for the bucket (its environment or the platform's per-bucket S3A settings); job configs never carry storage credentials",
+    }),
+  },
+  {
+    code: 'OBJECT_STORE_BUCKET_MISSING',
+    outcome: 'input',
+    exception: /\b(?:[\w.$]*\.)?UnknownStoreException\b|\bNoSuchBucket\b/,
+    explain: (f) => ({
+      message: `the bucket of ${where(f)} does not exist on the object store`,
+      hint: "create the bucket, or fix the storage root (tenant.storage-root, the platform config's tenants.<id>.storage-roots)",
+    }),
+  },
+  {
+    code: 'OBJECT_STORE_UNAVAILABLE',
+    outcome: 'unavailable',
+    exception: STORE_CONNECT_FAILURE,
+    when: onObjectStore,
+    explain: (f) => ({
+      message: `the Spark server could not reach the object store for ${where(f)}: ${
+        [...(f.causes ?? []), f.message]
+          .find((m) => /Connect to |Connection refused|UnknownHost|timed out/i.test(m))
+          ?.replace(/\s+/g, ' ')
+          .slice(0, 300) ?? 'no answer from its endpoint'
+      }`,
+      hint: "check that the object store is up and reachable from the Spark server and its executors (the endpoint of the platform's S3A settings); the run may be retried",
+    }),
+  },
   // A JDBC source refused our credentials (PostgreSQL, MySQL/MariaDB, SQL Server, Oracle).
   {
     code: 'SOURCE_AUTH',

@@ -5,8 +5,8 @@ import { fileURLToPath } from 'node:url';
  * Integration tests run against the project's own local Spark Connect server: started here unless
  * one is already running (then reused and left running). A server started here is stopped after
  * the run unless LAKEHOUSE_KEEP_SPARK=1. SPARK_REMOTE, when set, points the tests elsewhere.
- * The stack's Iceberg REST catalog (scripts/iceberg-rest, the Spark catalog "rest") is started and
- * stopped the same way, next to the server.
+ * The stack's Iceberg REST catalog (scripts/iceberg-rest, the Spark catalog "rest") and its object
+ * store (scripts/object-store) are started and stopped the same way, next to the server.
  */
 const script = fileURLToPath(new URL('../../scripts/spark-connect', import.meta.url));
 const restScript = fileURLToPath(new URL('../../scripts/iceberg-rest', import.meta.url));
@@ -25,10 +25,27 @@ export default function setup(): () => void {
   // needs one, is LAKEHOUSE_KAFKA_BOOTSTRAP or KAFKA_PORT), never a broker on the default port.
   const external = Boolean(process.env.SPARK_REMOTE);
   const stopKafka = external ? () => undefined : startKafka();
+  // Before Spark: the server takes the store's access key from the file its first start writes.
+  const stopStore = external ? () => undefined : startObjectStore();
   const stopSpark = startSpark();
   return () => {
     stopSpark();
+    stopStore();
     stopKafka();
+  };
+}
+
+/**
+ * The local object store (scripts/object-store, OBJECT_STORE_PORT or 18333) for the tests whose
+ * tenants live on S3: started here unless running (then reused), stopped after the run unless
+ * LAKEHOUSE_KEEP_OBJECT_STORE=1.
+ */
+function startObjectStore(): () => void {
+  const store = fileURLToPath(new URL('../../scripts/object-store', import.meta.url));
+  const running = isRunning(store);
+  execFileSync('bash', [store, 'start'], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 1_800_000 });
+  return () => {
+    if (!running && process.env.LAKEHOUSE_KEEP_OBJECT_STORE !== '1') execFileSync('bash', [store, 'stop'], { stdio: 'inherit' });
   };
 }
 

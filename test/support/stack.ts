@@ -37,6 +37,35 @@ export function useClient(set: (client: SparkConnectClient) => void): void {
   });
 }
 
+/**
+ * The Spark Connect server on the stack's standalone cluster (scripts/spark-connect start --cluster),
+ * for a file's tests in the seeds' shape (tables on the object store, executors in JVMs of their
+ * own): LAKEHOUSE_CLUSTER_REMOTE when set (a server someone else runs, e.g. the second server of a
+ * parallel run), else started here on LAKEHOUSE_CLUSTER_PORT (default: the test server's port + 2;
+ * its master on SPARK_MASTER_PORT or 7077) and stopped after the file unless LAKEHOUSE_KEEP_SPARK=1.
+ */
+export function useClusterRemote(set: (remote: string) => void): void {
+  let started: string | undefined;
+  beforeAll(() => {
+    if (process.env.LAKEHOUSE_CLUSTER_REMOTE) return set(process.env.LAKEHOUSE_CLUSTER_REMOTE);
+    const port = process.env.LAKEHOUSE_CLUSTER_PORT ?? String(Number(/:(\d+)/.exec(remote())?.[1] ?? 15002) + 2);
+    const script = join(repoRoot, 'scripts/spark-connect');
+    let running = true;
+    try {
+      execFileSync('bash', [script, 'status', '--port', port], { stdio: 'ignore' });
+    } catch {
+      running = false;
+    }
+    const out = execFileSync('bash', [script, 'start', '--cluster', '--port', port], { stdio: ['ignore', 'pipe', 'inherit'], timeout: 900_000 }).toString();
+    if (!running) started = port;
+    set(out.trim().split('\n').pop()!);
+  }, 900_000);
+  afterAll(() => {
+    if (started && process.env.LAKEHOUSE_KEEP_SPARK !== '1')
+      execFileSync('bash', [join(repoRoot, 'scripts/spark-connect'), 'stop', '--port', started], { stdio: 'inherit' });
+  }, 120_000);
+}
+
 /** The local stack's lake (Iceberg JDBC catalog on SQLite + warehouse). */
 export function lakeHome(): string {
   return execFileSync('bash', [join(repoRoot, 'scripts/spark-connect'), 'warehouse'])
@@ -58,16 +87,91 @@ function pyIcebergCatalog(catalog: string): string {
   throw new Error(`no PyIceberg reader for the catalog ${catalog}`);
 }
 
-/** A tenant nobody else uses, with a storage root in a fresh temp directory. */
-export function freshTenant(): { id: string; root: string } {
+/** Where a test's tenant keeps its files: a local folder, or the stack's object store (scripts/object-store). */
+export type Storage = 'file' | 's3';
+
+/**
+ * A tenant nobody else uses, with a storage root of its own: a fresh temp directory, or a fresh
+ * prefix of the object store's bucket `lake` (`s3a://lake/<id>`).
+ */
+export function freshTenant(storage: Storage = 'file'): { id: string; root: string } {
   const id = `it_${randomBytes(4).toString('hex')}`;
+  if (storage === 's3') return { id, root: `s3a://lake/${id}` };
   const dir = mkdtempSync(join(tmpdir(), `lakehouse-${id}-`));
   return { id, root: `file://${dir}` };
 }
 
+let storeEnv: Record<string, string> | undefined;
+/**
+ * The object store as the readers reach it: its endpoint and the platform's key (the file
+ * scripts/object-store wrote at its first start), for the Python readers' own S3 clients.
+ */
+export function objectStoreEnv(): Record<string, string> {
+  if (storeEnv) return storeEnv;
+  const store = join(repoRoot, 'scripts/object-store');
+  const endpoint = execFileSync('bash', [store, 'endpoint']).toString().trim();
+  const keyFile = execFileSync('bash', [store, 'credentials']).toString().trim();
+  const key = Object.fromEntries(
+    readFileSync(keyFile, 'utf8')
+      .split('\n')
+      .filter((l) => l.includes('='))
+      .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)]),
+  ) as Record<string, string>;
+  storeEnv = {
+    LAKEHOUSE_S3_ENDPOINT: endpoint,
+    AWS_ACCESS_KEY_ID: key.AWS_ACCESS_KEY_ID!,
+    AWS_SECRET_ACCESS_KEY: key.AWS_SECRET_ACCESS_KEY!,
+    // pyarrow's AWS SDK asks for checksums by default (x-amz-checksum-mode), which S3Proxy 2.6 answers
+    // with 501 NotImplemented: only where the request needs them, as S3 itself did before 2025.
+    AWS_REQUEST_CHECKSUM_CALCULATION: 'when_required',
+    AWS_RESPONSE_CHECKSUM_VALIDATION: 'when_required',
+  };
+  return storeEnv;
+}
+
+/** Does this test server reach the object store? (global setup starts it unless LAKEHOUSE_OBJECT_STORE=0) */
+export function objectStoreRunning(): boolean {
+  try {
+    execFileSync('bash', [join(repoRoot, 'scripts/object-store'), 'status'], { stdio: 'ignore' });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 /** A script of test/support run by the independent readers' Python (scripts/py-tools): its stdout. */
 function pyTool(script: string, ...args: string[]): string {
-  return execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support', script), ...args]).toString();
+  // A table may be on the object store (a catalog's table too): the readers get its endpoint and key
+  // when it has been started.
+  let s3: Record<string, string> = {};
+  try {
+    s3 = objectStoreEnv();
+  } catch {
+    // No object store on this machine: only local tables to read.
+  }
+  return execFileSync('bash', [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support', script), ...args], {
+    env: { ...process.env, ...s3 },
+  }).toString();
+}
+
+/** The objects under an s3a:// location, listed by pyarrow's S3 client (paths relative to it, sorted). */
+export function objectsUnder(uri: string): { path: string; size: number }[] {
+  return jsonLines(pyTool('object_store.py', 'list', uri)) as { path: string; size: number }[];
+}
+
+/** Write one object from a local file, through pyarrow's S3 client. */
+export function putObject(uri: string, localFile: string): void {
+  pyTool('object_store.py', 'put', uri, localFile);
+}
+
+/** A directory marker (a zero-byte `<key>/` object), as S3A's mkdirs leaves them. */
+export function objectStoreMkdir(uri: string): void {
+  pyTool('object_store.py', 'mkdir', uri);
+}
+
+/** Delete every object under an s3a:// location. */
+export function removeObjects(uri: string): void {
+  pyTool('object_store.py', 'delete', uri);
 }
 
 const jsonLines = (text: string): Record<string, unknown>[] =>
@@ -81,6 +185,11 @@ const deltaPath = (path: string) => path.replace(/^file:\/\//, '');
 /** Rows of an Iceberg table read by PyIceberg, not by Spark (from the catalog "lake" unless named). */
 export function readIcebergWithPyIceberg(namespace: string, table: string, catalog = 'lake'): Record<string, unknown>[] {
   return jsonLines(pyTool('read_iceberg.py', pyIcebergCatalog(catalog), namespace, table));
+}
+
+/** Rows a DuckDB query returns (the readers' DuckDB with httpfs, iceberg and delta loaded; s3:// reaches the object store). */
+export function queryWithDuckDb(sql: string): Record<string, unknown>[] {
+  return jsonLines(pyTool('read_duckdb.py', sql));
 }
 
 /** Rows of a Delta table read by delta-rs, not by Spark. */
@@ -127,8 +236,8 @@ export function runCli(args: string[], env: Record<string, string> = {}): Promis
  * The CLI runs one job config with a platform config on the test server (`args` adds --set,
  * --logical-date, …); the status document it wrote to its --status-file comes back with the result.
  */
-export async function runJob(config: string, platform: string, args: readonly string[] = []): Promise<CliResult & { status: any }> {
+export async function runJob(config: string, platform: string, args: readonly string[] = [], on = remote()): Promise<CliResult & { status: any }> {
   const statusFile = join(mkdtempSync(join(tmpdir(), 'lakehouse-jobs-status-')), 'status.json');
-  const r = await runCli(['--config', config, '--env', platform, '--remote', remote(), '--status-file', statusFile, ...args]);
+  const r = await runCli(['--config', config, '--env', platform, '--remote', on, '--status-file', statusFile, ...args]);
   return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
 }

@@ -300,12 +300,15 @@ function inspectStep(t: Target): Step {
 
 /**
  * The prefixes of the paths under a table's location, as Iceberg may have recorded them: Hadoop
- * writes a local path as `file:/x`, configs and our layout as `file:///x`.
+ * writes a local path as `file:/x`, configs and our layout as `file:///x`; `s3://` and `s3a://` are
+ * one bucket (both S3A), and a root written one way may have files recorded the other way.
  */
 export function locationPrefixes(location: string): string[] {
   const base = location.replace(/\/+$/, '');
   const local = /^file:\/\/\/(.*)$/.exec(base) ?? /^file:\/(?!\/)(.*)$/.exec(base);
-  return local ? [`file:///${local[1]}/`, `file:/${local[1]}/`] : [`${base}/`];
+  if (local) return [`file:///${local[1]}/`, `file:/${local[1]}/`];
+  const s3 = /^s3a?:\/\/(.*)$/i.exec(base);
+  return s3 ? [`s3a://${s3[1]}/`, `s3://${s3[1]}/`] : [`${base}/`];
 }
 
 /**

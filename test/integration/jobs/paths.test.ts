@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -8,13 +8,17 @@ import { rows } from '../../../src/spark/arrow.js';
 import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, remote, runCli, runJob } from '../../support/stack.js';
+import { type Storage, connect, freshTenant, remote, runCli, runJob } from '../../support/stack.js';
+import { filesUnder, makeFolder, writeFileAt } from '../../support/storage.js';
 
 /**
  * Literal paths on the real server: bronze is read by the exact partitions selected, so a corrupt
  * or mistyped file in another date's partition cannot break a run; a table found by name at another
- * location is refused (78) and left untouched, on Iceberg and on Delta.
+ * location is refused (78) and left untouched, on Iceberg and on Delta; one location holds one kind
+ * of thing. The location checks run on a local folder and on the object store (S3A: no directories,
+ * only objects and directory markers).
  */
+const STORAGES: readonly Storage[] = ['file', 's3'];
 
 let client: SparkConnectClient;
 let dir: string;
@@ -113,48 +117,51 @@ describe('bronze partitions', () => {
   });
 });
 
-describe.each(['iceberg', 'delta'] as const)('a %s table at another location', (format) => {
-  const tenant = freshTenant();
-  const catalog = format === 'iceberg' ? 'lake' : 'spark_catalog';
-  const name = `${catalog}.${tenant.id}_silver.orders`;
-  const elsewhere = `file://${mkdtempSync(join(tmpdir(), 'lakehouse-old-home-'))}/orders`;
-  const state = async () => ({
-    rows: await sql(`SELECT id, name FROM ${name} ORDER BY id`),
-    version:
-      format === 'iceberg'
-        ? await sql(`SELECT snapshot_id FROM ${name}.snapshots ORDER BY committed_at`)
-        : await sql(`DESCRIBE HISTORY ${name}`).then((h) => h.map((r) => r.version)),
-  });
+describe.each(STORAGES.flatMap((storage) => (['iceberg', 'delta'] as const).map((format) => [format, storage] as const)))(
+  'a %s table at another location (%s)',
+  (format, storage) => {
+    const tenant = freshTenant(storage);
+    const catalog = format === 'iceberg' ? 'lake' : 'spark_catalog';
+    const name = `${catalog}.${tenant.id}_silver.orders`;
+    const elsewhere = storage === 's3' ? `s3a://lake/old-home-${tenant.id}/orders` : `file://${mkdtempSync(join(tmpdir(), 'lakehouse-old-home-'))}/orders`;
+    const state = async () => ({
+      rows: await sql(`SELECT id, name FROM ${name} ORDER BY id`),
+      version:
+        format === 'iceberg'
+          ? await sql(`SELECT snapshot_id FROM ${name}.snapshots ORDER BY committed_at`)
+          : await sql(`DESCRIBE HISTORY ${name}`).then((h) => h.map((r) => r.version)),
+    });
 
-  beforeAll(async () => {
-    await bronze(tenant.root, '2026-09-01');
-    await sql(`CREATE NAMESPACE IF NOT EXISTS ${catalog}.${tenant.id}_silver`);
-    await sql(`CREATE TABLE ${name} (id INT, ts INT, name STRING) USING ${format} LOCATION '${elsewhere}'`);
-    await sql(`INSERT INTO ${name} VALUES (7, 1, 'old home')`);
-  });
+    beforeAll(async () => {
+      await bronze(tenant.root, '2026-09-01');
+      await sql(`CREATE NAMESPACE IF NOT EXISTS ${catalog}.${tenant.id}_silver`);
+      await sql(`CREATE TABLE ${name} (id INT, ts INT, name STRING) USING ${format} LOCATION '${elsewhere}'`);
+      await sql(`INSERT INTO ${name} VALUES (7, 1, 'old home')`);
+    });
 
-  it('is refused with 78 naming the table, the expected and the actual location, and left untouched', async () => {
-    const before = await state();
-    const r = await run(tenant, format);
-    expect(r.code, r.stderr).toBe(78);
-    expect(r.status.error).toMatchObject({ code: 'CONFIG_INVALID', path: 'target.table' });
-    const message = String(r.status.error.message);
-    expect(message).toContain(name);
-    expect(message).toContain(`${tenant.root}/silver/orders`);
-    expect(message).toContain(elsewhere.replace(/^file:\/\//, 'file:'));
-    expect(await state()).toEqual(before);
-    expect(before.rows).toEqual([{ id: 7, name: 'old home' }]);
-  });
+    it('is refused with 78 naming the table, the expected and the actual location, and left untouched', async () => {
+      const before = await state();
+      const r = await run(tenant, format);
+      expect(r.code, r.stderr).toBe(78);
+      expect(r.status.error).toMatchObject({ code: 'CONFIG_INVALID', path: 'target.table' });
+      const message = String(r.status.error.message);
+      expect(message).toContain(name);
+      expect(message).toContain(`${tenant.root}/silver/orders`);
+      expect(message).toContain(elsewhere.replace(/^file:\/\//, 'file:'));
+      expect(await state()).toEqual(before);
+      expect(before.rows).toEqual([{ id: 7, name: 'old home' }]);
+    });
 
-  it('is used once it is where the layout says (the same check passes for the real location)', async () => {
-    await sql(`DROP TABLE ${name}`);
-    const r = await run(tenant, format);
-    expect(r.code, r.stderr).toBe(0);
-    const again = await run(tenant, format);
-    expect(again.code, again.stderr).toBe(0);
-    expect(again.status.outputs[0]).toMatchObject({ location: `${tenant.root}/silver/orders`, metrics: { inserted: 0, late: 2 } });
-  });
-});
+    it('is used once it is where the layout says (the same check passes for the real location)', async () => {
+      await sql(`DROP TABLE ${name}`);
+      const r = await run(tenant, format);
+      expect(r.code, r.stderr).toBe(0);
+      const again = await run(tenant, format);
+      expect(again.code, again.stderr).toBe(0);
+      expect(again.status.outputs[0]).toMatchObject({ location: `${tenant.root}/silver/orders`, metrics: { inserted: 0, late: 2 } });
+    });
+  },
+);
 
 describe('the tombstones table at another location', () => {
   const tenant = freshTenant();
@@ -217,19 +224,8 @@ target { table = "orders", snapshot-date = "2026-09-01", format = ${format}, cat
  * and parquet bronze lives at the same place as a bronze table: a table is created only where no
  * files are, and parquet bronze is never read where a table keeps its log or metadata.
  */
-describe('one location, one kind', () => {
-  const files = (root: string, sub: string) => {
-    const at = join(root.replace(/^file:\/\//, ''), sub);
-    const out: string[] = [];
-    const walk = (d: string) => {
-      for (const e of readdirSync(d, { withFileTypes: true })) {
-        if (e.isDirectory()) walk(join(d, e.name));
-        else out.push(join(d, e.name).slice(at.length));
-      }
-    };
-    walk(at);
-    return out.sort();
-  };
+describe.each(STORAGES)('one location, one kind (%s)', (storage) => {
+  const files = (root: string, sub: string) => filesUnder(`${root}/${sub}`);
   const platform = (t: { id: string; root: string }) =>
     `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }\ntenants { ${t.id} { storage-roots = ["${t.root}"] } }\njdbc { inline-urls = allow }`;
   const cli = (t: { id: string; root: string }, job: string) => {
@@ -248,7 +244,7 @@ target { ${target} }
 `;
 
   it('a bronze Iceberg table over parquet bronze files: 78 TABLE_LOCATION_TAKEN, the files untouched, no table', async () => {
-    const t = freshTenant();
+    const t = freshTenant(storage);
     await bronze(t.root, '2026-09-01');
     const before = files(t.root, 'bronze/orders_cdc');
     execFileSync('python3', [
@@ -273,7 +269,7 @@ target { table = "orders_cdc", snapshot-date = "2026-09-02", format = iceberg, c
   });
 
   it('parquet bronze where a Delta table keeps its log: 78 at source.table, nothing read or written', async () => {
-    const t = freshTenant();
+    const t = freshTenant(storage);
     const at = `${t.root}/bronze/orders_cdc`;
     // A Delta table whose first version is later deleted: its removed file still lies there.
     await sql(`CREATE TABLE delta.\`${at}\` USING delta AS SELECT * FROM VALUES (1, 1, 'c', 'gone') AS t(id, ts, op, name)`);
@@ -286,7 +282,7 @@ target { table = "orders_cdc", snapshot-date = "2026-09-02", format = iceberg, c
   });
 
   it('an Iceberg table over a dropped Iceberg table’s files: 78 at target.table, the files kept', async () => {
-    const t = freshTenant();
+    const t = freshTenant(storage);
     await bronze(t.root, '2026-09-01');
     const name = `lake.${t.id}_silver.orders`;
     await sql(`CREATE NAMESPACE IF NOT EXISTS lake.${t.id}_silver`);
@@ -302,7 +298,7 @@ target { table = "orders_cdc", snapshot-date = "2026-09-02", format = iceberg, c
   });
 
   it('a Delta table over a Delta log no catalog names: 78 at target.table, the log kept', async () => {
-    const t = freshTenant();
+    const t = freshTenant(storage);
     await bronze(t.root, '2026-09-01');
     await sql(`CREATE TABLE delta.\`${t.root}/silver/orders\` USING delta AS SELECT * FROM VALUES (7, 1, 'unnamed') AS t(id, ts, name)`);
     const before = files(t.root, 'silver/orders');
@@ -314,13 +310,14 @@ target { table = "orders_cdc", snapshot-date = "2026-09-02", format = iceberg, c
     expect(await sql(`SELECT id, name FROM delta.\`${t.root}/silver/orders\``)).toEqual([{ id: 7, name: 'unnamed' }]);
   });
 
-  it('hidden files (_SUCCESS, .keep) do not count: the table is created and loaded', async () => {
-    const t = freshTenant();
+  it('hidden files (_SUCCESS, .keep) and an empty folder (on S3 a directory marker) do not count: the table is created and loaded', async () => {
+    const t = freshTenant(storage);
     await bronze(t.root, '2026-09-01');
-    const silver = join(t.root.replace(/^file:\/\//, ''), 'silver/orders');
-    mkdirSync(silver, { recursive: true });
-    writeFileSync(join(silver, '_SUCCESS'), '');
-    writeFileSync(join(silver, '.keep'), '');
+    const silver = `${t.root}/silver/orders`;
+    makeFolder(silver);
+    makeFolder(`${silver}/data`);
+    writeFileAt(`${silver}/_SUCCESS`, '');
+    writeFileAt(`${silver}/.keep`, '');
     const r = await cli(t, cdc(t, 'table = "orders_cdc"', 'table = "orders", format = iceberg, catalog = lake'));
     expect(r.code, r.stderr).toBe(0);
     expect(await sql(`SELECT id, name FROM lake.${t.id}_silver.orders ORDER BY id`)).toEqual([

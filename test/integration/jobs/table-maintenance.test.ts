@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, mkdirSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadJob } from '../../../src/app/load-job.js';
@@ -13,12 +13,23 @@ import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, lakeHome, readDeltaWithDeltaRs, readIcebergWithPyIceberg, repoRoot, runJob } from '../../support/stack.js';
+import {
+  type Storage,
+  connect,
+  freshTenant,
+  lakeHome,
+  objectStoreEnv,
+  readDeltaWithDeltaRs,
+  readIcebergWithPyIceberg,
+  repoRoot,
+  runJob,
+} from '../../support/stack.js';
+import { fileExists, filesUnder, writeFileAt } from '../../support/storage.js';
 
 /**
  * table-maintenance on the local stack: many small files compacted (Iceberg and Delta), snapshots
- * expired, orphan files removed, VACUUM; the file counts and the rows read back with PyIceberg and
- * delta-rs; a dry run changes nothing; hostile configs exit 78 naming the path and leave the table
+ * expired, orphan files removed, VACUUM, on a local folder and on the object store (S3A); the file
+ * counts and the rows read back with PyIceberg and delta-rs; a dry run changes nothing; hostile configs exit 78 naming the path and leave the table
  * as it was; a maintenance run interleaved with a cdc-silver-merge loses none of its commits and
  * none of its tombstones.
  *
@@ -26,10 +37,6 @@ import { connect, freshTenant, lakeHome, readDeltaWithDeltaRs, readIcebergWithPy
  * spark.testing (the local stack does not, and a session cannot set it). The schema keeps 24 hours
  * as a minimum, so these tests plant orphan files and date them three days back.
  */
-const tenant = freshTenant();
-const victim = freshTenant();
-const ns = `${tenant.id}_silver`;
-const localRoot = tenant.root.replace(/^file:\/\//, '');
 let dir: string;
 let client: SparkConnectClient;
 const logger = createLogger('silent');
@@ -44,73 +51,87 @@ interface Stats {
   version?: number;
 }
 function icebergStats(namespace: string, table: string): Stats {
-  const out = execFileSync('bash', [
-    join(repoRoot, 'scripts/py-tools'),
-    'python',
-    join(repoRoot, 'test/support/table_stats.py'),
-    'iceberg',
-    lakeHome(),
-    namespace,
-    table,
-  ]);
+  const out = execFileSync(
+    'bash',
+    [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support/table_stats.py'), 'iceberg', lakeHome(), namespace, table],
+    { env: { ...process.env, ...objectStoreEnvIfAny() } },
+  );
   return JSON.parse(out.toString()) as Stats;
 }
 function deltaStats(path: string): Stats {
-  const out = execFileSync('bash', [
-    join(repoRoot, 'scripts/py-tools'),
-    'python',
-    join(repoRoot, 'test/support/table_stats.py'),
-    'delta',
-    path.replace(/^file:\/\//, ''),
-  ]);
+  const out = execFileSync(
+    'bash',
+    [join(repoRoot, 'scripts/py-tools'), 'python', join(repoRoot, 'test/support/table_stats.py'), 'delta', path.replace(/^file:\/\//, '')],
+    { env: { ...process.env, ...objectStoreEnvIfAny() } },
+  );
   return JSON.parse(out.toString()) as Stats;
 }
-const icebergRows = (table: string) => readIcebergWithPyIceberg(ns, table).sort((a, b) => Number(a.id) - Number(b.id));
-const deltaRows = (table: string) => readDeltaWithDeltaRs(`${tenant.root}/silver/${table}`).sort((a, b) => Number(a.id) - Number(b.id));
-/** Parquet files in a Delta table's folder: VACUUM deletes them from storage, not only from the log. */
-const parquetFiles = (table: string) => readdirSync(join(localRoot, 'silver', table)).filter((f) => f.endsWith('.parquet'));
+const objectStoreEnvIfAny = () => {
+  try {
+    return objectStoreEnv();
+  } catch {
+    return {};
+  }
+};
 
-/** A table with `n` small files: one INSERT (one commit, one file) per row group. */
-async function smallFiles(table: string, format: 'iceberg' | 'delta', n: number) {
-  const catalog = format === 'iceberg' ? 'lake' : 'spark_catalog';
-  await sql(`CREATE NAMESPACE IF NOT EXISTS \`${catalog}\`.\`${ns}\``);
-  await sql(
-    `CREATE TABLE \`${catalog}\`.\`${ns}\`.\`${table}\` (id bigint, ts bigint, v string) USING ${format} LOCATION '${tenant.root}/silver/${table}'${format === 'iceberg' ? " TBLPROPERTIES ('format-version' = '2')" : ''}`,
-  );
-  for (let i = 0; i < n; i++) await sql(`INSERT INTO \`${catalog}\`.\`${ns}\`.\`${table}\` VALUES (${i}, ${i}, 'v${i}')`);
-}
+/** A tenant (and a victim tenant) on a storage, and the helpers bound to them. */
+function fixture(storage: Storage) {
+  const tenant = freshTenant(storage);
+  const victim = freshTenant(storage);
+  const ns = `${tenant.id}_silver`;
+  const icebergRows = (table: string) => readIcebergWithPyIceberg(ns, table).sort((a, b) => Number(a.id) - Number(b.id));
+  const deltaRows = (table: string) => readDeltaWithDeltaRs(`${tenant.root}/silver/${table}`).sort((a, b) => Number(a.id) - Number(b.id));
+  /** Parquet files in a Delta table's folder: VACUUM deletes them from storage, not only from the log. */
+  const parquetFiles = (table: string) => filesUnder(`${tenant.root}/silver/${table}`).filter((f) => /^\/[^/]+\.parquet$/.test(f));
 
-/** An orphan file in the table's data folder, dated three days back (the orphan check goes by age). */
-function plantOrphan(table: string): string {
-  const file = join(localRoot, 'silver', table, 'data', `orphan-${Math.random().toString(36).slice(2)}.parquet`);
-  mkdirSync(join(localRoot, 'silver', table, 'data'), { recursive: true });
-  writeFileSync(file, 'not referenced by any snapshot');
-  const old = new Date(Date.now() - 72 * 3_600_000);
-  utimesSync(file, old, old);
-  return file;
-}
+  /** A table with `n` small files: one INSERT (one commit, one file) per row group. */
+  async function smallFiles(table: string, format: 'iceberg' | 'delta', n: number) {
+    const catalog = format === 'iceberg' ? 'lake' : 'spark_catalog';
+    await sql(`CREATE NAMESPACE IF NOT EXISTS \`${catalog}\`.\`${ns}\``);
+    await sql(
+      `CREATE TABLE \`${catalog}\`.\`${ns}\`.\`${table}\` (id bigint, ts bigint, v string) USING ${format} LOCATION '${tenant.root}/silver/${table}'${format === 'iceberg' ? " TBLPROPERTIES ('format-version' = '2')" : ''}`,
+    );
+    for (let i = 0; i < n; i++) await sql(`INSERT INTO \`${catalog}\`.\`${ns}\`.\`${table}\` VALUES (${i}, ${i}, 'v${i}')`);
+  }
 
-const header = (tenantId = tenant.id, root = tenant.root) => `
+  /**
+   * An orphan file in the table's data folder. On a local folder it is dated three days back (the
+   * orphan check goes by age); an object's time is its upload's and cannot be set, so on S3 it is
+   * young: a file of a job that has not committed yet looks like that, and must survive.
+   */
+  function plantOrphan(table: string): string {
+    const file = `${tenant.root}/silver/${table}/data/orphan-${Math.random().toString(36).slice(2)}.parquet`;
+    writeFileAt(file, 'not referenced by any snapshot', storage === 'file' ? 72 : 0);
+    return file;
+  }
+
+  const header = (tenantId = tenant.id, root = tenant.root) => `
 job    { template = "table-maintenance", schema-version = 1, name = "it-maintenance" }
 tenant { id = "${tenantId}", storage-root = "${root}" }
 `;
 
-/** `grants`: more keys of the tenant's platform entry (read-namespaces, read-roots). */
-const platform = (floor: number, grants = '') =>
-  `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }
+  /** `grants`: more keys of the tenant's platform entry (read-namespaces, read-roots). */
+  const platform = (floor: number, grants = '') =>
+    `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }
 tenants { ${tenant.id} { storage-roots = ["${tenant.root}"]${grants} }, ${victim.id} { storage-roots = ["${victim.root}"] } }
 maintenance { retention-floor-hours = ${floor} }`;
 
-async function run(config: string, opts: { floor?: number; set?: string[]; grants?: string } = {}) {
-  const name = `job-${Math.random().toString(36).slice(2)}`;
-  writeFileSync(join(dir, `${name}.conf`), config);
-  writeFileSync(join(dir, `${name}.platform.conf`), platform(opts.floor ?? 0, opts.grants));
-  return runJob(
-    join(dir, `${name}.conf`),
-    join(dir, `${name}.platform.conf`),
-    (opts.set ?? []).flatMap((s) => ['--set', s]),
-  );
+  async function run(config: string, opts: { floor?: number; set?: string[]; grants?: string } = {}) {
+    const name = `job-${Math.random().toString(36).slice(2)}`;
+    writeFileSync(join(dir, `${name}.conf`), config);
+    writeFileSync(join(dir, `${name}.platform.conf`), platform(opts.floor ?? 0, opts.grants));
+    return runJob(
+      join(dir, `${name}.conf`),
+      join(dir, `${name}.platform.conf`),
+      (opts.set ?? []).flatMap((s) => ['--set', s]),
+    );
+  }
+  return { tenant, victim, ns, icebergRows, deltaRows, parquetFiles, smallFiles, plantOrphan, header, platform, run };
 }
+
+// The hostile-config and concurrency suites run on a local folder; the maintenance actions on both.
+const onFile = fixture('file');
+const { tenant, victim, ns, icebergRows, smallFiles, header, platform, run } = onFile;
 
 beforeAll(async () => {
   dir = tempFiles({});
@@ -134,7 +155,11 @@ const deltaPolicy = `{
     vacuum { retain-hours = 0 }
   }`;
 
-describe('table-maintenance on Iceberg and Delta', () => {
+describe.each(['file', 's3'] as const)('table-maintenance on Iceberg and Delta (%s)', (storage) => {
+  const f = storage === 'file' ? onFile : fixture('s3');
+  const { tenant, ns, icebergRows, deltaRows, parquetFiles, smallFiles, plantOrphan, header, run } = f;
+  /** Orphans planted on a local folder are old enough to go; on S3 they are young and stay. */
+  const orphans = storage === 'file' ? 1 : 0;
   let icebergBefore: Record<string, unknown>[];
   let deltaBefore: Record<string, unknown>[];
   let orphan: string;
@@ -161,7 +186,7 @@ describe('table-maintenance on Iceberg and Delta', () => {
       table: `lake.${ns}.events`,
       format: 'iceberg',
       committed: false,
-      metrics: { filesBefore: files.iceberg, snapshotsBefore: 5, snapshotsExpirable: 3, orphanFiles: 1 },
+      metrics: { filesBefore: files.iceberg, snapshotsBefore: 5, snapshotsExpirable: 3, orphanFiles: orphans },
     });
     expect(i.metrics.bytesBefore).toBeGreaterThan(0);
     expect(d).toMatchObject({
@@ -174,27 +199,27 @@ describe('table-maintenance on Iceberg and Delta', () => {
     expect(r.status.completedSteps.filter((s: string) => /^(compact|rewrite|expire|remove|optimize|vacuum)-/.test(s))).toEqual([]);
     expect(icebergStats(ns, 'events')).toEqual(ice);
     expect(deltaStats(`${tenant.root}/silver/events_d`)).toEqual(del);
-    expect(existsSync(orphan)).toBe(true);
+    expect(fileExists(orphan)).toBe(true);
     expect(icebergRows('events')).toEqual(icebergBefore);
   });
 
-  it('Iceberg: compacts the small files into 1, rewrites manifests, expires snapshots, removes the orphan; rows identical', async () => {
+  it('Iceberg: compacts the small files into 1, rewrites manifests, expires snapshots, removes the old orphan (keeps a young one); rows identical', async () => {
     const r = await run(`${header()}\ntables = [ ${icebergPolicy} ]`);
     expect(r.code, r.stderr).toBe(0);
     const out = r.status.outputs[0];
     expect(out).toMatchObject({
       table: `lake.${ns}.events`,
       committed: true,
-      metrics: { filesBefore: files.iceberg, filesAfter: 1, orphanFiles: 1, snapshotsAfter: 2 },
+      metrics: { filesBefore: files.iceberg, filesAfter: 1, orphanFiles: orphans, snapshotsAfter: 2 },
     });
     expect(out.metrics.bytesAfter).toBeGreaterThan(0);
     const after = icebergStats(ns, 'events');
     expect(after.files).toBe(1);
     expect(after.snapshots).toHaveLength(2);
-    expect(existsSync(orphan)).toBe(false);
+    expect(fileExists(orphan)).toBe(storage !== 'file');
     expect(icebergRows('events')).toEqual(icebergBefore);
     // The compacted files are gone from storage too (expired with the snapshots that held them).
-    const data = readdirSync(join(localRoot, 'silver', 'events', 'data')).filter((f) => f.endsWith('.parquet'));
+    const data = filesUnder(`${tenant.root}/silver/events/data`).filter((p) => p.endsWith('.parquet') && !p.includes('/orphan-'));
     expect(data).toHaveLength(1);
   });
 
@@ -211,7 +236,10 @@ describe('table-maintenance on Iceberg and Delta', () => {
     expect(parquetFiles('events_d')).toHaveLength(1);
     expect(deltaRows('events_d')).toEqual(deltaBefore);
   });
+});
 
+// The strategies rewrite files whatever the storage: on a local folder only.
+describe('table-maintenance compaction strategies', () => {
   it('Iceberg sort and zorder strategies rewrite the files sorted; rows identical', async () => {
     await smallFiles('sorted', 'iceberg', 3);
     const before = icebergRows('sorted');

@@ -199,3 +199,49 @@ describe('commit conflicts exit 75 (retryable)', () => {
     expect(e.errorClass).toMatch(/^DELTA_CONCURRENT_/);
   });
 });
+
+/**
+ * Object storage that fails: the stack's Spark settings ask the bucket "stale-key" with a key the
+ * store does not know and "unreachable" at an address nothing listens on (scripts/stack/spark-connect.conf);
+ * "nobucket" exists nowhere. Each run exits with the documented code within the retry budget, names
+ * the tenant's root, and prints no key.
+ */
+describe('object storage failures', () => {
+  const cases = [
+    ['stale-key', 77, 'OBJECT_STORE_AUTH', 'permission'],
+    ['nobucket', 66, 'OBJECT_STORE_BUCKET_MISSING', 'input'],
+    ['unreachable', 69, 'OBJECT_STORE_UNAVAILABLE', 'unavailable'],
+  ] as const;
+  it.each(cases)('a root in bucket %s exits %i (%s), naming the root', async (bucket, exitCode, code, category) => {
+    const id = freshTenant().id;
+    const root = `s3a://${bucket}/${id}`;
+    const dir = tempFiles({
+      'job.conf': `
+job    { template = "cdc-silver-merge", schema-version = 1 }
+tenant { id = "${id}", storage-root = "${root}" }
+source { table = "events" }
+cdc { primary-key = ["id"], sequence-by = "ts" }
+target { table = "events", catalog = "lake" }
+`,
+      'platform.conf': `catalogs { lake { format = iceberg, default = true } }\ntenants { ${id} { storage-roots = ["${root}"] } }`,
+    });
+    const r = await runJob(join(dir, 'job.conf'), join(dir, 'platform.conf'));
+    expect(r.code, r.stderr).toBe(exitCode);
+    expect(r.status.error).toMatchObject({ code, category, retryable: exitCode === 69 });
+    expect(r.status.error.message).toContain(root);
+    expect(r.status.durationMs).toBeLessThan(120_000);
+    const key = readFileSync(
+      execFileSync('bash', [join(repoRoot, 'scripts/object-store'), 'credentials'])
+        .toString()
+        .trim(),
+      'utf8',
+    );
+    for (const secret of key
+      .split('\n')
+      .map((l) => l.split('=')[1])
+      .filter(Boolean)) {
+      expect(r.stdout).not.toContain(secret);
+      expect(r.stderr).not.toContain(secret);
+    }
+  });
+});

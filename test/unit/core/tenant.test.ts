@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { isUnderRoot, tenantContext } from '../../../src/core/tenant.js';
-import { quoteName } from '../../../src/core/naming.js';
+import { quoteName, sameLocation } from '../../../src/core/naming.js';
 
 describe('tenant context and naming', () => {
   it('derives layout, namespaces and table names from the tenant', () => {
@@ -23,5 +23,19 @@ describe('tenant context and naming', () => {
     expect(isUnderRoot('s3a://other/acme', roots)).toBe(false);
     expect(isUnderRoot('file:///lake/acme', roots)).toBe(false);
     expect(isUnderRoot('not a uri', roots)).toBe(false);
+  });
+
+  it('reads s3:// and s3a:// as one root (both are S3A), and keeps the scheme the config wrote', () => {
+    expect(isUnderRoot('s3://lake/acme/silver/orders', ['s3a://lake/acme'])).toBe(true);
+    expect(isUnderRoot('s3a://lake/acme/silver/orders', ['s3://lake/acme'])).toBe(true);
+    expect(isUnderRoot('S3://lake/acme', ['s3a://LAKE/acme/'])).toBe(true);
+    expect(isUnderRoot('s3://lake/acme2', ['s3a://lake/acme'])).toBe(false);
+    expect(isUnderRoot('s3://other/acme', ['s3a://lake/acme'])).toBe(false);
+    // Only s3 and s3a: another scheme is another file system, whatever its bucket.
+    expect(isUnderRoot('s3n://lake/acme', ['s3a://lake/acme'])).toBe(false);
+    expect(isUnderRoot('gs://lake/acme', ['s3a://lake/acme'])).toBe(false);
+    expect(sameLocation('s3://lake/acme/silver/orders', 's3a://lake/acme/silver/orders/')).toBe(true);
+    expect(sameLocation('s3://lake/acme/silver/orders', 's3a://lake/acme/silver/order')).toBe(false);
+    expect(tenantContext('acme', 's3://lake/acme').location('silver', 'orders')).toBe('s3://lake/acme/silver/orders');
   });
 });

@@ -29,7 +29,8 @@ const spark = compose.services['spark-connect']!;
 const jars = compose.services['spark-jars']!;
 /** Compose turns `$$` into `$` before the shell sees it. */
 const script = (s: Service) => s.command![2]!.replaceAll('$$', '$');
-const stackConf = readFileSync(join(repo, 'scripts/stack/spark-connect.conf'), 'utf8');
+// The compose stack is the cluster: the local stack's settings, then its cluster settings.
+const stackConf = readFileSync(join(repo, 'scripts/stack/spark-connect.conf'), 'utf8') + readFileSync(join(repo, 'scripts/stack/spark-cluster.conf'), 'utf8');
 const versions = readFileSync(join(repo, 'scripts/stack/versions.env'), 'utf8');
 
 function settings(text: string): Map<string, string> {
@@ -68,25 +69,26 @@ describe('compose.yaml', () => {
     } finally {
       rmSync(dir, { recursive: true, force: true });
     }
-    const placeholders = new Set([...stackConf.matchAll(/\$\{([A-Z_]+)\}/g)].map((m) => m[1]));
-    expect([...placeholders].sort()).toEqual(['ICEBERG_REST_URI', 'LAKE_HOME', 'STATE_DIR']);
+    const placeholders = new Set([...stackConf.matchAll(/\$\{([A-Z0-9_]+)\}/g)].map((m) => m[1]));
+    expect([...placeholders].sort()).toEqual(['ICEBERG_REST_URI', 'LAKE_HOME', 'S3_ENDPOINT', 'STATE_DIR']);
     const expected = settings(
       stackConf
         .replaceAll('${LAKE_HOME}', join(dir, 'lake'))
         .replaceAll('${STATE_DIR}', join(dir, 'state'))
-        .replaceAll('${ICEBERG_REST_URI}', 'http://127.0.0.1:18181/'),
+        .replaceAll('${ICEBERG_REST_URI}', 'http://127.0.0.1:18181/')
+        .replaceAll('${S3_ENDPOINT}', 'http://object-store:80'),
     );
     expect(Object.fromEntries(produced)).toEqual(Object.fromEntries(expected));
     expect(produced.size).toBeGreaterThan(10);
   });
 
-  it('passes no Spark setting of its own besides the per-launch binding address and port', () => {
+  it('passes no Spark setting of its own besides the per-launch binding address and port and the driver host', () => {
     const submit = script(spark).split('exec /opt/spark/bin/spark-submit')[1]!;
     expect(submit).toContain('--properties-file /state/spark-connect.properties');
     expect(submit).toContain('--class org.apache.spark.sql.connect.service.SparkConnectServer');
-    expect(submit).toContain("--master 'local[2]'");
+    expect(submit).toContain('--master spark://spark-master:7077');
     const confs = [...submit.matchAll(/--conf\s+(\S+?)=/g)].map((m) => m[1]);
-    expect(confs.sort()).toEqual(['spark.connect.grpc.binding.address', 'spark.connect.grpc.binding.port']);
+    expect(confs.sort()).toEqual(['spark.connect.grpc.binding.address', 'spark.connect.grpc.binding.port', 'spark.driver.host']);
     for (const key of settings(stackConf).keys()) expect(JSON.stringify(compose)).not.toContain(`${key}=`);
   });
 
@@ -97,5 +99,19 @@ describe('compose.yaml', () => {
     expect(copy).toContain('source /stack/versions.env');
     expect(copy).toMatch(/for artifact in \$SPARK_EXTRA_JARS; do\s+mvn [^\n]*dependency:copy -Dartifact="\$artifact"/);
     expect(script(spark)).toContain('--jars "$(ls /jars/*.jar');
+    expect(copy).toContain('source /stack/s3a-pom.sh');
+    expect(copy).toContain('write_s3a_pom /tmp/s3a-pom.xml');
+  });
+
+  it("runs the cluster's workers as scripts/spark-connect --cluster does, the object store as scripts/object-store does", () => {
+    const launcher = readFileSync(join(repo, 'scripts/spark-connect'), 'utf8');
+    const cores = /^WORKER_CORES=(\S+)$/m.exec(launcher)![1]!;
+    const memory = /^WORKER_MEMORY=(\S+)$/m.exec(launcher)![1]!;
+    for (const name of ['spark-worker-1', 'spark-worker-2']) {
+      const command = compose.services[name]!.command!.join(' ');
+      expect(command).toContain(`--cores ${cores} --memory ${memory} spark://spark-master:7077`);
+    }
+    const s3proxy = /^S3PROXY_VERSION=(\S+)$/m.exec(versions)![1];
+    expect(compose.services['object-store']!.image).toBe(`andrewgaul/s3proxy:s3proxy-${s3proxy}`);
   });
 });

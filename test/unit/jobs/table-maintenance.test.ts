@@ -300,6 +300,8 @@ describe('table-maintenance: expire_snapshots never deletes files outside the ta
   it('a location prefix ends with a slash (orders2 is not under orders) in both spellings of a local path', () => {
     expect(locationPrefixes('file:///lake/acme/silver/orders')).toEqual(['file:///lake/acme/silver/orders/', 'file:/lake/acme/silver/orders/']);
     expect(locationPrefixes('file:/lake/acme/silver/orders/')).toEqual(['file:///lake/acme/silver/orders/', 'file:/lake/acme/silver/orders/']);
-    expect(locationPrefixes('s3a://bucket/acme/silver/orders')).toEqual(['s3a://bucket/acme/silver/orders/']);
+    expect(locationPrefixes('s3a://bucket/acme/silver/orders')).toEqual(['s3a://bucket/acme/silver/orders/', 's3://bucket/acme/silver/orders/']);
+    expect(locationPrefixes('s3://bucket/acme/silver/orders/')).toEqual(['s3a://bucket/acme/silver/orders/', 's3://bucket/acme/silver/orders/']);
+    expect(locationPrefixes('abfss://c@a.dfs.core.windows.net/acme/silver/orders')).toEqual(['abfss://c@a.dfs.core.windows.net/acme/silver/orders/']);
   });
 });

@@ -25,7 +25,7 @@ describe('spark-connect.conf', () => {
     for (const [, key, value] of javaOptions) {
       for (const word of words(value!).filter((w) => w.includes('${'))) {
         expect(/^"[^"]*"$/.test(word) || /^[^"]*="[^"]*"$/.test(word), `${key}: ${word}`).toBe(true);
-        expect(words(word.replaceAll(/\$\{[A-Z_]+\}/g, '/a dir/with space')), `${key}: ${word}`).toHaveLength(1);
+        expect(words(word.replaceAll(/\$\{[A-Z0-9_]+\}/g, '/a dir/with space')), `${key}: ${word}`).toHaveLength(1);
       }
     }
   });

@@ -80,6 +80,51 @@ describe('classification', () => {
       ExitCode.internal,
       'SPARK_ERROR',
     ],
+    // What Spark 4.1 with S3A 3.4.2 answered on the local stack (causes as FetchErrorDetails gives them).
+    [
+      'object store: a key the store does not know',
+      {
+        errorClass: 'FAILED_TO_CREATE_PLAN_FOR_DIRECT_QUERY',
+        causes: [
+          'java.nio.file.AccessDeniedException: s3a://stale-key/acme/x: getFileStatus on s3a://stale-key/acme/x: software.amazon.awssdk.services.s3.model.S3Exception: Forbidden (Service: S3, Status Code: 403, Request ID: 4442587FB7D0A2F9):null',
+        ],
+      },
+      ExitCode.permission,
+      'OBJECT_STORE_AUTH',
+    ],
+    [
+      'object store: no key at all',
+      {
+        causes: [
+          'org.apache.hadoop.fs.s3a.auth.NoAuthWithAWSException: No AWS Credentials provided by EnvironmentVariableCredentialsProvider : s3a://lake/acme/silver/orders',
+        ],
+      },
+      ExitCode.permission,
+      'OBJECT_STORE_AUTH',
+    ],
+    [
+      'object store: the bucket does not exist',
+      {
+        causes: [
+          "org.apache.hadoop.fs.s3a.UnknownStoreException: `s3a://nobucket/acme/x': getFileStatus on s3a://nobucket/acme/x: software.amazon.awssdk.services.s3.model.NoSuchBucketException: The specified bucket does not exist (Service: S3, Status Code: 404)",
+        ],
+      },
+      ExitCode.inputMissing,
+      'OBJECT_STORE_BUCKET_MISSING',
+    ],
+    [
+      'object store: the endpoint does not answer',
+      {
+        causes: [
+          'java.net.ConnectException: getFileStatus on s3a://unreachable/acme/x: software.amazon.awssdk.core.exception.SdkClientException: Unable to execute HTTP request: Connect to 127.0.0.1:9 [/127.0.0.1] failed: Connection refused (SDK Attempt Count: 3)',
+          'org.apache.http.conn.HttpHostConnectException: Connect to 127.0.0.1:9 [/127.0.0.1] failed: Connection refused',
+        ],
+      },
+      ExitCode.unavailable,
+      'OBJECT_STORE_UNAVAILABLE',
+    ],
+    // A local file the server may not read is no object store's refusal.
+    ['a local file refused', { causes: ['java.nio.file.AccessDeniedException: /lake/acme/x'] }, ExitCode.internal, 'SPARK_ERROR'],
     ['source unreachable', { message: 'org.postgresql.util.PSQLException: Connection to 127.0.0.1:1 refused.' }, ExitCode.unavailable, 'SOURCE_UNAVAILABLE'],
     ['source host unknown', { classes: ['java.net.UnknownHostException'] }, ExitCode.unavailable, 'SOURCE_UNAVAILABLE'],
     ['session not found', { errorClass: 'INVALID_HANDLE.SESSION_NOT_FOUND' }, ExitCode.transient, 'SPARK_SESSION_LOST'],
@@ -407,5 +452,26 @@ describe('isRetryableGrpcError', () => {
     expect(isRetryableGrpcError(grpcError(status.INTERNAL, 'x', { errorClass: 'DIVIDE_BY_ZERO' }))).toBe(false);
     expect(isRetryableGrpcError(grpcError(status.DEADLINE_EXCEEDED, 'late'))).toBe(false);
     expect(isRetryableGrpcError(new Error('not grpc'))).toBe(false);
+  });
+});
+
+describe('object-storage failures name the location and its bucket, never the server text', () => {
+  it.each([
+    [
+      'java.nio.file.AccessDeniedException: s3a://stale-key/acme/x: getFileStatus on s3a://stale-key/acme/x: S3Exception: Forbidden',
+      /credentials for s3a:\/\/stale-key\/acme\/x \(bucket stale-key\)/,
+    ],
+    [
+      "org.apache.hadoop.fs.s3a.UnknownStoreException: `s3a://nobucket/acme/x': NoSuchBucket",
+      /the bucket of s3a:\/\/nobucket\/acme\/x \(bucket nobucket\) does not exist/,
+    ],
+    [
+      'java.net.ConnectException: getFileStatus on s3a://lake/acme: Unable to execute HTTP request: Connect to 127.0.0.1:9 [/127.0.0.1] failed: Connection refused',
+      /could not reach the object store for s3a:\/\/lake\/acme \(bucket lake\): .*Connection refused/,
+    ],
+  ])('%s', (cause, message) => {
+    const e = new SparkError(failure({ message: '[FAILED_TO_CREATE_PLAN_FOR_DIRECT_QUERY] Failed to create plan', causes: [cause] }));
+    expect(e.message).toMatch(message);
+    expect(e.message).not.toContain('FAILED_TO_CREATE_PLAN');
   });
 });

@@ -297,7 +297,8 @@ final class ZeroCopyAppend {
 
   /**
    * Is `location` strictly below one of the roots (normalised as the runner normalises them:
-   * `file:/x` is `file:///x`, scheme and authority lower case)? Anything unusual is outside.
+   * `file:/x` is `file:///x`, `s3://` is `s3a://`, scheme and authority lower case)? Anything
+   * unusual is outside.
    */
   static boolean inside(String location, List<String> roots) {
     String l = normalise(location);
@@ -314,6 +315,7 @@ final class ZeroCopyAppend {
     var m = java.util.regex.Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]*):(?://([^/]*))?(/.*)?$").matcher(uri);
     if (!m.matches()) return null;
     String scheme = m.group(1).toLowerCase(Locale.ROOT);
+    if (scheme.equals("s3")) scheme = "s3a"; // one bucket through S3A either way
     String authority = Objects.requireNonNullElse(m.group(2), "").toLowerCase(Locale.ROOT);
     String path = Objects.requireNonNullElse(m.group(3), "");
     if (m.group(2) == null && !scheme.equals("file")) return null;

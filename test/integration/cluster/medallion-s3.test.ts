@@ -1,0 +1,235 @@
+import { execFileSync } from 'node:child_process';
+import { readdirSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { parseConnectionString } from '../../../src/spark/connection.js';
+import { SparkConnectClient } from '../../../src/spark/client.js';
+import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
+import { sqlCommand } from '../../../src/spark/plan/query.js';
+import { tempFiles } from '../../support/files.js';
+import { QUICKSTART_ORDERS, writeOrderEvents } from '../../support/shop-source.js';
+import {
+  freshTenant,
+  objectsUnder,
+  queryWithDuckDb,
+  readDeltaWithDeltaRs,
+  readIcebergWithPyIceberg,
+  repoRoot,
+  runJob,
+  useClusterRemote,
+} from '../../support/stack.js';
+import { writeFileAt } from '../../support/storage.js';
+
+/**
+ * The medallion chain in the seeds' shape: every table on the object store (S3A on
+ * scripts/object-store, `s3a://lake/<tenant>`), Spark Connect on the standalone cluster
+ * (scripts/spark-connect --cluster: a master, two workers, executors in JVMs of their own, the jars
+ * and the project's plugins shipped to them). jdbc → cdc → scd2 → vault → gold → maintenance →
+ * zero-copy for the quickstart's two days; every result is read back over S3 by PyIceberg, delta-rs
+ * or DuckDB, never by our client. The platform names the tenant's root `s3://…`, the job configs
+ * `s3a://…`: one root.
+ */
+
+const tenant = freshTenant('s3');
+const ns = (layer: string) => `${tenant.id}_${layer}`;
+const DAYS = ['2026-07-05', '2026-07-06'] as const;
+let remote = '';
+let dir = '';
+useClusterRemote((r) => (remote = r));
+
+const header = (template: string, version = 1) =>
+  `job { template = "${template}", schema-version = ${version} }\ntenant { id = "${tenant.id}", storage-root = "${tenant.root}" }\n`;
+
+const configs = (db: string): Record<string, string> => ({
+  'platform.conf': `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta }, rest { format = iceberg } }
+jdbc { inline-urls = allow }
+tenants { ${tenant.id} { storage-roots = ["${tenant.root.replace(/^s3a:/, 's3:')}"] } }
+maintenance { retention-floor-hours = 0 }`,
+  'ingest.conf': `${header('jdbc-snapshot-ingest')}source { table = "orders_cdc", url = "jdbc:sqlite:${db}", driver = "org.sqlite.JDBC" }
+target { table = "orders_cdc", snapshot-date = "${DAYS[0]}" }`,
+  'merge.conf': `${header('cdc-silver-merge')}source { table = "orders_cdc", where = "_snapshot_date = '${DAYS[0]}'" }
+cdc { primary-key = ["id"], sequence-by = "ts", op-column = "op", delete-values = ["d"] }
+target { table = "orders", catalog = "lake" }`,
+  // Every bronze date at once into the REST catalog, whose server writes the table's metadata to S3 itself.
+  'merge-rest.conf': `${header('cdc-silver-merge', 2)}source { table = "orders_cdc" }
+cdc { primary-key = ["id"], sequence-by = ["ts"], op-column = "op", delete-values = ["d"] }
+target { table = "orders_rest", format = iceberg, catalog = "rest" }`,
+  'scd2.conf': `${header('scd2-dim-load')}source { table = "orders", catalog = "lake" }
+dimension { natural-key = ["id"], tracked-columns = ["status"], exclude-columns = ["ts"], effective-at = "2026-07-06T00:00:00Z" }
+target { table = "dim_order_status", catalog = "lake" }`,
+  'hub.conf': `${header('dv-hub')}sources = [ { table = "orders_cdc", record-source = "shop.orders", business-key = ["id"] } ]
+hub { hash-key = "hk_order", business-key = ["order_id"] }
+ghost-record = true
+target { table = "hub_order", catalog = "lake", format = iceberg }`,
+  'sat.conf': `${header('dv-satellite')}source { table = "orders_cdc", where = "op <> 'd'", record-source = "shop.orders" }
+satellite { parent-hash-key = "hk_order", business-key = ["id"], payload = ["customer", "status", "amount"], order-by = ["ts"] }
+ghost-record = true
+target { table = "sat_order", catalog = "lake", format = iceberg }`,
+  'gold.conf': `${header('gold-publish')}transform {
+  catalogs { silver = "lake" }
+  sql = """
+    SELECT CAST(h.order_id AS BIGINT) AS order_id, s.customer, s.status, CAST(s.amount AS DECIMAL(12,2)) AS amount
+    FROM silver.hub_order h
+    JOIN (SELECT hk_order, customer, status, amount,
+                 row_number() OVER (PARTITION BY hk_order ORDER BY load_date DESC, load_seq DESC) AS rn
+          FROM silver.sat_order WHERE record_source <> 'SYSTEM') s
+      ON s.hk_order = h.hk_order AND s.rn = 1
+  """
+}
+target { table = "orders_current", catalog = "spark_catalog", format = delta, grain = ["order_id"], mode = full-refresh }
+expectations = [ { name = "customer_present", type = not-null, columns = ["customer"], action = fail } ]`,
+  'maintenance.conf': `${header('table-maintenance')}tables = [
+  { layer = silver, table = "orders", catalog = "lake",
+    compact { strategy = binpack, min-input-files = 2 }, rewrite-manifests = true,
+    expire-snapshots { older-than-hours = 0, retain-last = 1 }, remove-orphan-files { older-than-hours = 24 } }
+  { layer = gold, table = "orders_current", catalog = "spark_catalog", format = delta,
+    compact { strategy = zorder, zorder-by = ["order_id"] }, vacuum { retain-hours = 0 } }
+]`,
+  'zero-copy.conf': `${header('iceberg-zero-copy-append')}source { table = "orders_2025", layer = silver }
+target { table = "orders_history", layer = silver, catalog = "lake" }`,
+  'expire-history.conf': `${header('table-maintenance')}tables = [ { layer = silver, table = "orders_history", catalog = "lake", expire-snapshots { older-than-hours = 0, retain-last = 1 } } ]`,
+});
+
+async function ok(file: string, args: string[] = []): Promise<any> {
+  const r = await runJob(join(dir, file), join(dir, 'platform.conf'), args, remote);
+  expect(r.code, `${file} ${args.join(' ')}\n${r.stderr}`).toBe(0);
+  return r.status;
+}
+
+const byId = (rows: Record<string, unknown>[]) => rows.map((r) => ({ id: Number(r.id), status: r.status })).sort((a, b) => a.id - b.id);
+const EXPECTED = [
+  { id: 1, status: 'PAID' },
+  { id: 2, status: 'SHIPPED' },
+  { id: 5, status: 'NEW' },
+];
+const parquetUnder = (uri: string) => objectsUnder(uri).filter((o) => o.path.endsWith('.parquet'));
+
+beforeAll(() => {
+  dir = tempFiles({});
+  for (const [name, text] of Object.entries(configs(join(dir, 'sources/shop.db')))) writeFileSync(join(dir, name), text);
+});
+
+describe('the medallion chain on S3 through the standalone cluster', () => {
+  it('jdbc-snapshot-ingest → cdc-silver-merge for two days, then dv-hub and dv-satellite: bronze parquet read by DuckDB, silver and vault by PyIceberg', async () => {
+    for (const day of DAYS) {
+      writeOrderEvents(dir, QUICKSTART_ORDERS[day]);
+      const ingest = await ok('ingest.conf', ['--set', `target.snapshot-date=${day}`]);
+      expect(ingest.outputs[0]).toMatchObject({ path: `${tenant.root}/bronze/orders_cdc`, format: 'parquet' });
+      const merge = await ok('merge.conf', ['--set', `source.where="_snapshot_date = '${day}'"`]);
+      expect(merge.outputs[0]).toMatchObject({ table: `lake.${ns('silver')}.orders`, location: `${tenant.root}/silver/orders` });
+    }
+    // The raw vault of both days at once: the satellite keeps each change in order of ts.
+    await ok('hub.conf', ['--logical-date', DAYS[1]]);
+    await ok('sat.conf', ['--logical-date', DAYS[1]]);
+    const bronze = queryWithDuckDb(
+      `SELECT _snapshot_date::VARCHAR AS day, count(*) AS n FROM read_parquet('s3://lake/${tenant.id}/bronze/orders_cdc/**/*.parquet', hive_partitioning = true) GROUP BY 1 ORDER BY 1`,
+    );
+    expect(bronze).toEqual([
+      { day: DAYS[0], n: QUICKSTART_ORDERS[DAYS[0]].length },
+      { day: DAYS[1], n: QUICKSTART_ORDERS[DAYS[1]].length },
+    ]);
+    expect(byId(readIcebergWithPyIceberg(ns('silver'), 'orders'))).toEqual(EXPECTED);
+    expect(
+      readIcebergWithPyIceberg(ns('silver'), 'hub_order')
+        .map((r) => r.order_id)
+        .sort(),
+    ).toEqual(['1', '2', '3', '4', '5', null].sort());
+    // Every table's files are objects under the tenant's prefix of the bucket.
+    expect(parquetUnder(`${tenant.root}/silver/orders`).length).toBeGreaterThan(0);
+  }, 1_800_000);
+
+  it('scd2-dim-load, gold-publish and a silver table of the REST catalog: read by PyIceberg (JDBC and REST), delta-rs and DuckDB', async () => {
+    expect((await ok('merge-rest.conf')).outputs[0]).toMatchObject({
+      table: `rest.${ns('silver')}.orders_rest`,
+      location: `${tenant.root}/silver/orders_rest`,
+    });
+    expect(byId(readIcebergWithPyIceberg(ns('silver'), 'orders_rest', 'rest'))).toEqual(EXPECTED);
+    expect(objectsUnder(`${tenant.root}/silver/orders_rest/metadata`).some((o) => o.path.endsWith('.metadata.json'))).toBe(true);
+    expect((await ok('scd2.conf')).outputs[0]).toMatchObject({ table: `lake.${ns('gold')}.dim_order_status`, format: 'iceberg' });
+    expect(byId(readIcebergWithPyIceberg(ns('gold'), 'dim_order_status').filter((r) => r._scd_current === true))).toEqual(EXPECTED);
+    expect((await ok('gold.conf', ['--logical-date', DAYS[1]])).outputs[0]).toMatchObject({
+      table: `spark_catalog.${ns('gold')}.orders_current`,
+      format: 'delta',
+    });
+    const gold = readDeltaWithDeltaRs(`${tenant.root}/gold/orders_current`)
+      .map((r) => `${Number(r.order_id)} ${r.status}`)
+      .sort();
+    expect(gold).toEqual(['1 PAID', '2 SHIPPED', '3 NEW', '4 NEW', '5 NEW']);
+    expect(queryWithDuckDb(`SELECT count(*) AS n FROM delta_scan('s3://lake/${tenant.id}/gold/orders_current')`)).toEqual([{ n: 5 }]);
+  }, 900_000);
+
+  it('table-maintenance compacts, expires and VACUUMs on S3: rows identical, fewer objects, a young orphan object kept', async () => {
+    const silverBefore = byId(readIcebergWithPyIceberg(ns('silver'), 'orders'));
+    const goldObjects = parquetUnder(`${tenant.root}/gold/orders_current`).length;
+    // An object the table does not reference, younger than the orphan retention (an object's time
+    // cannot be set back): a job's uncommitted file looks like this, and it must survive.
+    const orphan = `${tenant.root}/silver/orders/data/uncommitted-${Date.now()}.parquet`;
+    writeFileAt(orphan, 'not referenced by any snapshot');
+    const r = await ok('maintenance.conf');
+    expect(r.outputs.map((o: any) => o.table).sort()).toEqual([`lake.${ns('silver')}.orders`, `spark_catalog.${ns('gold')}.orders_current`]);
+    expect(byId(readIcebergWithPyIceberg(ns('silver'), 'orders'))).toEqual(silverBefore);
+    expect(readDeltaWithDeltaRs(`${tenant.root}/gold/orders_current`)).toHaveLength(5);
+    // OPTIMIZE rewrote the gold table into one file and VACUUM (retain 0) deleted the old objects.
+    expect(parquetUnder(`${tenant.root}/gold/orders_current`).length).toBeLessThan(goldObjects);
+    expect(objectsUnder(`${tenant.root}/silver/orders/data`).map((o) => o.path)).toContain(orphan.slice(`${tenant.root}/silver/orders/data`.length));
+  }, 900_000);
+
+  it('iceberg-zero-copy-append adopts a table’s objects by reference; expiring the adopter is refused (78) and the shared objects stay', async () => {
+    const spec = parseConnectionString(remote);
+    if (spec.kind !== 'remote') throw new Error(remote);
+    const client = SparkConnectClient.connect(spec, { userAgent: 'lakehouse-jobs-tests' });
+    const sql = (q: string) => client.execute(compileCommandPlan(sqlCommand(q), { reveal: true }));
+    try {
+      await sql(`CREATE NAMESPACE IF NOT EXISTS lake.${ns('silver')}`);
+      for (const t of ['orders_2025', 'orders_history'])
+        await sql(
+          `CREATE TABLE lake.${ns('silver')}.${t} (id BIGINT, status STRING) USING iceberg LOCATION '${tenant.root}/silver/${t}' TBLPROPERTIES ('format-version' = '2')`,
+        );
+      await sql(`INSERT INTO lake.${ns('silver')}.orders_2025 VALUES (1, 'PAID'), (2, 'SHIPPED')`);
+      await sql(`INSERT INTO lake.${ns('silver')}.orders_2025 VALUES (3, 'NEW')`);
+    } finally {
+      await client.releaseSession().catch(() => undefined);
+      client.close();
+    }
+    const shared = parquetUnder(`${tenant.root}/silver/orders_2025`);
+    const first = await ok('zero-copy.conf');
+    expect(first.outputs[0]).toMatchObject({ table: `lake.${ns('silver')}.orders_history`, committed: true });
+    expect(byId(readIcebergWithPyIceberg(ns('silver'), 'orders_history'))).toEqual(byId(readIcebergWithPyIceberg(ns('silver'), 'orders_2025')));
+    // Nothing copied: the history table has no data objects of its own.
+    expect(parquetUnder(`${tenant.root}/silver/orders_history`)).toEqual([]);
+    const rerun = await ok('zero-copy.conf');
+    expect(rerun.outputs[0]).toMatchObject({ committed: false });
+    const refused = await runJob(join(dir, 'expire-history.conf'), join(dir, 'platform.conf'), [], remote);
+    expect(refused.code, refused.stderr).toBe(78);
+    expect(refused.status.error.message).toContain('outside its location');
+    expect(parquetUnder(`${tenant.root}/silver/orders_2025`)).toEqual(shared);
+  }, 900_000);
+  it('ran on a master and two workers: the server’s executors on both, each given the stack’s jars and the project’s plugins', () => {
+    // The workers' folders (scripts/spark-connect start --cluster): one executor of this server each.
+    const port = /:(\d+)/.exec(remote)![1];
+    const cluster = join(
+      dirname(
+        execFileSync('bash', [join(repoRoot, 'scripts/spark-connect'), 'jars'])
+          .toString()
+          .trim(),
+      ),
+      `run-${port}`,
+      'cluster',
+    );
+    for (const worker of ['worker-1', 'worker-2']) {
+      const apps = readdirSync(join(cluster, worker)).filter((d) => d.startsWith('app-'));
+      expect(apps.length, worker).toBeGreaterThan(0);
+      const newest = join(cluster, worker, apps.sort().at(-1)!);
+      const jars = readdirSync(newest).flatMap((executor) => readdirSync(join(newest, executor)));
+      expect(jars, worker).toContain('lakehouse-spark-plugins.jar');
+      expect(
+        jars.some((j) => j.startsWith('hadoop-aws-')),
+        worker,
+      ).toBe(true);
+      expect(
+        jars.some((j) => j.startsWith('iceberg-spark-runtime-')),
+        worker,
+      ).toBe(true);
+    }
+  }, 600_000);
+});

@@ -4,7 +4,7 @@ import { registerConnectionSecrets, scrub } from '../core/secrets.js';
 import { SparkConnectClient } from '../spark/client.js';
 import { describeRemote, parseConnectionString } from '../spark/connection.js';
 import { VERSION } from '../version.js';
-import { chosenRemote, resolveRemote } from '../app/remote.js';
+import { chosenRemote, resolveRemote } from './remote.js';
 import { checkRestCatalogs } from './catalog-check.js';
 import type { PlatformConfig } from '../core/config/platform.js';
 
@@ -12,7 +12,7 @@ import type { PlatformConfig } from '../core/config/platform.js';
 export const DEFAULT_PING_TIMEOUT_MS = 10_000;
 
 export interface PingOptions {
-  /** `--remote`; else SPARK_REMOTE, the platform config's remote, then local (src/app/remote.ts). */
+  /** `--remote`; else SPARK_REMOTE, the platform config's remote, then local (src/runner/remote.ts). */
   remote?: string;
   /** The platform config (`--env`): its remote and token apply as for `run`. */
   envFile?: string;

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../core/logger.js';
 import { CancelledError, ConfigError, InternalError, type LakehouseError, asLakehouseError, ExitCode } from '../core/errors.js';
-import { type JobIdentity, type LoadedJob, loadJob } from '../app/load-job.js';
+import { type JobIdentity, type LoadedJob, loadJob } from './load-job.js';
 import { createLogger } from '../core/logger.js';
 import { registerConnectionSecrets, scrub } from '../core/secrets.js';
 import { type RunState, type StatusDocument, type StatusTargets, writeStatus } from '../core/status.js';
@@ -11,7 +11,7 @@ import type { SparkConnectClient } from '../spark/client.js';
 import { describeRemote } from '../spark/connection.js';
 import type { ExecutionReport } from './executor.js';
 import type { LineageRun } from './lineage/index.js';
-import { resolveRemote } from '../app/remote.js';
+import { resolveRemote } from './remote.js';
 import { explainableRel, formatAccess, formatPlan, planAccess } from '../app/plan-view.js';
 import { VERSION } from '../version.js';
 
@@ -135,7 +135,7 @@ export async function runJob(req: RunRequest): Promise<number> {
     // Once a signal arrived, whatever the interrupted operation threw is the cancellation.
     const caught = spark.cancelledBy && !(e instanceof ConfigError) ? spark.cancelledBy : asLakehouseError(e);
     const failed = loaded?.plan.steps.find((s) => s.id === report.failedStep);
-    const error = loaded ? (await import('../app/config-column.js')).configColumnError(caught, failed, loaded.config) : caught;
+    const error = loaded ? (await import('./config-column.js')).configColumnError(caught, failed, loaded.config) : caught;
     outcome = { state: error instanceof CancelledError ? 'cancelled' : 'failed', error, ...(req.command === 'run' ? { report } : {}) };
     if (error instanceof ConfigError && req.command === 'validate') {
       // `validate` is read by people: one plain line per problem, with its path.
@@ -241,7 +241,7 @@ async function execute(
   return { state: report.skipped ? 'skipped' : 'succeeded', report };
 }
 
-/** A session on the one resolved remote (src/app/remote.ts), recorded in the run's Spark state. */
+/** A session on the one resolved remote (src/runner/remote.ts), recorded in the run's Spark state. */
 async function connect(loaded: LoadedJob, req: RunRequest, logger: Logger, signal: AbortSignal, spark: SparkState): Promise<SparkConnectClient> {
   const { SparkConnectClient } = await import('../spark/client.js');
   const spec = await resolveRemote({ ...(req.remote ? { option: req.remote } : {}), env: req.env, platform: loaded.platform }, logger);

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { loadJob } from '../../../../src/app/load-job.js';
+import { loadJob } from '../../../../src/runner/load-job.js';
 import { ConfigError } from '../../../../src/core/errors.js';
 import { createLogger } from '../../../../src/core/logger.js';
 import { registerConnectionSecrets, scrub } from '../../../../src/core/secrets.js';

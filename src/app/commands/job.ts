@@ -2,6 +2,7 @@ import { UsageError } from '../../core/errors.js';
 import { TERMINATION_LOG, XCOM_DIR, terminationTargets } from '../../core/status.js';
 import type { RunRequest } from '../../runner/run.js';
 import { type Invocation, type OptionSpec, seconds } from '../command.js';
+import { jobView } from '../views/job.js';
 
 /** The options of the commands that load a job (`run`, `validate`, `plan`), each also read from LAKEHOUSE_<OPTION>. */
 export const JOB_OPTIONS: readonly OptionSpec[] = [
@@ -80,6 +81,13 @@ export function jobRequest(
     ...(v['status-file'] ? { statusFile: v['status-file'] } : {}),
     ...(retryBudgetMs !== undefined ? { retryBudgetMs } : {}),
     targets: { xcomDir: env.LAKEHOUSE_XCOM_DIR ?? XCOM_DIR, ...terminationTargets(v['termination-log']) },
+    view: jobView({
+      config: v.config,
+      ...(v.env ? { envFile: v.env } : {}),
+      ...(v.format === 'json' ? { planFormat: 'json' } : {}),
+      stdout: (t) => process.stdout.write(t),
+      stderr: (t) => process.stderr.write(t),
+    }),
     signals: process,
     exitNow: (code) => process.exit(code),
     ...extra,

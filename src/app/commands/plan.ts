@@ -23,7 +23,6 @@ export const planCommand: Command = {
     const { runJob } = await import('../../runner/run.js');
     return runJob(
       jobRequest('plan', inv, env, {
-        planFormat: inv.values.format === 'json' ? 'json' : 'text',
         ...(inv.values.explain === true ? { explain: true } : {}),
       }),
     );

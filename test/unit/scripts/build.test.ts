@@ -91,9 +91,11 @@ describe('the bundle', () => {
     expect(staticInputs('src/runner/ping.ts')).toContain('grpc-net:grpc-net');
   });
 
-  it('no command loads pino: the logger writes its JSON lines itself (src/core/logger.ts)', () => {
-    for (const entry of ['src/runner/ping.ts', 'src/runner/run.ts', 'src/spark/client.ts', 'src/runner/executor.ts'])
-      expect(staticPackages(entry)).not.toContain('pino');
+  it('pino loads with the commands that log; pino-pretty only when a person reads the log (a dynamic import)', () => {
+    for (const entry of ['src/runner/ping.ts', 'src/runner/run.ts']) expect(staticPackages(entry)).toContain('pino');
+    for (const entry of Object.values(meta.outputs).flatMap((o) => (o.entryPoint?.startsWith('src/') ? [o.entryPoint] : [])))
+      expect(staticPackages(entry), entry).not.toContain('pino-pretty');
+    expect(Object.values(meta.outputs).some((o) => Object.keys(o.inputs).some((i) => i.includes('node_modules/pino-pretty/')))).toBe(true);
   });
 
   it('writes source maps next to every chunk, with mappings and without the sources', () => {

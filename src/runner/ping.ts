@@ -18,6 +18,8 @@ export interface PingOptions {
   envFile?: string;
   env: Record<string, string | undefined>;
   logLevel: string;
+  /** Where the log's JSON lines go (scrubbed); stderr by default. */
+  logSink?: (line: string) => void;
   /** The whole ping, retries included; past it the answer is "unreachable" (69). */
   timeoutMs?: number;
   /** Process signals to honour (the CLI passes `process`). */
@@ -32,7 +34,7 @@ export interface PingOptions {
  */
 export async function ping(opts: PingOptions, stdout: (text: string) => void = (t) => process.stdout.write(t)): Promise<number> {
   for (const remote of [opts.remote, opts.env.SPARK_REMOTE]) registerConnectionSecrets(remote);
-  const logger = createLogger(opts.logLevel, { command: 'ping' });
+  const logger = createLogger(opts.logLevel, { command: 'ping' }, opts.logSink);
   let remote = opts.remote ?? opts.env.SPARK_REMOTE ?? 'local';
   const timeoutMs = opts.timeoutMs ?? DEFAULT_PING_TIMEOUT_MS;
   const started = performance.now();

@@ -1,3 +1,5 @@
+import prettyBytes from 'pretty-bytes';
+import prettyMs from 'pretty-ms';
 import type { StatusDocument } from '../../core/status.js';
 import { scrub } from '../../core/secrets.js';
 import { paint, type Paint } from './paint.js';
@@ -47,23 +49,16 @@ function outputsTable(doc: StatusDocument, p: Paint): string[] {
   return [p.dim(header.map(cell).join('  ').trimEnd()), ...rows.map((r) => r.map(cell).join('  ').trimEnd())];
 }
 
-/** `850ms`, `12.3s`, `2m 05s`. */
+/** `850ms`, `12.3s`, `2m 5s` (pretty-ms). */
 export function duration(ms: number): string {
-  if (ms < 1000) return `${Math.round(ms)}ms`;
-  if (ms < 60_000) return `${(ms / 1000).toFixed(1)}s`;
-  const s = Math.round(ms / 1000);
-  return `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, '0')}s`;
+  return prettyMs(ms, { secondsDecimalDigits: 1 });
 }
 
 export function count(n: number): string {
   return n.toLocaleString('en-US');
 }
 
-/** `12 kB`, `340 MB`, `1.2 GB` (powers of 1000, as Spark's UI shows input sizes). */
+/** `12.3 kB`, `340 MB`, `1.2 GB` (pretty-bytes: powers of 1000, as Spark's UI shows input sizes). */
 export function bytes(n: number): string {
-  const units = ['B', 'kB', 'MB', 'GB', 'TB'];
-  let v = n;
-  let u = 0;
-  while (v >= 1000 && u < units.length - 1) [v, u] = [v / 1000, u + 1];
-  return `${u === 0 || v >= 100 ? Math.round(v) : v.toFixed(1)} ${units[u]}`;
+  return prettyBytes(n, { maximumFractionDigits: 1 });
 }

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { seconds, type Io } from '../../../src/app/command.js';
@@ -116,6 +117,19 @@ describe('the command line (yargs command modules)', () => {
     expect(plan).toContain('LAKEHOUSE_<OPTION>');
     expect((await cli(['-h'])).stdout).toBe(top.stdout);
     expect((await cli(['--version'])).stdout).toMatch(/^\d+\.\d+\.\d+\n$/);
+  });
+
+  it("documents every command's options in the README's option table, with their variables", async () => {
+    const readme = readFileSync(join(repoRoot, 'README.md'), 'utf8');
+    for (const c of COMMANDS) {
+      const help = (await cli([c.command.split(' ')[0]!, '--help'])).stdout;
+      for (const [, option] of help.matchAll(/^\s+(?:-\w, )?--([a-z-]+)/gm)) {
+        if (['help', 'version', 'schema-version'].includes(option!)) continue;
+        const row = readme.split('\n').find((l) => l.startsWith('|') && l.includes(`\`--${option}`));
+        expect(row, `--${option} of ${c.command}`).toBeDefined();
+        expect(row, `--${option}`).toContain(`LAKEHOUSE_${option!.toUpperCase().replace(/-/g, '_')}`);
+      }
+    }
   });
 
   it('prints a completion script, and completes commands and options', async () => {

@@ -129,7 +129,7 @@ describe("a run on a person's terminal", () => {
   });
 
   it('formats durations, sizes and progress', () => {
-    expect([duration(12), duration(999), duration(1000), duration(59_940), duration(125_000)]).toEqual(['12ms', '999ms', '1.0s', '59.9s', '2m 05s']);
+    expect([duration(12), duration(999), duration(1000), duration(59_940), duration(125_000)]).toEqual(['12ms', '999ms', '1s', '59.9s', '2m 5s']);
     expect([bytes(0), bytes(999), bytes(12_345), bytes(340_000_000), bytes(1_234_567_890)]).toEqual(['0 B', '999 B', '12.3 kB', '340 MB', '1.2 GB']);
     expect(progressText({ stages: [], inflightTasks: 0 })).toBe('stages 0/0 · tasks 0/0');
   });

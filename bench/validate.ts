@@ -10,7 +10,7 @@
  */
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { loadJob } from '../src/app/load-job.js';
+import { loadJob } from '../src/runner/load-job.js';
 import { ConfigError } from '../src/core/errors.js';
 
 const dir = process.argv[2];

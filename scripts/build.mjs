@@ -23,6 +23,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import { build } from 'esbuild';
 import { embeddedDescriptors } from './build/embedded-descriptors.mjs';
 import { grpcNet } from './build/grpc-net.mjs';
+import { lazyModules } from './build/lazy-modules.mjs';
 import { cliNodeFlags, parseNodeFlags } from './build/node-flags.mjs';
 
 const root = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -196,7 +197,7 @@ try {
     minifySyntax: true,
     minifyWhitespace: true,
     legalComments: 'linked',
-    plugins: [sourceRelativeImportMeta, noProtoLoader, grpcNet, embeddedDescriptors],
+    plugins: [sourceRelativeImportMeta, noProtoLoader, grpcNet, embeddedDescriptors, lazyModules],
     metafile: true,
     logLevel: 'warning',
   });

@@ -1,19 +1,22 @@
 #!/usr/bin/env node
-// One direction of dependencies (issue 9.3): core ← spark ← jobs ← app (commands, runner, cli).
-// A module may import from its own layer and the layers below it, never from a layer above.
+// One direction of dependencies: core ← spark ← jobs ← runner ← app. The runner runs a job (load →
+// execute → report); the app is the command line and everything people see (plan printing,
+// validate's lines, a terminal's step lines and summary). A module may import from its own layer and
+// the layers below it, never from a layer above.
 // Reads every import/export-from and dynamic import() of src/ with a regex: our code has no other
 // form of import. Prints each violation as `file: imports target (layer → layer)` and exits 1.
 import { readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve, sep } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-export const LAYERS = ['core', 'spark', 'jobs', 'app'];
+export const LAYERS = ['core', 'spark', 'jobs', 'runner', 'app'];
 
 /** The layer of a path relative to src/ (posix separators). */
 export function layerOf(path) {
   const top = path.split('/')[0];
-  if (top === 'core' || top === 'spark' || top === 'jobs') return top;
-  if (top === 'app' || top === 'runner' || top === 'cli.ts') return 'app';
+  if (top === 'core' || top === 'spark' || top === 'jobs' || top === 'runner') return top;
+  // Imports name the entry point cli.js (TypeScript's .js specifiers), the file is cli.ts.
+  if (top === 'app' || /^cli\.[mc]?[jt]s$/.test(top)) return 'app';
   // version.ts and other leaf files at the top: below everything.
   return 'core';
 }

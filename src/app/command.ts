@@ -1,85 +1,41 @@
-import { parseArgs } from 'node:util';
+import type { ArgumentsCamelCase, Argv } from 'yargs';
 import { UsageError } from '../core/errors.js';
 
 /**
- * Commands as data: each module under src/app/commands/ exports a spec (name, options, help) and a
- * handler returning an exit code; src/app/main.ts only dispatches. Parsed with Node's own
- * `util.parseArgs`: no dependency, and nothing to load before the first line runs (a cold start is
- * what an orchestrator pays per task).
+ * Commands as yargs command modules: each file under src/app/commands/ exports its `command`,
+ * `describe`, `builder` (its options) and a `handler` that returns the exit code
+ * (docs/contracts.md); src/app/main.ts only dispatches.
  */
 
-export interface OptionSpec {
-  readonly name: string;
-  readonly type: 'string' | 'boolean';
-  readonly multiple?: boolean;
+/** Where a command writes, and what it writes to. */
+export interface Io {
+  stdout(text: string): void;
+  stderr(text: string): void;
+  readonly stdoutIsTTY: boolean;
+  readonly stderrIsTTY: boolean;
+  /** The terminal's width, when stderr is one. */
+  readonly columns?: number;
+}
+
+export type Args = ArgumentsCamelCase<Record<string, unknown>>;
+
+export interface LakehouseCommand {
+  readonly command: string;
   readonly describe: string;
-  /** The placeholder in help, e.g. `<file>`. */
-  readonly arg?: string;
-  readonly default?: string;
-  readonly choices?: readonly string[];
-  /**
-   * The environment variable read when the option is not on the command line (`LAKEHOUSE_CONFIG`, …).
-   * Only these names are read.
-   */
-  readonly env?: string;
-}
-
-export interface CommandSpec {
-  readonly name: string;
-  /** The default command runs when the first argument is not a command's name. */
-  readonly isDefault?: boolean;
-  readonly summary: string;
+  /** The usage line of its help, `$0 validate --config <file> [options]`. */
   readonly usage: string;
-  readonly positionals?: readonly { readonly name: string; readonly required: boolean }[];
-  readonly options: readonly OptionSpec[];
+  // yargs' builder returns an Argv of the options it added; the handler reads them by name.
+  readonly builder: (y: Argv) => Argv<any>;
+  handler(argv: Args, io: Io): Promise<number>;
 }
 
-export type Values = Record<string, string | string[] | boolean | undefined>;
-
-export interface Invocation {
-  readonly values: Values;
-  readonly positionals: Readonly<Record<string, string | undefined>>;
-}
-
-export interface Command {
-  readonly spec: CommandSpec;
-  run(inv: Invocation, env: Record<string, string | undefined>): Promise<number>;
-}
-
-/** Parse one command's arguments; environment variables fill what the command line left out. */
-export function parseInvocation(spec: CommandSpec, args: readonly string[], env: Record<string, string | undefined>): Invocation {
-  const options: Record<string, { type: 'string' | 'boolean'; multiple?: boolean }> = {};
-  for (const o of spec.options) options[o.name] = { type: o.type, ...(o.multiple ? { multiple: true } : {}) };
-  let parsed: { values: Record<string, unknown>; positionals: string[] };
-  try {
-    parsed = parseArgs({ args: [...args], options, allowPositionals: true, strict: true });
-  } catch (e) {
-    // parseArgs' own messages name the option; they are usage errors (64) like ours.
-    throw new UsageError(`${spec.name}: ${e instanceof Error ? e.message.replace(/\. To specify a positional argument.*$/s, '') : String(e)}`);
-  }
-  const values: Values = {};
-  for (const o of spec.options) {
-    let v = parsed.values[o.name] as string | string[] | boolean | undefined;
-    if (v === undefined && o.env) {
-      const fromEnv = env[o.env];
-      if (fromEnv !== undefined && fromEnv !== '') v = o.type === 'boolean' ? fromEnv === 'true' || fromEnv === '1' : fromEnv;
-    }
-    if (v === undefined && o.default !== undefined) v = o.default;
-    if (typeof v === 'string' && o.choices && !o.choices.includes(v))
-      throw new UsageError(`--${o.name} must be one of ${o.choices.join(', ')}, got ${JSON.stringify(v)}`);
-    values[o.name] = v;
-  }
-  const declared = spec.positionals ?? [];
-  if (parsed.positionals.length > declared.length)
-    throw new UsageError(`${spec.name}: unexpected argument ${JSON.stringify(parsed.positionals[declared.length])}`);
-  const positionals: Record<string, string | undefined> = {};
-  declared.forEach((p, i) => {
-    const v = parsed.positionals[i];
-    if (v === undefined && p.required) throw new UsageError(`${spec.name}: <${p.name}> is required`);
-    positionals[p.name] = v;
-  });
-  return { values, positionals };
-}
+export const processIo = (): Io => ({
+  stdout: (t) => void process.stdout.write(t),
+  stderr: (t) => void process.stderr.write(t),
+  stdoutIsTTY: process.stdout.isTTY === true,
+  stderrIsTTY: process.stderr.isTTY === true,
+  ...(process.stderr.columns ? { columns: process.stderr.columns } : {}),
+});
 
 /** Seconds from the command line or environment as milliseconds; the option's name in the error. */
 export function seconds(value: unknown, option: string): number | undefined {
@@ -90,34 +46,8 @@ export function seconds(value: unknown, option: string): number | undefined {
   return Math.round(n * 1000);
 }
 
-export function commandHelp(spec: CommandSpec): string {
-  const rows = spec.options.map((o) => {
-    const left = `--${o.name}${o.type === 'string' ? ` ${o.arg ?? '<value>'}` : ''}`;
-    const extra = [
-      o.multiple ? 'repeatable' : '',
-      o.choices ? `one of ${o.choices.join(', ')}` : '',
-      o.default !== undefined ? `default ${o.default}` : '',
-      o.env ? `env ${o.env}` : '',
-    ].filter(Boolean);
-    return [left, `${o.describe}${extra.length ? ` (${extra.join('; ')})` : ''}`] as const;
-  });
-  const width = Math.max(0, ...rows.map(([l]) => l.length));
-  const lines = [`Usage: ${spec.usage}`, '', spec.summary];
-  if (rows.length) lines.push('', 'Options:', ...rows.map(([l, r]) => `  ${l.padEnd(width)}  ${r}`));
-  lines.push(`  ${'--help'.padEnd(width)}  show this help`);
-  return lines.join('\n') + '\n';
-}
-
-export function programHelp(commands: readonly Command[]): string {
-  const width = Math.max(...commands.map((c) => c.spec.name.length));
-  return (
-    [
-      'Usage: lakehouse-jobs [command] [options]',
-      '',
-      'Commands:',
-      ...commands.map((c) => `  ${c.spec.name.padEnd(width)}  ${c.spec.summary}${c.spec.isDefault ? ' (the default command)' : ''}`),
-      '',
-      "lakehouse-jobs <command> --help shows a command's options; --version prints the version.",
-    ].join('\n') + '\n'
-  );
+/** A string option's value, if given. */
+export function str(argv: Args, name: string): string | undefined {
+  const v = argv[name];
+  return typeof v === 'string' ? v : undefined;
 }

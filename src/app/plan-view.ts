@@ -1,6 +1,5 @@
 import { displayTable } from '../core/naming.js';
 import { formatCmd, formatRel, name } from '../spark/plan/format.js';
-import type { Rel } from '../spark/plan/relations.js';
 import type { Touch } from '../spark/plan/touches.js';
 import { type JobPlan, type Step, stepTouches } from '../jobs/template.js';
 
@@ -49,26 +48,6 @@ export function formatStep(step: Step): string {
       return `CheckColumns (analyses, reads no row) of:\n${indent(formatRel(step.source.rel), 3)}`;
     case 'probePaths':
       return `ProbePaths (lists, reads no file)\n${step.paths.map((p) => `   ${p}`).join('\n')}`;
-  }
-}
-
-/** The relation of a step that Spark can explain without running anything, if it has one. */
-export function explainableRel(step: Step): Rel | undefined {
-  switch (step.kind) {
-    case 'query':
-    case 'materialize':
-      return step.query.rel;
-    case 'compareSchemas':
-    case 'checkColumns':
-      return step.source.rel;
-    case 'stream':
-      return step.command.input;
-    case 'command': {
-      const c = step.command;
-      return c.kind === 'merge' ? c.source : c.kind === 'sqlCommand' || c.kind === 'extension' ? undefined : c.input;
-    }
-    default:
-      return undefined;
   }
 }
 

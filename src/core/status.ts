@@ -83,8 +83,13 @@ export const XCOM_DIR = '/airflow/xcom';
 export const TERMINATION_LOG = '/dev/termination-log';
 const TERMINATION_LIMIT = 4096;
 
+/** The document as every target but the termination message receives it: indented JSON, scrubbed. */
+export function statusText(doc: StatusDocument): string {
+  return scrub(JSON.stringify(doc, bigintSafe, 2));
+}
+
 export function writeStatus(doc: StatusDocument, targets: StatusTargets): void {
-  const text = scrub(JSON.stringify(doc, bigintSafe, 2));
+  const text = statusText(doc);
   (targets.stdout ?? ((t) => process.stdout.write(t)))(text + '\n');
   if (targets.statusFile) writeAtomically(targets.statusFile, text + '\n');
   if (targets.xcomDir && existsSync(targets.xcomDir)) writeAtomically(join(targets.xcomDir, 'return.json'), text);

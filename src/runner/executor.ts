@@ -16,7 +16,7 @@ import {
 import { Query } from '../spark/plan/query.js';
 import { rows as arrowRows } from '../spark/arrow.js';
 import { type SparkType, structFields } from '../spark/types.js';
-import type { StreamingQueryResult } from '../spark/execution.js';
+import type { SparkProgress, StreamingQueryResult } from '../spark/execution.js';
 import { type PolicySession, PolicyVerdicts, type TenantReadPolicy, checkStepPolicy, commandInputs } from '../spark/policy/index.js';
 import type { Rel } from '../spark/plan/relations.js';
 import { type JobPlan, type OutputReport, type Row, type Step, type StepEffect, type StreamProgress, sameColumnType } from '../jobs/template.js';
@@ -30,7 +30,7 @@ import { type JobPlan, type OutputReport, type Row, type Step, type StepEffect, 
 export interface SparkSession extends PolicySession {
   execute(
     plan: Plan,
-    opts?: { tags?: string[]; signal?: AbortSignal; operationId?: string },
+    opts?: { tags?: string[]; signal?: AbortSignal; operationId?: string; onProgress?: (progress: SparkProgress) => void },
   ): Promise<{
     operationId: string;
     table?: Table;
@@ -70,6 +70,10 @@ export interface ExecuteOptions {
   onOperation?: (id: string) => void;
   /** Awaited before each step is sent: tests pause a run here to interleave it with another. */
   beforeStep?: (step: Step) => Promise<void>;
+  /** Each step as it starts and ends (a terminal's step lines). */
+  onStep?: (event: StepEvent) => void;
+  /** Spark's execution progress of the running step's operations (stages, tasks, bytes read). */
+  onProgress?: (step: Step, progress: SparkProgress) => void;
   /** What the tenant may read: steps flagged `untrusted` are checked against it before they run. */
   policy?: TenantReadPolicy;
   /**
@@ -84,6 +88,16 @@ export interface ExecuteOptions {
   report?: ExecutionReport;
 }
 
+/** A step starting or ending: `index` counts from 0 among the plan's `total` steps. */
+export interface StepEvent {
+  readonly kind: 'started' | 'done' | 'failed' | 'notNeeded';
+  readonly step: Step;
+  readonly index: number;
+  readonly total: number;
+  /** Since the step started (done, failed). */
+  readonly ms?: number;
+}
+
 export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<ExecutionReport> {
   const report = opts.report ?? emptyReport();
   const facts: Record<string, readonly Row[]> = {};
@@ -92,26 +106,31 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
   // The rows the run's materialize steps keep on the server, by name: dropped when the run ends.
   const materialized = new Map<string, string>();
   try {
-    for (const step of plan.steps) {
+    for (const [index, step] of plan.steps.entries()) {
+      const at = { step, index, total: plan.steps.length };
       throwIfAborted(opts.signal);
       if (step.when && !step.when(facts)) {
         report.notNeeded.push(step.id);
         opts.logger.info({ step: step.id }, `${step.id} not needed: nothing for it to change`);
+        opts.onStep?.({ kind: 'notNeeded', ...at });
         continue;
       }
       await opts.beforeStep?.(step);
       throwIfAborted(opts.signal);
       const started = performance.now();
       opts.logger.info({ step: step.id }, step.title);
+      opts.onStep?.({ kind: 'started', ...at });
       let skipped: string | undefined;
       try {
         skipped = await runStep(step, opts, report, facts, verdicts, materialized);
       } catch (e) {
         report.failedStep = step.id;
+        opts.onStep?.({ kind: 'failed', ...at, ms: performance.now() - started });
         throw await findBadSourceFile(step, e, opts);
       }
       report.completedSteps.push(step.id);
       opts.logger.info({ step: step.id, durationMs: Math.round(performance.now() - started) }, `${step.id} done`);
+      opts.onStep?.({ kind: 'done', ...at, ms: performance.now() - started });
       if (skipped !== undefined) {
         report.skipped = skipped;
         opts.logger.info({ step: step.id, reason: skipped }, 'nothing to do: skipping the rest of the job');
@@ -164,7 +183,13 @@ async function runStep(
     opts.onOperation?.(operationId);
     // Which step sent which operation: bench/passes attributes the server's jobs and scans by it.
     opts.logger.debug({ step: step.id, operationId }, 'operation sent');
-    return opts.session.execute(plan, { operationId, tags: opts.tags, signal: opts.signal });
+    const onProgress = opts.onProgress;
+    return opts.session.execute(plan, {
+      operationId,
+      tags: opts.tags,
+      signal: opts.signal,
+      ...(onProgress ? { onProgress: (p: SparkProgress) => onProgress(step, p) } : {}),
+    });
   };
   // A query's rows become the step's fact for later steps, and its pure function says what they mean.
   const factsOf = async (rel: Rel, interpret: (rows: Row[]) => StepEffect) => {

@@ -4,7 +4,7 @@ import { registerConnectionSecrets, scrub } from '../core/secrets.js';
 import { SparkConnectClient } from '../spark/client.js';
 import { describeRemote, parseConnectionString } from '../spark/connection.js';
 import { VERSION } from '../version.js';
-import { chosenRemote, resolveRemote } from '../app/remote.js';
+import { chosenRemote, resolveRemote } from './remote.js';
 import { checkRestCatalogs } from './catalog-check.js';
 import type { PlatformConfig } from '../core/config/platform.js';
 
@@ -12,12 +12,14 @@ import type { PlatformConfig } from '../core/config/platform.js';
 export const DEFAULT_PING_TIMEOUT_MS = 10_000;
 
 export interface PingOptions {
-  /** `--remote`; else SPARK_REMOTE, the platform config's remote, then local (src/app/remote.ts). */
+  /** `--remote`; else SPARK_REMOTE, the platform config's remote, then local (src/runner/remote.ts). */
   remote?: string;
   /** The platform config (`--env`): its remote and token apply as for `run`. */
   envFile?: string;
   env: Record<string, string | undefined>;
   logLevel: string;
+  /** Where the log's JSON lines go (scrubbed); stderr by default. */
+  logSink?: (line: string) => void;
   /** The whole ping, retries included; past it the answer is "unreachable" (69). */
   timeoutMs?: number;
   /** Process signals to honour (the CLI passes `process`). */
@@ -32,7 +34,7 @@ export interface PingOptions {
  */
 export async function ping(opts: PingOptions, stdout: (text: string) => void = (t) => process.stdout.write(t)): Promise<number> {
   for (const remote of [opts.remote, opts.env.SPARK_REMOTE]) registerConnectionSecrets(remote);
-  const logger = createLogger(opts.logLevel, { command: 'ping' });
+  const logger = createLogger(opts.logLevel, { command: 'ping' }, opts.logSink);
   let remote = opts.remote ?? opts.env.SPARK_REMOTE ?? 'local';
   const timeoutMs = opts.timeoutMs ?? DEFAULT_PING_TIMEOUT_MS;
   const started = performance.now();

@@ -1,9 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { Logger } from '../core/logger.js';
 import { CancelledError, ConfigError, InternalError, type LakehouseError, asLakehouseError, ExitCode } from '../core/errors.js';
-import { type JobIdentity, type LoadedJob, loadJob } from '../app/load-job.js';
+import { type JobIdentity, type LoadedJob, loadJob } from './load-job.js';
 import { createLogger } from '../core/logger.js';
-import { registerConnectionSecrets, scrub } from '../core/secrets.js';
+import { registerConnectionSecrets } from '../core/secrets.js';
 import { type RunState, type StatusDocument, type StatusTargets, writeStatus } from '../core/status.js';
 // The Spark side (grpc-js, protobuf, apache-arrow, the executor) loads only when a command talks to
 // Spark or prints protobuf: `validate` and the text `plan` start without it (cold start, issue 13).
@@ -11,13 +11,15 @@ import type { SparkConnectClient } from '../spark/client.js';
 import { describeRemote } from '../spark/connection.js';
 import type { ExecutionReport } from './executor.js';
 import type { LineageRun } from './lineage/index.js';
-import { resolveRemote } from '../app/remote.js';
-import { explainableRel, formatAccess, formatPlan, planAccess } from '../app/plan-view.js';
+import { resolveRemote } from './remote.js';
+import { explainableRel } from './explain.js';
+import type { RunView } from './view.js';
 import { VERSION } from '../version.js';
 
 /**
  * One invocation of `run`, `validate` or `plan`: load, (execute,) report. Always ends in exactly one
- * status document and an exit code from docs/contracts.md, whatever happened.
+ * status document and an exit code from docs/contracts.md, whatever happened. What people see of it
+ * (validate's lines, the plans, step lines, a terminal's summary) is the caller's view (src/app/).
  */
 
 export interface RunRequest {
@@ -43,12 +45,12 @@ export interface RunRequest {
   retryBudgetMs?: number;
   /** How long a cancelled run may take to wind down before it exits anyway (default 15 s). */
   cancelGraceMs?: number;
-  /** `plan`: an operator tree per step (default) or the protobuf plans as JSON. */
-  planFormat?: 'text' | 'json';
   /** `plan --explain`: also Spark's own explain of each step, from the remote. */
   explain?: boolean;
-  /** Where plain lines for people go (`validate`'s problems and summary); stderr by default. */
-  stderr?: (text: string) => void;
+  /** What the caller shows of the run besides the log (src/app/ presents it); `plan` needs one. */
+  view?: RunView;
+  /** Where the log's JSON lines go (scrubbed); stderr by default. */
+  logSink?: (line: string) => void;
 }
 
 /**
@@ -66,7 +68,7 @@ export async function runJob(req: RunRequest): Promise<number> {
   const runId = req.runId ?? `manual__${startedAt.toISOString()}__${randomUUID().slice(0, 8)}`;
   // Before anything can print: a remote's token is scrubbed from every output, whoever echoes it.
   for (const remote of [req.remote, req.env.SPARK_REMOTE]) registerConnectionSecrets(remote);
-  const logger = createLogger(req.logLevel, { runId, command: req.command });
+  const logger = createLogger(req.logLevel, { runId, command: req.command }, req.logSink);
   const identity: JobIdentity = {};
   const cancel = new AbortController();
   const spark: SparkState = { remote: '', operationIds: [] };
@@ -111,17 +113,12 @@ export async function runJob(req: RunRequest): Promise<number> {
       'config valid',
     );
     if (req.command === 'validate') {
-      // What a run would touch, for the person who reviews the config (the status stays on stdout).
-      const access = formatAccess(planAccess(loaded.plan));
-      (req.stderr ?? ((t) => process.stderr.write(t)))(
-        scrub(
-          `${req.config}: valid (${loaded.template.name} v${loaded.version.version}, ${loaded.plan.steps.length} steps)${access ? `; a run would:\n${access}` : ''}\n`,
-        ),
-      );
+      req.view?.valid?.(loaded);
       outcome = { state: 'succeeded' };
     } else if (req.command === 'plan') {
       const explained = req.explain ? await explainSteps(loaded, req, logger, cancel.signal, spark) : undefined;
-      await printPlan(loaded, req.planFormat ?? 'text', req.targets?.stdout, explained);
+      if (!req.view?.plan) throw new InternalError('plan: the request has no view to print the plans');
+      await req.view.plan(loaded, explained);
       outcome = { state: 'succeeded' };
     } else {
       if (loaded.platform.lineage) {
@@ -135,19 +132,11 @@ export async function runJob(req: RunRequest): Promise<number> {
     // Once a signal arrived, whatever the interrupted operation threw is the cancellation.
     const caught = spark.cancelledBy && !(e instanceof ConfigError) ? spark.cancelledBy : asLakehouseError(e);
     const failed = loaded?.plan.steps.find((s) => s.id === report.failedStep);
-    const error = loaded ? (await import('../app/config-column.js')).configColumnError(caught, failed, loaded.config) : caught;
+    const error = loaded ? (await import('./config-column.js')).configColumnError(caught, failed, loaded.config) : caught;
     outcome = { state: error instanceof CancelledError ? 'cancelled' : 'failed', error, ...(req.command === 'run' ? { report } : {}) };
-    if (error instanceof ConfigError && req.command === 'validate') {
-      // `validate` is read by people: one plain line per problem, with its path.
-      // A platform config's problem names the platform config's file, not the job's.
-      const write = req.stderr ?? ((t: string) => process.stderr.write(t));
-      for (const [n, i] of error.issues.entries()) {
-        const platformIssue = /^\(platform\)( |$)/.test(i.path) && req.envFile !== undefined;
-        const file = platformIssue ? req.envFile : req.config;
-        const path = platformIssue ? i.path.replace(/^\(platform\) ?/, '') : i.path;
-        write(scrub(`${validateLine(error.locations[n], file, path, i.message)}\n`));
-      }
-    } else if (error instanceof ConfigError)
+    // `validate` is read by people: its view shows every problem with its path instead of the log.
+    if (error instanceof ConfigError && req.command === 'validate' && req.view?.invalid) req.view.invalid(error);
+    else if (error instanceof ConfigError)
       for (const [n, i] of error.issues.entries())
         logger.error({ path: i.path, ...(error.locations[n] ? { at: error.locations[n] } : {}) }, `config error: ${i.path ? `${i.path}: ` : ''}${i.message}`);
     else if (error instanceof InternalError) {
@@ -206,9 +195,12 @@ function reportOutcome(
     ...(outcome.report?.skipped ? { skipReason: outcome.report.skipped } : {}),
     ...(outcome.error ? { error: outcome.error.report() } : {}),
   };
+  const view = req.view?.status;
   writeStatus(doc, {
     ...(req.statusFile ? { statusFile: req.statusFile } : {}),
     ...req.targets,
+    // A view that shows the status its own way (a terminal's summary) takes stdout's place.
+    ...(view ? { stdout: () => view(doc) } : {}),
     // `plan` prints the plans on stdout; its status goes only to the files.
     ...(req.command === 'plan' ? { stdout: () => undefined } : {}),
   });
@@ -225,6 +217,7 @@ async function execute(
   spark: SparkState,
   report: ExecutionReport,
 ): Promise<{ state: RunState; report: ExecutionReport }> {
+  req.view?.loaded?.(loaded);
   const client = await connect(loaded, req, logger, signal, spark);
   await client.config.set(sessionSettings(loaded, runId, req.logicalDate));
   const [{ executePlan }, { tenantReadPolicy }] = await Promise.all([import('./executor.js'), import('../spark/policy/index.js')]);
@@ -237,11 +230,13 @@ async function execute(
     policy: tenantReadPolicy(loaded.platform, loaded.tenant),
     catalogs: Object.keys(loaded.platform.catalogs),
     report,
+    ...(req.view?.step ? { onStep: req.view.step.bind(req.view) } : {}),
+    ...(req.view?.progress ? { onProgress: req.view.progress.bind(req.view) } : {}),
   });
   return { state: report.skipped ? 'skipped' : 'succeeded', report };
 }
 
-/** A session on the one resolved remote (src/app/remote.ts), recorded in the run's Spark state. */
+/** A session on the one resolved remote (src/runner/remote.ts), recorded in the run's Spark state. */
 async function connect(loaded: LoadedJob, req: RunRequest, logger: Logger, signal: AbortSignal, spark: SparkState): Promise<SparkConnectClient> {
   const { SparkConnectClient } = await import('../spark/client.js');
   const spec = await resolveRemote({ ...(req.remote ? { option: req.remote } : {}), env: req.env, platform: loaded.platform }, logger);
@@ -335,31 +330,6 @@ export function commitMetadata(loaded: LoadedJob, runId: string, logicalDate: st
   };
 }
 
-/**
- * The plans a run would send (secrets redacted): as text, one operator tree per step with its id and
- * title; as JSON, exactly the protobuf plans, one entry per step.
- */
-async function printPlan(loaded: LoadedJob, format: 'text' | 'json', stdout?: (t: string) => void, explained?: Map<string, string>): Promise<void> {
-  const out = stdout ?? ((t) => process.stdout.write(t));
-  if (format === 'text') {
-    const head = `${loaded.template.name} v${loaded.version.version}, tenant ${loaded.tenant.id}: ${loaded.plan.steps.length} steps`;
-    out(scrub(`${head}\n\n${formatPlan(loaded.plan, explained)}\n`));
-    return;
-  }
-  const [{ planToJson }, { stepPlan }] = await Promise.all([import('../spark/plan/json.js'), import('./executor.js')]);
-  const steps = loaded.plan.steps.map((s) => {
-    return {
-      id: s.id,
-      kind: s.kind,
-      title: s.title,
-      plan: planToJson(stepPlan(s, { reveal: false })),
-      ...(explained?.has(s.id) ? { explain: explained.get(s.id) } : {}),
-    };
-  });
-  const doc = { job: { template: loaded.template.name, schemaVersion: loaded.version.version }, tenant: loaded.tenant.id, steps };
-  out(scrub(JSON.stringify(doc, null, 2)) + '\n');
-}
-
 /** Operation tags allow letters, digits and a few marks; one tag per run covers all its operations. */
 export function tagFor(runId: string): string {
   return `lakehouse-jobs_${runId.replace(/[^A-Za-z0-9_.-]/g, '_')}`.slice(0, 200);
@@ -426,18 +396,4 @@ async function closeSpark(client: SparkConnectClient | undefined, logger: Logger
   } finally {
     client.close();
   }
-}
-
-/**
- * One line of `validate`'s report: where the problem was written (file:line:col when known, an
- * include's own file), its config path, the problem. The HOCON reader writes its location into the
- * message itself (the status document keeps it there) and names a problem outside any key by the
- * file: the line takes the location out of the message and says each thing once.
- */
-export function validateLine(location: string | undefined, file: string | undefined, path: string, message: string): string {
-  const written = location === undefined ? /^(.*?):(\d+):(\d+): ([^]*)$/.exec(message) : null;
-  if (!written) return `${location ?? file}: ${path ? `${path}: ` : ''}${message}`;
-  const [, source, line, col, rest] = written;
-  const keyless = path === '' || path === source || path === file;
-  return `${source}:${line}:${col}: ${keyless ? '' : `${path}: `}${rest}`;
 }

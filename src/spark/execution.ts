@@ -49,7 +49,29 @@ export interface ExecuteOptions {
   tags?: string[];
   /** Abort: Interrupt the operation and reject with the abort reason (a LakehouseError) or OperationCancelledError. */
   signal?: AbortSignal;
-  onProgress?: (progress: ExecutePlanResponse_ExecutionProgress) => void;
+  onProgress?: (progress: SparkProgress) => void;
+}
+
+/**
+ * Spark's progress of one operation, as the server streams it (ExecutePlanResponse's
+ * ExecutionProgress, Spark Connect 4.x): the operation's stages so far, and its tasks running now.
+ */
+export interface SparkProgress {
+  readonly stages: readonly { readonly id: number; readonly tasks: number; readonly tasksDone: number; readonly bytesRead: number; readonly done: boolean }[];
+  readonly inflightTasks: number;
+}
+
+export function sparkProgress(p: ExecutePlanResponse_ExecutionProgress): SparkProgress {
+  return {
+    stages: p.stages.map((s) => ({
+      id: Number(s.stageId),
+      tasks: Number(s.numTasks),
+      tasksDone: Number(s.numCompletedTasks),
+      bytesRead: Number(s.inputBytesRead),
+      done: s.done,
+    })),
+    inflightTasks: Number(p.numInflightTasks),
+  };
 }
 
 /** One ExecutePlan or ReattachExecute call in progress. */
@@ -226,7 +248,7 @@ export class ResultStream implements AsyncIterable<RecordBatch> {
 
   constructor(
     private readonly execution: Execution,
-    private readonly onProgress?: (p: ExecutePlanResponse_ExecutionProgress) => void,
+    private readonly onProgress?: (p: SparkProgress) => void,
     /**
      * The consumer is done with each batch when it asks for the next one (`executeToSink`): the
      * memory of a message whose batches were all consumed is released at once (see
@@ -294,7 +316,7 @@ export class ResultStream implements AsyncIterable<RecordBatch> {
             s.streamingQueryResult = r.value;
             break;
           case 'executionProgress':
-            this.onProgress?.(r.value);
+            this.onProgress?.(sparkProgress(r.value));
             break;
           case 'resultComplete':
             s.complete = true;

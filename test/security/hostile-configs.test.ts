@@ -3,7 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ConfigError, asLakehouseError } from '../../src/core/errors.js';
-import { loadJob } from '../../src/app/load-job.js';
+import { loadJob } from '../../src/runner/load-job.js';
 import { templates } from '../../src/jobs/registry.js';
 import type { SparkConnectClient } from '../../src/spark/client.js';
 import { compileCommandPlan } from '../../src/spark/plan/compile.js';

@@ -1,5 +1,5 @@
 import { asLakehouseError } from '../../src/core/errors.js';
-import { loadJob, type LoadRequest } from '../../src/app/load-job.js';
+import { loadJob, type LoadRequest } from '../../src/runner/load-job.js';
 import { createLogger } from '../../src/core/logger.js';
 import type { Step } from '../../src/jobs/template.js';
 import { executePlan } from '../../src/runner/executor.js';

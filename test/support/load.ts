@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { expect } from 'vitest';
-import { loadJob, type LoadedJob } from '../../src/app/load-job.js';
+import { loadJob, type LoadedJob } from '../../src/runner/load-job.js';
 import { ConfigError, type ConfigIssue, type LakehouseError } from '../../src/core/errors.js';
 import { tempFiles } from './files.js';
 

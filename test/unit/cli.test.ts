@@ -60,7 +60,7 @@ describe('lakehouse-jobs CLI without Spark', () => {
     expect(JSON.stringify(plan)).toContain('file:///srv/lake/acme/bronze/orders_cdc');
     const bad = await runCli(['plan', '--format', 'yaml', '--config', example], env);
     expect(bad.code).toBe(64);
-    expect(bad.stderr).toContain('--format must be one of text, json, got "yaml"');
+    expect(bad.stderr).toContain('Argument: format, Given: "yaml", Choices: "text", "json"');
   });
 
   it('validate says which tables and paths a run would read and write', async () => {
@@ -145,16 +145,16 @@ describe('lakehouse-jobs CLI without Spark', () => {
   it('has help per command, a version, and a hint for a misspelled command', async () => {
     const help = await runCli(['plan', '--help']);
     expect(help.code).toBe(0);
-    expect(help.stdout).toMatch(/^Usage: lakehouse-jobs plan /);
-    expect(help.stdout).toContain('--format <format>');
-    expect(help.stdout).toContain('env LAKEHOUSE_CONFIG');
+    expect(help.stdout).toMatch(/^lakehouse-jobs plan /);
+    expect(help.stdout).toContain('--format');
+    expect(help.stdout).toContain('LAKEHOUSE_<OPTION>');
     const top = await runCli(['--help']);
     expect(top.code).toBe(0);
-    for (const c of ['run', 'validate', 'plan', 'ping', 'templates', 'schema']) expect(top.stdout).toContain(`  ${c} `);
+    for (const c of ['run', 'validate', 'plan', 'ping', 'templates', 'schema']) expect(top.stdout).toContain(`lakehouse-jobs ${c} `);
     expect((await runCli(['--version'])).stdout).toMatch(/^\d+\.\d+\.\d+/);
     const typo = await runCli(['valdate', '--config', example]);
     expect(typo.code).toBe(64);
-    expect(typo.stderr).toContain('unknown command "valdate"; did you mean "validate"?');
+    expect(typo.stderr).toContain('Did you mean validate?');
   });
 
   it('reads options from LAKEHOUSE_* variables when the command line does not give them', async () => {

@@ -1,31 +1,37 @@
-import type { Command } from '../command.js';
-import { seconds } from '../command.js';
-import { JOB_OPTIONS, LOG_LEVEL } from './job.js';
+import { type LakehouseCommand, seconds, str } from '../command.js';
+import { ENV_EPILOGUE, logOptions, platformOption, remoteOption } from '../options.js';
+import { chooseOutput, logSink } from '../output.js';
 
-const option = (name: string) => JOB_OPTIONS.find((o) => o.name === name)!;
+export const pingCommand: LakehouseCommand = {
+  command: 'ping',
+  describe: 'one round trip to Spark Connect (readiness check); exits 0, or 69 when unreachable',
+  usage: '$0 ping [--remote sc://…] [--env <platform.conf>] [--timeout 10]',
+  builder: (y) =>
+    y
 
-export const pingCommand: Command = {
-  spec: {
-    name: 'ping',
-    summary: 'one round trip to Spark Connect (readiness check); exits 0, or 69 when unreachable',
-    usage: 'lakehouse-jobs ping [--remote sc://…] [--env <platform.conf>] [--timeout 10]',
-    options: [
-      option('remote'),
-      option('env'),
-      { name: 'timeout', type: 'string', arg: '<seconds>', default: '10', describe: 'seconds to wait for the answer, retries included' },
-      LOG_LEVEL(),
-    ],
-  },
-  async run(inv, env) {
-    const timeoutMs = seconds(inv.values.timeout, 'timeout');
+      .options({
+        ...remoteOption,
+        ...platformOption,
+        timeout: { type: 'string', requiresArg: true, default: '10', describe: 'seconds to wait for the answer, retries included' },
+        ...logOptions,
+      })
+      .epilogue(ENV_EPILOGUE),
+  async handler(argv, io) {
+    const timeoutMs = seconds(argv.timeout, 'timeout');
+    const output = chooseOutput(argv, io);
+    const sink = await logSink(output, io);
     const { ping } = await import('../../runner/ping.js');
-    return ping({
-      ...(typeof inv.values.remote === 'string' ? { remote: inv.values.remote } : {}),
-      ...(typeof inv.values.env === 'string' ? { envFile: inv.values.env } : {}),
-      env,
-      logLevel: String(inv.values['log-level']),
-      ...(timeoutMs !== undefined ? { timeoutMs } : {}),
-      signals: process,
-    });
+    return ping(
+      {
+        ...(str(argv, 'remote') ? { remote: str(argv, 'remote')! } : {}),
+        ...(str(argv, 'env') ? { envFile: str(argv, 'env')! } : {}),
+        env: process.env,
+        logLevel: output.logLevel,
+        ...(sink ? { logSink: sink } : {}),
+        ...(timeoutMs !== undefined ? { timeoutMs } : {}),
+        signals: process,
+      },
+      io.stdout,
+    );
   },
 };

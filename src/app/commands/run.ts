@@ -1,17 +1,15 @@
-import type { Command } from '../command.js';
-import { JOB_OPTIONS, jobRequest } from './job.js';
+import type { LakehouseCommand } from '../command.js';
+import { jobBuilder, jobRequest } from './job.js';
 
-export const runCommand: Command = {
-  spec: {
-    name: 'run',
-    isDefault: true,
-    summary: 'run a job on Spark Connect',
-    usage: 'lakehouse-jobs [run] --job <template> --config <tenant.conf> [options]',
-    options: JOB_OPTIONS,
-  },
-  async run(inv, env) {
+/** `run` (the default command: an invocation that starts with an option runs a job, src/app/main.ts). */
+export const runCommand: LakehouseCommand = {
+  command: 'run',
+  describe: 'run a job on Spark Connect (the default command)',
+  usage: '$0 [run] --job <template> --config <tenant.conf> [options]',
+  builder: (y) => jobBuilder(y),
+  async handler(argv, io) {
     // Each command loads only what it needs: a cold start is what an orchestrator pays per task.
     const { runJob } = await import('../../runner/run.js');
-    return runJob(jobRequest('run', inv, env));
+    return runJob(await jobRequest('run', argv, io));
   },
 };

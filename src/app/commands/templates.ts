@@ -1,9 +1,12 @@
 import { ExitCode } from '../../core/errors.js';
-import type { Command } from '../command.js';
+import type { LakehouseCommand } from '../command.js';
 
-export const templatesCommand: Command = {
-  spec: { name: 'templates', summary: 'the job catalog with schema versions', usage: 'lakehouse-jobs templates', options: [] },
-  async run() {
+export const templatesCommand: LakehouseCommand = {
+  command: 'templates',
+  describe: 'the job catalog with schema versions',
+  usage: '$0 templates',
+  builder: (y) => y,
+  async handler(_argv, io) {
     const { templates } = await import('../../jobs/registry.js');
     const list = templates.map((t) => ({
       name: t.name,
@@ -13,7 +16,7 @@ export const templatesCommand: Command = {
       summary: t.summary,
       examples: t.versions.map((v) => v.example),
     }));
-    process.stdout.write(JSON.stringify(list, null, 2) + '\n');
+    io.stdout(JSON.stringify(list, null, 2) + '\n');
     return ExitCode.succeeded;
   },
 };

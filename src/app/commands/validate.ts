@@ -1,15 +1,13 @@
-import type { Command } from '../command.js';
-import { JOB_OPTIONS, jobRequest } from './job.js';
+import type { LakehouseCommand } from '../command.js';
+import { jobBuilder, jobRequest } from './job.js';
 
-export const validateCommand: Command = {
-  spec: {
-    name: 'validate',
-    summary: 'parse and validate a config without Spark (schema, tenant rules, plan building); lists what a run would read and write',
-    usage: 'lakehouse-jobs validate --job <template> --config <file> [options]',
-    options: JOB_OPTIONS,
-  },
-  async run(inv, env) {
+export const validateCommand: LakehouseCommand = {
+  command: 'validate',
+  describe: 'parse and validate a config without Spark (schema, tenant rules, plan building); lists what a run would read and write',
+  usage: '$0 validate --job <template> --config <file> [options]',
+  builder: (y) => jobBuilder(y),
+  async handler(argv, io) {
     const { runJob } = await import('../../runner/run.js');
-    return runJob(jobRequest('validate', inv, env));
+    return runJob(await jobRequest('validate', argv, io));
   },
 };

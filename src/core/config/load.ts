@@ -10,7 +10,7 @@ import { keysAt, toConfigIssues } from './validate.js';
  * Config loading without templates: the platform config, a job config (+ `--set` overrides) parsed
  * under its environment allow-list, and validation against a schema and the tenant policy. Every
  * problem is collected and reported at once, each with its path; nothing here talks to Spark or
- * knows the job catalog (the app layer, src/app/load-job.ts, picks the template and builds the plan).
+ * knows the job catalog (the runner layer, src/runner/load-job.ts, picks the template and builds the plan).
  */
 
 export interface LoadRequest {

@@ -3,7 +3,7 @@ import type { LakehouseError } from '../../core/errors.js';
 import type { LineageConfig } from '../../core/config/platform.js';
 import type { RunState } from '../../core/status.js';
 import type { DatasetRef, PlanLineage } from '../../jobs/template.js';
-import type { LoadedJob } from '../../app/load-job.js';
+import type { LoadedJob } from '../load-job.js';
 import type { Field } from '../../spark/types.js';
 import { VERSION } from '../../version.js';
 import { type NamingContext, type PlanDataset, planDatasets, refDataset, refKey } from './datasets.js';

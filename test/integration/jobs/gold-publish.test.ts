@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
-import { loadJob } from '../../../src/app/load-job.js';
+import { loadJob } from '../../../src/runner/load-job.js';
 import { platformSchema } from '../../../src/core/config/platform.js';
 import { ConfigError } from '../../../src/core/errors.js';
 import { tenantContext } from '../../../src/core/tenant.js';

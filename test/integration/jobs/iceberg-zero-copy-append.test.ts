@@ -6,7 +6,7 @@ import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan
 import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { MARKER } from '../../../src/jobs/ops/iceberg-zero-copy-append.js';
-import { loadJob } from '../../../src/app/load-job.js';
+import { loadJob } from '../../../src/runner/load-job.js';
 import { asLakehouseError } from '../../../src/core/errors.js';
 import { createLogger } from '../../../src/core/logger.js';
 import { executePlan } from '../../../src/runner/executor.js';

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { loadJob } from '../../../src/app/load-job.js';
+import { loadJob } from '../../../src/runner/load-job.js';
 import { asLakehouseError } from '../../../src/core/errors.js';
 import { createLogger } from '../../../src/core/logger.js';
 import { executePlan } from '../../../src/runner/executor.js';

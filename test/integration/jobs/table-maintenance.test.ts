@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJob } from '../../../src/app/load-job.js';
+import { loadJob } from '../../../src/runner/load-job.js';
 import { asLakehouseError } from '../../../src/core/errors.js';
 import { createLogger } from '../../../src/core/logger.js';
 import type { Step } from '../../../src/jobs/template.js';

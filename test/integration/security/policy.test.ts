@@ -5,7 +5,7 @@ import { basename, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJob } from '../../../src/app/load-job.js';
+import { loadJob } from '../../../src/runner/load-job.js';
 import { platformSchema } from '../../../src/core/config/platform.js';
 import { ConfigError, ExitCode } from '../../../src/core/errors.js';
 import { tenantContext } from '../../../src/core/tenant.js';

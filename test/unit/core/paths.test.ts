@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/core/errors.js';
-import { loadJob } from '../../../src/app/load-job.js';
+import { loadJob } from '../../../src/runner/load-job.js';
 import { normaliseStorageUri, sameLocation, storageUriProblem } from '../../../src/core/naming.js';
 import { isUnderRoot, tenantContext } from '../../../src/core/tenant.js';
 import { tempFiles } from '../../support/files.js';

@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { loadJob } from '../../../src/app/load-job.js';
+import { loadJob } from '../../../src/runner/load-job.js';
 
 /**
  * The orchestrator examples users copy, checked without Airflow, Kubernetes or extra packages:

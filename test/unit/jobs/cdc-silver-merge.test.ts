@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DataError, InputMissingError, UsageError } from '../../../src/core/errors.js';
 import type { Step } from '../../../src/jobs/template.js';
-import { loadJob } from '../../../src/app/load-job.js';
+import { loadJob } from '../../../src/runner/load-job.js';
 import { templates } from '../../../src/jobs/registry.js';
 import { stepPlan } from '../../../src/runner/executor.js';
 import { toJson } from '@bufbuild/protobuf';

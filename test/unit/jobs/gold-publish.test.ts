@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DataError } from '../../../src/core/errors.js';
-import { loadJob } from '../../../src/app/load-job.js';
+import { loadJob } from '../../../src/runner/load-job.js';
 import { stepPlan } from '../../../src/runner/executor.js';
 import { relTreeViolations } from '../../../src/spark/policy/index.js';
 import { composeSteps, dateLiteral, rewriteTables, screenTransform, tokenize } from '../../../src/jobs/gold/transform-sql.js';

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { describe, expect, it } from 'vitest';
 import { type LakehouseError } from '../../../src/core/errors.js';
-import { loadJob } from '../../../src/app/load-job.js';
+import { loadJob } from '../../../src/runner/load-job.js';
 import { configIssues as refusedIssues } from '../../support/load.js';
 import { formatPlan, planAccess } from '../../../src/app/plan-view.js';
 import { CHECK_TYPE, COMMIT_TYPE, judge, resolve, shouldAppend } from '../../../src/jobs/ops/iceberg-zero-copy-append.js';

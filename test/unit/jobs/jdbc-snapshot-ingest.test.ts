@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { toJson } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/core/errors.js';
-import { loadJob } from '../../../src/app/load-job.js';
+import { loadJob } from '../../../src/runner/load-job.js';
 import { describeUrl } from '../../../src/jobs/bronze/jdbc-snapshot-ingest.js';
 import type { Step } from '../../../src/jobs/template.js';
 import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';

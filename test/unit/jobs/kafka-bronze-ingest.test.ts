@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { toJsonString } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
-import { loadJob } from '../../../src/app/load-job.js';
+import { loadJob } from '../../../src/runner/load-job.js';
 import { configIssues as refusedIssues } from '../../support/load.js';
 import { formatStep } from '../../../src/app/plan-view.js';
 import { endOffsets } from '../../../src/jobs/bronze/kafka-bronze-ingest.js';

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { toJson } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
-import { loadJob } from '../../../src/app/load-job.js';
+import { loadJob } from '../../../src/runner/load-job.js';
 import { ConfigError, DataError } from '../../../src/core/errors.js';
 import { stepPlan } from '../../../src/runner/executor.js';
 import { PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';

@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadJob } from '../../../src/app/load-job.js';
+import { loadJob } from '../../../src/runner/load-job.js';
 import { ConfigError } from '../../../src/core/errors.js';
 import { formatPlan } from '../../../src/app/plan-view.js';
 import { locationPrefixes } from '../../../src/jobs/ops/table-maintenance.js';

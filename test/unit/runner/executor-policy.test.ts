@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
-import { loadJob } from '../../../src/app/load-job.js';
+import { loadJob } from '../../../src/runner/load-job.js';
 import { ConfigError, InternalError } from '../../../src/core/errors.js';
 import type { JobPlan, Step } from '../../../src/jobs/template.js';
 import { toJson } from '@bufbuild/protobuf';

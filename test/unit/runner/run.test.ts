@@ -49,14 +49,14 @@ describe('how the CLI ends for an escaped error', () => {
 
 describe('a TypeError inside a command', () => {
   it('ends the run with 70, an internal error in the status and its stack in the log', async () => {
-    // A request the CLI never builds (a stdout that is not a function) makes printing the plan
-    // throw a TypeError: a stand-in for any bug. The run happens in a child process so its log
+    // A request the CLI never builds (a view whose plan printer is not a function) makes printing
+    // the plan throw a TypeError: a stand-in for any bug. The run happens in a child process so its log
     // (stderr) can be read.
     const statusFile = join(tempFiles({}), 'status.json');
     const code = `
       const { runJob } = await import(${JSON.stringify(join(repoRoot, 'src/runner/run.ts'))});
       const exit = await runJob({ command: 'plan', config: ${JSON.stringify(config)}, envFile: ${JSON.stringify(platform)}, set: [], logLevel: 'info',
-        env: { LAKEHOUSE_LAKE_HOME: '/srv/lake' }, statusFile: ${JSON.stringify(statusFile)}, targets: { stdout: 42 } });
+        env: { LAKEHOUSE_LAKE_HOME: '/srv/lake' }, statusFile: ${JSON.stringify(statusFile)}, view: { plan: 42 } });
       process.exitCode = exit;`;
     const child = spawn(process.execPath, ['--import', `file://${repoRoot}node_modules/tsx/dist/loader.mjs`, '--input-type=module', '-e', code], {
       stdio: ['ignore', 'pipe', 'pipe'],

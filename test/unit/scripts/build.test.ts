@@ -57,8 +57,25 @@ describe('the bundle', () => {
     expect(execFileSync('node', [join(out, 'cli.mjs'), '--version'], { encoding: 'utf8' }).trim()).toBe(version);
   });
 
-  it('the CLI entry loads no npm package before a command is chosen', () => {
-    expect([...staticPackages('src/cli.ts')]).toEqual([]);
+  it('the CLI entry loads the command line parser (yargs) and nothing heavier before a command is chosen', () => {
+    const entry = staticPackages('src/cli.ts');
+    expect(entry).toContain('yargs');
+    for (const heavy of ['zod', '@grpc/grpc-js', '@bufbuild/protobuf', 'apache-arrow', 'pino', 'pino-pretty']) expect(entry).not.toContain(heavy);
+  });
+
+  it("help's string-width is evaluated at its first use (scripts/build/lazy-modules.mjs): validate builds no Intl.Segmenter, --help does", () => {
+    const count =
+      'data:text/javascript,let n=0;const R=Intl.Segmenter;Intl.Segmenter=class extends R{constructor(...a){super(...a);n++}};process.on("exit",()=>process.stderr.write(`segmenters=${n}\\n`))';
+    const config = join(root, 'configs/examples/cdc-silver-merge.v1.conf');
+    const segmenters = (args: string[]) => {
+      const r = spawnSync('node', [...cliFlags, '--import', count, join(out, 'cli.mjs'), ...args], {
+        encoding: 'utf8',
+        env: { ...process.env, LAKEHOUSE_LAKE_HOME: '/lake' },
+      });
+      return /segmenters=(\d+)/.exec(r.stderr)?.[1];
+    };
+    expect(segmenters(['validate', '--config', config, '--env', join(root, 'configs/examples/platform-local.conf')])).toBe('0');
+    expect(Number(segmenters(['validate', '--help']))).toBeGreaterThan(0);
   });
 
   it('validate and plan (src/runner/run.ts) start without grpc-js, protobuf or apache-arrow; the Spark client loads them', () => {
@@ -91,9 +108,23 @@ describe('the bundle', () => {
     expect(staticInputs('src/runner/ping.ts')).toContain('grpc-net:grpc-net');
   });
 
-  it('no command loads pino: the logger writes its JSON lines itself (src/core/logger.ts)', () => {
-    for (const entry of ['src/runner/ping.ts', 'src/runner/run.ts', 'src/spark/client.ts', 'src/runner/executor.ts'])
-      expect(staticPackages(entry)).not.toContain('pino');
+  it('pino loads with the commands that log; pino-pretty only when a person reads the log (a dynamic import)', () => {
+    for (const entry of ['src/runner/ping.ts', 'src/runner/run.ts']) expect(staticPackages(entry)).toContain('pino');
+    for (const entry of ['src/cli.ts', 'src/runner/ping.ts', 'src/runner/run.ts', 'src/spark/client.ts', 'src/app/views/terminal.ts'])
+      expect(staticPackages(entry), entry).not.toContain('pino-pretty');
+    // Its own chunk, which src/app/output.ts imports for pretty lines only.
+    expect(staticPackages('src/app/views/log.ts')).toContain('pino-pretty');
+  });
+
+  it("a person's log (--log-format pretty) works in the bundle: pino-pretty loads and formats each line", () => {
+    const args = ['validate', '--config', join(root, 'configs/examples/cdc-silver-merge.v1.conf'), '--env', join(root, 'configs/examples/platform-local.conf')];
+    const r = spawnSync('node', [...cliFlags, join(out, 'cli.mjs'), ...args, '--log-format', 'pretty'], {
+      encoding: 'utf8',
+      env: { ...process.env, LAKEHOUSE_LAKE_HOME: '/lake' },
+    });
+    expect(r.status, r.stderr).toBe(0);
+    expect(r.stderr).toMatch(/^\[\d\d:\d\d:\d\d\] INFO: config valid \{"template":"cdc-silver-merge"/m);
+    expect(JSON.parse(r.stdout)).toMatchObject({ status: 'succeeded' });
   });
 
   it('writes source maps next to every chunk, with mappings and without the sources', () => {
@@ -104,13 +135,14 @@ describe('the bundle', () => {
   });
 
   it('an internal error (70) under --enable-source-maps names our TypeScript sources, not the bundle', () => {
-    // A bug planted where the CLI writes --version: stdout.write throws a TypeError.
+    // A bug planted where the CLI writes --version: stdout.write throws a TypeError (called from
+    // main, after yargs' parse: the frames of our chunks above it).
     const plant = 'data:text/javascript,process.stdout.write=()=>{throw new TypeError("planted")}';
     const r = spawnSync('node', ['--enable-source-maps', '--import', plant, join(out, 'cli.mjs'), '--version'], { encoding: 'utf8' });
     expect(r.status).toBe(70);
     expect(r.stderr).toContain('internal error: TypeError: planted');
     expect(r.stderr).toMatch(/at main \(.*src\/app\/main\.ts:\d+:\d+\)/);
-    expect(r.stderr).toMatch(/src\/cli\.ts:\d+:\d+/);
+    expect(r.stderr).toMatch(/at Object\.stdout \(.*src\/app\/command\.ts:\d+:\d+\)/);
     expect(r.stderr).not.toMatch(/dist\/[^/\s]+\.js:/);
   });
 });

@@ -12,6 +12,8 @@ const compare = (a: Version, b: Version): number => a[0] - b[0] || a[1] - b[1] |
 
 /** Does `version` satisfy an npm engines range? Only the syntax that engines fields use; anything else throws. */
 function satisfies(version: Version, range: string): boolean {
+  // Any version (dateformat's engines).
+  if (range.trim() === '*' || range.trim() === '') return true;
   return range.split('||').some((alternative) =>
     alternative
       .trim()

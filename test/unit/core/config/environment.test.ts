@@ -1,9 +1,10 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { loadJob } from '../../../../src/app/load-job.js';
+import { loadJob } from '../../../../src/runner/load-job.js';
 import { ConfigError } from '../../../../src/core/errors.js';
 import { createLogger } from '../../../../src/core/logger.js';
+import { jobView } from '../../../../src/app/views/job.js';
 import { registerConnectionSecrets, scrub } from '../../../../src/core/secrets.js';
 import { compact, writeStatus, type StatusDocument } from '../../../../src/core/status.js';
 import { runJob } from '../../../../src/runner/run.js';
@@ -157,6 +158,7 @@ describe('secrets scrubbed by value', () => {
       env: { SPARK_REMOTE: `sc://spark:15002/;token=${token}` },
       statusFile,
       targets: { stdout: (t) => stdout.push(t) },
+      view: jobView({ config: join(dir, 'job.conf'), stdout: (t) => stdout.push(t), stderr: (t) => stderr.push(t) }),
     });
     expect(code).toBe(0);
     expect(stdout.join('')).toContain('[redacted]');

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../../src/core/errors.js';
-import { loadJob } from '../../../../src/app/load-job.js';
+import { loadJob } from '../../../../src/runner/load-job.js';
 import { col, fn, lit } from '../../../../src/spark/plan/expressions.js';
 import { DELIMITER, HASH_ALGORITHMS, NULL_TOKEN, type HashAlgorithm, hashOf, hashdiffColumns, keyPart, zeroKey } from '../../../../src/jobs/vault/hashing.js';
 import { parseLogicalDate } from '../../../../src/jobs/vault/load.js';

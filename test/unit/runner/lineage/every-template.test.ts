@@ -1,7 +1,7 @@
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadJob, type LoadedJob } from '../../../../src/app/load-job.js';
+import { loadJob, type LoadedJob } from '../../../../src/runner/load-job.js';
 import { ConfigError } from '../../../../src/core/errors.js';
 import { createLogger } from '../../../../src/core/logger.js';
 import { templates } from '../../../../src/jobs/registry.js';

@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { basename, dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJob, type LoadedJob } from '../../../../src/app/load-job.js';
+import { loadJob, type LoadedJob } from '../../../../src/runner/load-job.js';
 import { ConfigError, DataError } from '../../../../src/core/errors.js';
 import { createLogger } from '../../../../src/core/logger.js';
 import { templates } from '../../../../src/jobs/registry.js';

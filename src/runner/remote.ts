@@ -2,7 +2,7 @@ import type { Logger } from '../core/logger.js';
 import type { PlatformConfig } from '../core/config/platform.js';
 import { resolveSecret } from '../core/config/secret-ref.js';
 import { parseConnectionString, type RemoteSpec } from '../spark/connection.js';
-import { startLocalServer } from '../runner/local-server.js';
+import { startLocalServer } from './local-server.js';
 
 /**
  * The one remote resolution, for every command that talks to Spark (`run`, `plan --explain`,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../src/core/errors.js';
-import { configColumnError } from '../../../src/app/config-column.js';
+import { configColumnError } from '../../../src/runner/config-column.js';
 import { SparkError, type SparkFailure } from '../../../src/spark/errors.js';
 import { Query } from '../../../src/spark/plan/query.js';
 import type { Step } from '../../../src/jobs/template.js';

@@ -1,6 +1,6 @@
 import { displayTable } from '../core/naming.js';
 import { formatCmd, formatRel, name } from '../spark/plan/format.js';
-import type { Touch } from '../spark/plan/touches.js';
+import { type Touch, baseTable } from '../spark/plan/touches.js';
 import { type JobPlan, type Step, stepTouches } from '../jobs/template.js';
 
 /**
@@ -71,7 +71,8 @@ export function planAccess(plan: JobPlan): PlanAccess {
 function access(t: Touch): Access[] {
   switch (t.kind) {
     case 'table':
-      return [{ kind: 'table', table: name(t.parts), ...(t.format ? { format: t.format } : {}), ...(t.location ? { location: t.location } : {}) }];
+      // An Iceberg metadata table (`<table>.refs`) is a read of its table.
+      return [{ kind: 'table', table: name(baseTable(t.parts)), ...(t.format ? { format: t.format } : {}), ...(t.location ? { location: t.location } : {}) }];
     case 'source':
       return t.paths.map((path) => ({ kind: 'path', path, format: t.format }));
     case 'listing':

@@ -1,6 +1,7 @@
-import { type TableName, displayTable, quoteName, tableParts } from '../core/naming.js';
+import { type TableName, displayTable, tableParts } from '../core/naming.js';
 import { alias, cast, col, lit } from '../spark/plan/expressions.js';
 import { Query } from '../spark/plan/query.js';
+import { sql } from '../spark/plan/sql.js';
 import type { Facts, Row, Step } from './template.js';
 
 /**
@@ -33,16 +34,20 @@ const ids = (prefix: string, tables: readonly WindowTable[], format: 'iceberg' |
 export function baseCommitSteps(format: 'iceberg' | 'delta', tables: readonly WindowTable[]): Step[] {
   const title = `Record the current commit of ${tables.map((t) => displayTable(t.table)).join(' and ')} before reading them`;
   if (format === 'iceberg') {
-    const sql = tables
-      .map((t) => `SELECT '${t.label}' AS tbl, CAST(snapshot_id AS STRING) AS commit FROM ${quoteName([...tableParts(t.table), 'refs'])} WHERE name = 'main'`)
-      .join(' UNION ALL ');
-    return [{ kind: 'query', id: 'base-commits', title, query: Query.sql(sql), interpret: () => ({}) }];
+    const text = sql.join(
+      tables.map(
+        (t) =>
+          sql`SELECT ${sql.value(t.label)} AS tbl, CAST(snapshot_id AS STRING) AS commit FROM ${sql.table([...tableParts(t.table), 'refs'])} WHERE name = 'main'`,
+      ),
+      sql` UNION ALL `,
+    );
+    return [{ kind: 'query', id: 'base-commits', title, query: Query.sql(text), interpret: () => ({}) }];
   }
   return tables.map((t, i) => ({
     kind: 'query',
     id: ids('base-commits', tables, format)[i]!,
     title: `Record the current version of ${displayTable(t.table)} before reading it`,
-    query: Query.sql(`DESCRIBE HISTORY ${quoteName(tableParts(t.table))} LIMIT 1`).select(
+    query: Query.sql(sql`DESCRIBE HISTORY ${sql.table(tableParts(t.table))} LIMIT 1`).select(
       alias(lit(t.label), 'tbl'),
       alias(cast(col('version'), 'string'), 'commit'),
     ),
@@ -54,22 +59,24 @@ export function baseCommitSteps(format: 'iceberg' | 'delta', tables: readonly Wi
 export function windowCommitSteps(format: 'iceberg' | 'delta', tables: readonly WindowTable[]): Step[] {
   const title = `Read the commits of ${tables.map((t) => displayTable(t.table)).join(' and ')} since this run's first read`;
   if (format === 'iceberg') {
-    const sql = tables
-      .flatMap((t) => {
+    const text = sql.join(
+      tables.flatMap((t) => {
         const parts = tableParts(t.table);
+        const label = sql.value(t.label);
         return [
-          `SELECT '${t.label}' AS tbl, CAST(snapshot_id AS STRING) AS commit, CAST(parent_id AS STRING) AS parent, summary['${ATTEMPT}'] AS attempt, false AS current FROM ${quoteName([...parts, 'snapshots'])}`,
-          `SELECT '${t.label}', CAST(snapshot_id AS STRING), NULL, NULL, true FROM ${quoteName([...parts, 'refs'])} WHERE name = 'main'`,
+          sql`SELECT ${label} AS tbl, CAST(snapshot_id AS STRING) AS commit, CAST(parent_id AS STRING) AS parent, summary[${sql.value(ATTEMPT)}] AS attempt, false AS current FROM ${sql.table([...parts, 'snapshots'])}`,
+          sql`SELECT ${label}, CAST(snapshot_id AS STRING), NULL, NULL, true FROM ${sql.table([...parts, 'refs'])} WHERE name = 'main'`,
         ];
-      })
-      .join(' UNION ALL ');
-    return [{ kind: 'query', id: 'window-commits', title, query: Query.sql(sql), interpret: () => ({}) }];
+      }),
+      sql` UNION ALL `,
+    );
+    return [{ kind: 'query', id: 'window-commits', title, query: Query.sql(text), interpret: () => ({}) }];
   }
   return tables.map((t, i) => ({
     kind: 'query',
     id: ids('window-commits', tables, format)[i]!,
     title: `Read the latest versions of ${displayTable(t.table)} since this run's first read`,
-    query: Query.sql(`DESCRIBE HISTORY ${quoteName(tableParts(t.table))} LIMIT ${DELTA_VERSIONS}`).select(
+    query: Query.sql(sql`DESCRIBE HISTORY ${sql.table(tableParts(t.table))} LIMIT ${sql.value(DELTA_VERSIONS)}`).select(
       alias(lit(t.label), 'tbl'),
       alias(cast(col('version'), 'string'), 'commit'),
       col('userMetadata'),

@@ -1,7 +1,8 @@
 import { ConfigError } from '../core/errors.js';
-import { type TableName, displayTable, quoteName, tableParts } from '../core/naming.js';
+import { type TableName, displayTable, tableParts } from '../core/naming.js';
 import { col, desc, eq, lit } from '../spark/plan/expressions.js';
 import { Query, sqlCommand } from '../spark/plan/query.js';
+import { sql } from '../spark/plan/sql.js';
 import type { CatalogRef, JobContext, Row, Step } from './template.js';
 
 /**
@@ -25,7 +26,7 @@ export function createNamespaceStep(table: TableName): Step {
     kind: 'command',
     id: 'create-namespace',
     title: `Create namespace ${table.catalog}.${table.namespace} if missing`,
-    command: sqlCommand(`CREATE NAMESPACE IF NOT EXISTS ${quoteName([table.catalog, table.namespace])}`),
+    command: sqlCommand(sql`CREATE NAMESPACE IF NOT EXISTS ${sql.qualified([table.catalog, table.namespace])}`),
   };
 }
 
@@ -60,7 +61,7 @@ export function readCommitStep(target: TableName, format: 'iceberg' | 'delta'): 
     kind: 'query',
     id: 'read-version',
     title: `Read the current version of ${table}`,
-    query: Query.sql(`DESCRIBE HISTORY ${quoteName(tableParts(target))}`)
+    query: Query.sql(sql`DESCRIBE HISTORY ${sql.table(tableParts(target))}`)
       .select('version')
       .sort(desc(col('version')))
       .limit(1),

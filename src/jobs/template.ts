@@ -1,6 +1,7 @@
 import type { z } from 'zod';
 import type { SecretRef } from '../core/config/platform.js';
 import type { LakehouseError } from '../core/errors.js';
+import type { Instant, LogicalDate } from '../core/instant.js';
 import type { Layer, TableName } from '../core/naming.js';
 import type { Secret } from '../core/secrets.js';
 import type { TenantContext } from '../core/tenant.js';
@@ -64,7 +65,10 @@ export interface JobContext {
    * tells this attempt's commits from another's. Absent when no run will happen (plan, validate).
    */
   readonly attempt?: string;
-  readonly logicalDate?: string;
+  /** `--logical-date`, parsed once (a value that is neither a date nor an instant is a usage error, 64). */
+  readonly logicalDate?: LogicalDate;
+  /** The run's clock: when it started, at microseconds. Templates read time only from here. */
+  readonly clock: Instant;
   /**
    * What the platform config lets this tenant reach beyond its own layers (`tenants.<id>`): its
    * storage roots and the read-only namespaces and roots it is granted. Absent when the platform

@@ -14,6 +14,7 @@ import {
   compileStreamingQueryCommand,
 } from '../spark/plan/compile.js';
 import { Query } from '../spark/plan/query.js';
+import { sql } from '../spark/plan/sql.js';
 import { rows as arrowRows } from '../spark/arrow.js';
 import { type SparkType, structFields } from '../spark/types.js';
 import type { SparkProgress, StreamingQueryResult } from '../spark/execution.js';
@@ -205,7 +206,7 @@ async function runStep(
       return undefined;
     case 'ensureTable': {
       const locationOf = async (parts: string[]): Promise<unknown> => {
-        const describe = Query.sql(`DESCRIBE TABLE EXTENDED ${quoteName(parts)}`).filter(eq(col('col_name'), lit('Location')));
+        const describe = Query.sql(sql`DESCRIBE TABLE EXTENDED ${sql.table(parts)}`).filter(eq(col('col_name'), lit('Location')));
         const result = await run(compileRelationPlan(describe.rel, { reveal: false }));
         return (result.table ? arrowRows(result.table) : [])[0]?.data_type;
       };
@@ -479,11 +480,12 @@ async function checkOtherCatalogs(
     if (!exists) continue;
     const actual = await locationOf(parts);
     if (typeof actual !== 'string' || !sameLocation(actual, step.location)) continue;
+    const other = quoteName(parts);
     throw new ConfigError(
       [
         {
           path: step.configPath,
-          message: `table ${displayTable(step.table)} cannot be created at ${step.location}: ${quoteName(parts)} of catalog ${catalog} is there (the tenant's layout puts a layer's table at one location whatever its catalog, and two tables in one directory delete each other's files); nothing was written (name this table differently, or drop the other)`,
+          message: `table ${displayTable(step.table)} cannot be created at ${step.location}: ${other} of catalog ${catalog} is there (the tenant's layout puts a layer's table at one location whatever its catalog, and two tables in one directory delete each other's files); nothing was written (name this table differently, or drop the other)`,
         },
       ],
       { code: 'TABLE_LOCATION_TAKEN' },

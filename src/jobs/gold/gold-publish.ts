@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import { ConfigError, DataError } from '../../core/errors.js';
+import { type IsoDate, addDays } from '../../core/instant.js';
 import { catalogName, columnName, name, tableName } from '../../core/config/validate.js';
 import { type TableName, displayTable, tableParts } from '../../core/naming.js';
 import type { ExpectationReport } from '../../core/status.js';
 import { type Expr, alias, and, cast, col, eq, eqNullSafe, fn, isNull, lit, not, or, over, star } from '../../spark/plan/expressions.js';
 import { Query } from '../../spark/plan/query.js';
+import { sql } from '../../spark/plan/sql.js';
 import type { Cmd } from '../../spark/plan/commands.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import type { Facts, JobContext, JobPlan, Row, SchemaDiff, Step } from '../template.js';
@@ -166,16 +168,14 @@ export type GoldPublishSpec = SpecOf<typeof v1.sections>;
 
 interface Publish {
   mode: Mode;
-  logicalDate?: string | undefined;
+  logicalDate?: IsoDate | undefined;
   /** replace-range: [start, end) is replaced; [previous, start) is the previous publish. */
-  range?: { column: string; start: string; end: string; previous: string } | undefined;
+  range?: { column: string; start: IsoDate; end: IsoDate; previous: IsoDate } | undefined;
 }
 
-/** The logical date as the transform's parameters and the range need it (a DATE, checked here: it is bound, never spliced). */
+/** The logical date's UTC date, as the transform's parameters and the range need it (bound as a DATE). */
 function publishOf(ctx: JobContext, spec: GoldPublishSpec, parameters: readonly TransformParameter[], sqlPath: string): Publish {
-  const date = ctx.logicalDate;
-  if (date !== undefined && !isIsoDate(date))
-    throw new ConfigError([{ path: 'logical-date', message: `must be a date like 2026-07-05 (--logical-date {{ ds }}); it is bound as a DATE value` }]);
+  const date = ctx.logicalDate?.date;
   const mode = spec.target.mode;
   if (mode === 'replace-range' && date === undefined)
     throw new ConfigError([{ path: 'target.mode', message: 'replace-range needs the logical date (--logical-date)' }]);
@@ -186,15 +186,6 @@ function publishOf(ctx: JobContext, spec: GoldPublishSpec, parameters: readonly 
   if (mode !== 'replace-range' || date === undefined) return { mode, logicalDate: date };
   const days = spec.target['range-days'];
   return { mode, logicalDate: date, range: { column: spec.target['range-column']!, start: date, end: addDays(date, days), previous: addDays(date, -days) } };
-}
-
-const isIsoDate = (v: string) =>
-  /^\d{4}-\d{2}-\d{2}$/.test(v) && !Number.isNaN(Date.parse(`${v}T00:00:00Z`)) && new Date(`${v}T00:00:00Z`).toISOString().startsWith(v);
-
-function addDays(date: string, days: number): string {
-  const d = new Date(`${date}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + days);
-  return d.toISOString().slice(0, 10);
 }
 
 /**
@@ -279,7 +270,8 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
   const expectations = allExpectations(spec);
   const quarantines = expectations.some((e) => e.action === 'quarantine');
 
-  const result = Query.sql(transformed.text(publish));
+  const reads = transformed.tables.map((t) => tableParts(layerTable(ctx, spec, catalog.name, t)));
+  const result = Query.sql(sql.screened(transformed.text(publish), reads));
   const untrusted = [transformed.path, ...spec.expectations.flatMap((e, i) => (e.type === 'expression' ? [`expectations[${i}].expr`] : []))];
   const flagged = { untrusted };
 
@@ -438,9 +430,7 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
     },
     readCommitStep(target, catalog.format),
   ];
-  // The transform is SQL text, which lineage does not parse: the tables it reads are declared.
-  const reads = transformed.tables.map((t) => ({ kind: 'table' as const, table: displayTable(layerTable(ctx, spec, catalog.name, t)) }));
-  return { steps, lineage: { datasets: { inputs: reads } } };
+  return { steps };
 }
 
 /** A hash of the whole row (its columns by name and value, NULLs included): what a no-op is recognised by. */

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { DataError } from '../../core/errors.js';
+import { type Instant, instant, instantText, parseInstant } from '../../core/instant.js';
 import { displayTable, tableParts } from '../../core/naming.js';
 import { catalogName, columnName, expression, isoDate, name, tableName } from '../../core/config/validate.js';
 import type { ConfigExpression } from '../../core/expression/index.js';
@@ -62,9 +63,11 @@ const NEW_STATE = '__scd_new_state';
 const columnList = () => z.array(columnName()).min(1);
 
 /** An instant with its zone, e.g. 2026-07-09T00:00:00Z: a version boundary means the same everywhere. */
-const instant = () =>
+const instantField = () =>
   z.iso
     .datetime({ offset: true, message: 'must be an ISO-8601 instant with a zone, e.g. 2026-07-09T00:00:00Z' })
+    // Spark keeps microseconds: a seventh digit would be dropped without a word.
+    .refine((v) => !/\.\d{7,}/.test(v) || parseInstant(v) !== undefined, 'has more fractional digits than the microseconds Spark keeps')
     .describe('The version boundary of this load (snapshot sources). Default: --logical-date at 00:00 UTC, else the time the plan is built.');
 
 const dimensionV1 = z
@@ -72,7 +75,7 @@ const dimensionV1 = z
     'natural-key': columnList().describe('The business key columns'),
     'tracked-columns': columnList().optional().describe('Type-2 columns: a change in any opens a new version (default: every column that is not a key)'),
     'exclude-columns': columnList().optional().describe('Columns kept out of the dimension'),
-    'effective-at': instant().optional(),
+    'effective-at': instantField().optional(),
   })
   .strict()
   .describe("The dimension's key and the roles of its columns");
@@ -222,11 +225,14 @@ function checkColumns(c: ColumnRoles, ctx: z.RefinementCtx): void {
 // ---------------------------------------------------------------------------------------------
 // The plan
 
-/** The boundary of a snapshot load: effective-at, else the logical date's midnight (UTC), else now. */
-function snapshotInstant(ctx: JobContext, effectiveAt: string | undefined): Date {
-  if (effectiveAt !== undefined) return new Date(effectiveAt);
-  const logical = ctx.logicalDate === undefined ? Number.NaN : Date.parse(ctx.logicalDate);
-  return Number.isNaN(logical) ? new Date(Math.floor(Date.now() / 1000) * 1000) : new Date(logical);
+/**
+ * The boundary of a snapshot load, to the microsecond: effective-at, else the logical date (a
+ * date's midnight UTC), else the run's clock to the second.
+ */
+function snapshotInstant(ctx: JobContext, effectiveAt: string | undefined): Instant {
+  if (effectiveAt !== undefined) return parseInstant(effectiveAt)!;
+  if (ctx.logicalDate) return ctx.logicalDate.instant;
+  return instant(ctx.clock.micros - (ctx.clock.micros % 1_000_000n));
 }
 
 function opDelete(op: string | undefined, values: string[] | undefined): Expr {
@@ -323,7 +329,7 @@ function plan(ctx: JobContext, spec: Scd2DimLoadSpec): JobPlan {
   // tenant read policy; every later step reads the rows it kept and the tenant's own dimension.
   const untrustedPaths = [...(s.where ? ['source.where'] : []), ...(deleteWhen ? ['history.delete-when'] : [])];
   const untrusted = untrustedPaths.length ? { untrusted: untrustedPaths } : {};
-  const when = at ? ` at ${at.toISOString()}` : '';
+  const when = at ? ` at ${instantText(at)}` : '';
   const steps: Step[] = [
     ...checks,
     {

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DataError } from '../../core/errors.js';
-import { type TableName, displayTable, quoteIdentifier, quoteName, tableParts } from '../../core/naming.js';
+import { type TableName, displayTable, tableParts } from '../../core/naming.js';
 import { catalogName, columnName, columnTypeName, expression, isoDate, name, tableName } from '../../core/config/validate.js';
 import {
   type Expr,
@@ -27,6 +27,7 @@ import { configExpr } from '../../spark/plan/config-expression.js';
 import type { ConfigExpression } from '../../core/expression/index.js';
 import type { Cmd } from '../../spark/plan/commands.js';
 import { Query, sqlCommand } from '../../spark/plan/query.js';
+import { sql } from '../../spark/plan/sql.js';
 import type { ColumnSource, DatasetRef, Facts, JobContext, JobPlan, PlanLineage, SchemaDiff, Step } from '../template.js';
 import { createNamespaceStep, readCommitStep, tableProperties } from '../tables.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
@@ -561,7 +562,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       when: (facts) => fact(facts, 'count-expired', 'rows') > 0,
       // The number of days is a validated integer; no text from config enters this statement.
       command: sqlCommand(
-        `DELETE FROM ${quoteName(tableParts(tombstones))} WHERE ${quoteIdentifier(DELETED_AT)} < current_timestamp() - make_dt_interval(${Math.trunc(spec.tombstoneRetentionDays)})`,
+        sql`DELETE FROM ${sql.target(tableParts(tombstones))} WHERE ${sql.id(DELETED_AT)} < current_timestamp() - make_dt_interval(${sql.value(Math.trunc(spec.tombstoneRetentionDays))})`,
       ),
     },
     readCommitStep(target, catalog.format),
@@ -612,8 +613,12 @@ export function schemaDecision(diff: SchemaDiff, table: string, parts: string[],
         { code: 'SCHEMA_CHANGED' },
       ),
     };
-  const columns = diff.added.map((f) => `${quoteIdentifier(f.name)} ${f.type}`).join(', ');
-  return { commands: [sqlCommand(`ALTER TABLE ${quoteName(parts)} ADD COLUMNS (${columns})`)] };
+  // A type as Spark reported it for the batch's own column: Spark's type syntax, not config text.
+  const columns = sql.join(
+    diff.added.map((f) => sql`${sql.id(f.name)} ${sql.sparkType(f.type)}`),
+    sql`, `,
+  );
+  return { commands: [sqlCommand(sql`ALTER TABLE ${sql.target(parts)} ADD COLUMNS (${columns})`)] };
 }
 
 /** A number from the one row of an earlier query step (0 when absent). */

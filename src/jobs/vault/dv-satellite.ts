@@ -125,7 +125,7 @@ function plan(ctx: JobContext, spec: DvSatelliteSpec): JobPlan {
     ghost: spec['ghost-record']
       ? [
           [hk, zero],
-          [LOAD_DATE, lit({ timestamp: new Date(GHOST_LOAD_DATE) })],
+          [LOAD_DATE, lit({ timestamp: GHOST_LOAD_DATE })],
           [LOAD_SEQ, lit(1)],
           [HASHDIFF, zero],
           [RECORD_SOURCE, lit(GHOST_RECORD_SOURCE)],

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { catalogName, tableName } from '../../core/config/validate.js';
 import { DataError, UsageError } from '../../core/errors.js';
+import { type Instant, instant, parseInstant } from '../../core/instant.js';
 import { displayTable, tableParts } from '../../core/naming.js';
 import { type Expr, alias, col, fn, lit } from '../../spark/plan/expressions.js';
 import { Query } from '../../spark/plan/query.js';
@@ -22,7 +23,7 @@ export const LOAD_DATE = 'load_date';
 export const RECORD_SOURCE = 'record_source';
 
 /** The ghost record's load date and record source, as Data Vault 2.0 writes them. */
-export const GHOST_LOAD_DATE = '1900-01-01T00:00:00Z';
+export const GHOST_LOAD_DATE: Instant = parseInstant('1900-01-01T00:00:00Z')!;
 export const GHOST_RECORD_SOURCE = 'SYSTEM';
 
 const SOURCE = '__source';
@@ -41,20 +42,14 @@ export const vaultTarget = (kind: 'hub' | 'link' | 'satellite') =>
     .describe(`The ${kind} table the rows are inserted into (insert-only, by a MERGE on its key).`);
 
 /**
- * The load date of the run: `--logical-date` as a date (midnight UTC) or an ISO timestamp with an
- * offset (`{{ ts }}`). Without one, or with another form, the plan's first step stops the run (64):
- * a load date taken from the clock would make every rerun a new load.
+ * The load date of the run: `--logical-date` (a date is its midnight UTC, a timestamp itself; the
+ * loader refused any other form, 64). Without one, the plan's first step stops the run (64): a load
+ * date taken from the clock would make every rerun a new load.
  */
-export function loadDate(ctx: JobContext): { value: Date; check: Step[] } {
-  const given = ctx.logicalDate;
-  const parsed = given === undefined ? undefined : parseLogicalDate(given);
-  if (parsed) return { value: parsed, check: [] };
-  const message =
-    given === undefined
-      ? 'a raw vault load needs --logical-date (Airflow: {{ ds }}): it is the load_date of every row it inserts'
-      : `--logical-date ${JSON.stringify(given)} is neither a date (2026-07-05) nor an ISO timestamp with an offset (2026-07-05T00:00:00+00:00)`;
+export function loadDate(ctx: JobContext): { value: Instant; check: Step[] } {
+  if (ctx.logicalDate) return { value: ctx.logicalDate.instant, check: [] };
   return {
-    value: new Date(0),
+    value: instant(0n),
     check: [
       {
         // Fails before any other step; `plan` and `validate` still show the plan.
@@ -62,21 +57,12 @@ export function loadDate(ctx: JobContext): { value: Date; check: Step[] } {
         id: 'check-load-date',
         title: 'Check --logical-date, the load date',
         paths: [],
-        interpret: () => ({ fail: new UsageError(message) }),
+        interpret: () => ({
+          fail: new UsageError('a raw vault load needs --logical-date (Airflow: {{ ds }}): it is the load_date of every row it inserts'),
+        }),
       },
     ],
   };
-}
-
-export function parseLogicalDate(text: string): Date | undefined {
-  const date = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
-  const stamp = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$/.test(text);
-  if (!date && !stamp) return undefined;
-  const d = new Date(date ? `${text}T00:00:00Z` : text);
-  if (Number.isNaN(d.getTime())) return undefined;
-  // Reject dates the calendar lacks (2026-02-30 would roll over to March).
-  if (date && !d.toISOString().startsWith(text)) return undefined;
-  return d;
 }
 
 export interface VaultTableLoad {

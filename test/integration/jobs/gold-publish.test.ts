@@ -8,11 +8,11 @@ import { tenantContext } from '../../../src/core/tenant.js';
 import { emptyReport, executePlan } from '../../../src/runner/executor.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileRelationPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import type { JobPlan, Step } from '../../../src/jobs/template.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * gold-publish through the CLI on the real server: the tenant's SQL over its silver tables into
@@ -29,7 +29,7 @@ const victim = freshTenant();
 let client: SparkConnectClient;
 let dir: string;
 
-const sql = (text: string) => client.execute(compileRelationPlan(Query.sql(text).rel, { reveal: true }));
+const sql = (text: string) => client.execute(compileRelationPlan(testQuery(text).rel, { reveal: true }));
 
 const job = (name: string, body: string) => `
 job    { template = "gold-publish", schema-version = 1, name = "${name}" }

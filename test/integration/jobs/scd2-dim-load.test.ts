@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { sqlCommand } from '../../../src/spark/plan/query.js';
 import { connect, freshTenant, useClient } from '../../support/stack.js';
 import { load, readDimension, silverTable } from './scd2-support.js';
+import { testCommand } from '../../support/sql.js';
 
 /**
  * scd2-dim-load on the real server: v1 on Iceberg (versions, an unchanged reload, a late
@@ -91,7 +91,7 @@ target    { table = "dim_customers" }`;
       // A dimension changed outside the template (a second current version) is refused before any write.
       await client.execute(
         compileCommandPlan(
-          sqlCommand(
+          testCommand(
             `INSERT INTO lake.${tenant.id}_gold.dim_customers SELECT id, tier, name, _dim_key + 1, _scd_effective_from + INTERVAL 1 HOUR, NULL, true, false FROM lake.${tenant.id}_gold.dim_customers WHERE id = 2`,
           ),
           { reveal: true },

@@ -1,4 +1,6 @@
 import { join } from 'node:path';
+import { formatPlan } from '../../../src/app/plan-view.js';
+import { parseIsoDate } from '../../../src/core/instant.js';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DataError } from '../../../src/core/errors.js';
 import { loadJob } from '../../../src/runner/load-job.js';
@@ -345,9 +347,10 @@ expectations = [
     );
   });
 
-  it('refuses a logical date that is not a date (it would become a DATE literal): 78 at logical-date', async () => {
-    const found = await issues(simple, { logicalDate: "2026-07-05' OR '1'='1" });
-    expect(found).toEqual([expect.objectContaining({ path: 'logical-date' })]);
+  it('refuses a logical date that is neither a date nor an instant (a bad command line, 64); a timestamp stands for its UTC date', async () => {
+    await expect(load(simple, { logicalDate: "2026-07-05' OR '1'='1" })).rejects.toMatchObject({ exitCode: 64 });
+    const job = await load(simple, { logicalDate: '2026-07-05T22:30:00-03:00' });
+    expect(formatPlan(job.plan)).toContain("DATE '2026-07-06'");
     const missing = await issues(simple, {});
     expect(missing[0]!.path).toBe('target.mode');
   });
@@ -383,8 +386,8 @@ expectations = [
 describe('gold-publish: judging the one pass', () => {
   const publish = {
     mode: 'replace-range' as const,
-    logicalDate: '2026-07-05',
-    range: { column: 'd', start: '2026-07-05', end: '2026-07-06', previous: '2026-07-04' },
+    logicalDate: parseIsoDate('2026-07-05')!,
+    range: { column: 'd', start: parseIsoDate('2026-07-05')!, end: parseIsoDate('2026-07-06')!, previous: parseIsoDate('2026-07-04')! },
   };
   const out = { table: 'lake.acme_gold.t', format: 'iceberg', location: 'file:///lake/acme/gold/t' };
   const exps: Expectation[] = [

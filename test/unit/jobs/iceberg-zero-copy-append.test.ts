@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { instant } from '../../../src/core/instant.js';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { describe, expect, it } from 'vitest';
 import { type LakehouseError } from '../../../src/core/errors.js';
@@ -158,6 +159,7 @@ describe('iceberg-zero-copy-append: judging the check', () => {
       throw new Error('unused');
     },
     runId: 'r',
+    clock: instant(0n),
   };
   const r = resolve(ctx, {
     tenant: { id: 'acme', 'storage-root': 'file:///lake/acme' },

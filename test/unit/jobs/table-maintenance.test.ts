@@ -41,7 +41,8 @@ async function issues(config: string, opts: Parameters<typeof load>[1] = {}) {
   return (err as ConfigError).issues.map((i) => `${i.path}: ${i.message}`);
 }
 
-const sqlOf = (step: { kind: string; command?: unknown; query?: unknown }) => JSON.stringify(step.kind === 'command' ? step.command : step.query);
+const sqlOf = (step: { kind: string; command?: unknown; query?: unknown }) =>
+  JSON.stringify(step.kind === 'command' ? step.command : step.query, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
 
 describe('table-maintenance plan', () => {
   it('inspects and measures every table first, then acts, then measures again', async () => {

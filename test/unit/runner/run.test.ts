@@ -10,12 +10,13 @@ import { tableFromArrays } from 'apache-arrow';
 import { CancelledError, cliFailure, ConfigError, DataError, ExitCode, UsageError } from '../../../src/core/errors.js';
 import { SparkError } from '../../../src/spark/errors.js';
 import { DataTypeSchema, type DataType } from '../../../src/spark/proto/gen/spark/connect/types_pb.js';
-import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
+import { Query } from '../../../src/spark/plan/query.js';
 import { emptyReport, executePlan, type SparkSession } from '../../../src/runner/executor.js';
 import { runJob, type RunRequest } from '../../../src/runner/run.js';
 import type { JobPlan } from '../../../src/jobs/template.js';
 import { tempFiles } from '../../support/files.js';
 import { repoRoot } from '../../support/stack.js';
+import { testQuery, testCommand } from '../../support/sql.js';
 
 const config = join(repoRoot, 'configs/examples/cdc-silver-merge.v1.conf');
 const platform = join(repoRoot, 'configs/examples/platform-local.conf');
@@ -132,12 +133,12 @@ describe('the execution report', () => {
         kind: 'query',
         id: 'measure',
         title: 'measure',
-        query: Query.sql('SELECT 1'),
+        query: testQuery('SELECT 1'),
         interpret: () => ({ output: { table: 'lake.t', format: 'iceberg', metrics: { inserted: 2 } } }),
       },
-      { kind: 'command', id: 'record-tombstones', title: 'tombstones', command: sqlCommand('MERGE INTO a') },
-      { kind: 'command', id: 'merge', title: 'merge', command: sqlCommand('MERGE INTO b') },
-      { kind: 'command', id: 'expire', title: 'expire', command: sqlCommand('DELETE FROM a') },
+      { kind: 'command', id: 'record-tombstones', title: 'tombstones', command: testCommand('MERGE INTO a') },
+      { kind: 'command', id: 'merge', title: 'merge', command: testCommand('MERGE INTO b') },
+      { kind: 'command', id: 'expire', title: 'expire', command: testCommand('DELETE FROM a') },
     ],
   } as JobPlan;
 

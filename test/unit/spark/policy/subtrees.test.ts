@@ -16,6 +16,7 @@ import { Query } from '../../../../src/spark/plan/query.js';
 import { PolicyVerdicts, checkStepPolicy, configSubtrees, relationFingerprint } from '../../../../src/spark/policy/index.js';
 import { tempFiles } from '../../../support/files.js';
 import { listedPath, pathNotFound } from '../../../support/listing.js';
+import { testQuery } from '../../../support/sql.js';
 
 const dir = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const fixture = (name: string) => readFileSync(`${dir}${name}.explain.txt`, 'utf8');
@@ -62,7 +63,7 @@ describe('configSubtrees: what of a relation carries config logic', () => {
 
   it('finds every such part of a join, and SQL text as config logic', () => {
     const a = bronze.filter(where('id > 0'));
-    const b = Query.sql('SELECT id FROM lake.acme_silver.orders');
+    const b = testQuery('SELECT id FROM lake.acme_silver.orders');
     expect(configSubtrees(a.join(b, ['id']).rel)).toEqual([a.rel, b.rel]);
   });
 

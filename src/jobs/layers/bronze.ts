@@ -6,6 +6,7 @@ import { alias, col, eq, fn, isIn, lit } from '../../spark/plan/expressions.js';
 import { Query } from '../../spark/plan/query.js';
 import type { JobContext, OutputReport, Step } from '../template.js';
 import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js';
+import { queryStep } from '../steps.js';
 
 /**
  * The bronze layer's contract (docs/contracts.md): what every bronze row carries and where bronze
@@ -189,17 +190,17 @@ export function readBronze(ref: BronzeRef, snapshotDates?: readonly string[]): B
   return {
     rows: selected,
     checks: [
-      {
-        kind: 'query',
+      queryStep({
         id: 'probe-partitions',
         title: `Check that ${ref.name} holds the snapshot dates ${snapshotDates.join(', ')}`,
         query: selected.aggregate([col(SNAPSHOT_DATE)], [alias(fn('count', lit(1)), 'rows')]).select(alias(fn('string', col(SNAPSHOT_DATE)), 'date')),
+        columns: ['date'],
         interpret: (rows) => {
           const present = new Set(rows.map((r) => String(r.date)));
           const missing = snapshotDates.filter((d) => !present.has(d));
           return missing.length === 0 ? {} : { skip: noSnapshot(missing, ref) };
         },
-      },
+      }),
     ],
   };
 }

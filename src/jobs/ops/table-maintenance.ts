@@ -9,7 +9,8 @@ import { Query, sqlCommand } from '../../spark/plan/query.js';
 import { type SqlText, sql } from '../../spark/plan/sql.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { tableCatalog } from '../tables.js';
-import type { CatalogRef, Facts, JobContext, JobPlan, Row, Step } from '../template.js';
+import type { CatalogRef, Facts, JobContext, JobPlan, Step } from '../template.js';
+import { queryStep } from '../steps.js';
 
 /**
  * table-maintenance: compact, rewrite manifests, expire snapshots and remove orphan files of a
@@ -260,11 +261,11 @@ function plan(ctx: JobContext, spec: TableMaintenanceSpec): JobPlan {
  */
 function inspectStep(t: Target): Step {
   const name = displayTable(t.table);
-  return {
-    kind: 'query',
+  return queryStep({
     id: `inspect-${t.id}`,
     title: `Check that ${name} is the tenant's ${t.catalog.format} table at ${t.location}`,
     query: Query.sql(sql`DESCRIBE TABLE EXTENDED ${sql.table(tableParts(t.table))}`),
+    columns: ['col_name', 'data_type', 'comment'],
     interpret: (rows) => {
       const value = (key: string) => rows.find((r) => r.col_name === key)?.data_type;
       const location = value('Location');
@@ -297,7 +298,7 @@ function inspectStep(t: Target): Step {
       ];
       return unknown.length ? { fail: new ConfigError(unknown) } : {};
     },
-  };
+  });
 }
 
 /**
@@ -332,14 +333,13 @@ function foreignFilesStep(t: Target): Step {
     .aggregate([], [outside('file_path', 'files')])
     .join(Query.table([...parts, 'all_manifests']).aggregate([], [outside('path', 'manifests')]), lit(true), 'inner')
     .join(Query.table([...parts, 'snapshots']).aggregate([], [outside('manifest_list', 'lists')]), lit(true), 'inner');
-  return {
-    kind: 'query',
+  return queryStep({
     id: `foreign-files-${t.id}`,
     title: `Check that every file ${name}'s snapshots reference lies under ${t.location} (expire_snapshots deletes what only expired snapshots reference, wherever it lies)`,
     query,
-    interpret: (rows) => {
-      const r = rows[0] ?? {};
-      const n = Number(r.files ?? 0) + Number(r.manifests ?? 0) + Number(r.lists ?? 0);
+    columns: ['files', 'manifests', 'lists'],
+    interpret: ([r]) => {
+      const n = Number(r?.files ?? 0) + Number(r?.manifests ?? 0) + Number(r?.lists ?? 0);
       if (n === 0) return {};
       // No path is named: it would be another table's, perhaps another tenant's.
       return {
@@ -351,7 +351,7 @@ function foreignFilesStep(t: Target): Step {
         ]),
       };
     },
-  };
+  });
 }
 
 /** Files and bytes of the table's current state (and its snapshots), from the table's metadata. */
@@ -379,35 +379,32 @@ function measureStep(t: Target, when: 'before' | 'after', now: Instant): Step {
   } else {
     query = Query.sql(sql`DESCRIBE DETAIL ${sql.table(parts)}`).select(alias(col('numFiles'), 'files'), alias(col('sizeInBytes'), 'bytes'));
   }
-  return {
-    kind: 'query',
+  const iceberg = t.catalog.format === 'iceberg';
+  return queryStep({
     id: `measure-${when}-${t.id}`,
     title: `Measure ${name}'s files and bytes ${when} maintenance`,
     query,
-    interpret: (rows) => {
-      const r = rows[0] ?? {};
-      const metrics: Record<string, number> = { [`files${cap(when)}`]: Number(r.files ?? 0), [`bytes${cap(when)}`]: Number(r.bytes ?? 0) };
-      if (r.snapshots !== undefined) metrics[`snapshots${cap(when)}`] = Number(r.snapshots);
-      if (when === 'before' && t.spec['expire-snapshots']) metrics.snapshotsExpirable = Number(r.expirable ?? 0);
+    columns: iceberg ? (['files', 'bytes', 'snapshots', 'expirable'] as const) : (['files', 'bytes'] as const),
+    interpret: ([r]) => {
+      const metrics: Record<string, number> = { [`files${cap(when)}`]: Number(r?.files ?? 0), [`bytes${cap(when)}`]: Number(r?.bytes ?? 0) };
+      if (iceberg) metrics[`snapshots${cap(when)}`] = Number(r?.snapshots ?? 0);
+      if (when === 'before' && t.spec['expire-snapshots']) metrics.snapshotsExpirable = Number(r?.expirable ?? 0);
       return { output: { table: name, format: t.catalog.format, location: t.location, committed: when === 'after', metrics } };
     },
-  };
+  });
 }
 
 const cap = (s: string) => s[0]!.toUpperCase() + s.slice(1);
 
-/** A count from the one row of an earlier query step (0 when absent). */
-const fact = (facts: Facts, step: string) => Number(facts[step]?.[0]?.n ?? 0);
-
 /** Count the rows a read-only statement lists (an orphan dry run, VACUUM DRY RUN) into a metric. */
-function listingStep(t: Target, id: string, title: string, statement: SqlText, metric: string): Step {
-  return {
-    kind: 'query',
+function listingStep(t: Target, id: string, title: string, statement: SqlText, metric: string) {
+  return queryStep({
     id,
     title,
     query: Query.sql(statement).aggregate([], [alias(fn('count', lit(1)), 'n')]),
-    interpret: (rows: Row[]) => ({ output: { table: displayTable(t.table), format: t.catalog.format, metrics: { [metric]: Number(rows[0]?.n ?? 0) } } }),
-  };
+    columns: ['n'],
+    interpret: ([r]) => ({ output: { table: displayTable(t.table), format: t.catalog.format, metrics: { [metric]: Number(r?.n ?? 0) } } }),
+  });
 }
 
 function icebergActions(t: Target, now: Instant, dryRun: boolean): Step[] {
@@ -459,21 +456,19 @@ function icebergActions(t: Target, now: Instant, dryRun: boolean): Step[] {
   const orphans = s['remove-orphan-files'];
   if (orphans) {
     const olderThan = sql`older_than => ${sql.value({ timestamp: cutoff(now, orphans['older-than-hours']) })}`;
-    const find = `find-orphans-${t.id}`;
-    steps.push(
-      listingStep(
-        t,
-        find,
-        `List ${name}'s orphan files older than ${orphans['older-than-hours']} hours (a dry run)`,
-        procedure(t.table, 'remove_orphan_files', [olderThan, sql`dry_run => true`], 'reads'),
-        'orphanFiles',
-      ),
+    const find = listingStep(
+      t,
+      `find-orphans-${t.id}`,
+      `List ${name}'s orphan files older than ${orphans['older-than-hours']} hours (a dry run)`,
+      procedure(t.table, 'remove_orphan_files', [olderThan, sql`dry_run => true`], 'reads'),
+      'orphanFiles',
     );
+    steps.push(find);
     command(
       'remove-orphans',
       `Remove ${name}'s orphan files older than ${orphans['older-than-hours']} hours`,
       procedure(t.table, 'remove_orphan_files', [olderThan]),
-      (f) => fact(f, find) > 0,
+      (f) => f.count(find.col('n')) > 0,
     );
   }
   return steps;
@@ -507,22 +502,20 @@ function deltaActions(t: Target, dryRun: boolean): Step[] {
   }
   if (s.vacuum) {
     const h = Math.trunc(s.vacuum['retain-hours']);
-    const find = `find-vacuum-${t.id}`;
-    steps.push(
-      listingStep(
-        t,
-        find,
-        `List the files VACUUM would delete from ${name} (retaining ${h} hours)`,
-        sql`VACUUM ${sql.table(parts)} RETAIN ${sql.value(h)} HOURS DRY RUN`,
-        'vacuumFiles',
-      ),
+    const find = listingStep(
+      t,
+      `find-vacuum-${t.id}`,
+      `List the files VACUUM would delete from ${name} (retaining ${h} hours)`,
+      sql`VACUUM ${sql.table(parts)} RETAIN ${sql.value(h)} HOURS DRY RUN`,
+      'vacuumFiles',
     );
+    steps.push(find);
     if (!dryRun)
       steps.push({
         kind: 'command',
         id: `vacuum-${t.id}`,
         title: `VACUUM ${name}, retaining ${h} hours`,
-        when: (f) => fact(f, find) > 0,
+        when: (f) => f.count(find.col('n')) > 0,
         command: sqlCommand(sql`VACUUM ${sql.target(parts)} RETAIN ${sql.value(h)} HOURS`),
       });
   }

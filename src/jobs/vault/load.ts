@@ -5,7 +5,8 @@ import { type Instant, instant, parseInstant } from '../../core/instant.js';
 import { displayTable, tableParts } from '../../core/naming.js';
 import { type Expr, alias, col, fn, lit } from '../../spark/plan/expressions.js';
 import { Query } from '../../spark/plan/query.js';
-import type { Facts, JobContext, SchemaDiff, Step } from '../template.js';
+import type { JobContext, SchemaDiff, Step } from '../template.js';
+import { queryStep } from '../steps.js';
 import { createNamespaceStep, readCommitStep, tableProperties } from '../tables.js';
 import { SILVER_FORMATS, type SilverRef } from '../layers/silver.js';
 
@@ -94,8 +95,23 @@ export function vaultLoadSteps(load: VaultTableLoad): Step[] {
   const format = target.catalog.format;
   const untrusted = load.untrusted.length ? { untrusted: [...load.untrusted] } : {};
   const onKey = (left: string, right: string) => key.map((k) => fn('<=>', col(left, k), col(right, k))).reduce((a, b) => fn('and', a, b));
+  const ids = load.batches.map((_, i) => (load.batches.length === 1 ? '' : `-${i}`));
+  // The config logic of each batch (its source's where) is judged before anything is created,
+  // unless one of the checks already carries it.
+  const judged: Step[] =
+    load.untrusted.length && !load.checks.some((c) => c.untrusted?.length)
+      ? load.batches.map((batch, i) => ({
+          kind: 'checkColumns',
+          id: `check-batch${ids[i]}`,
+          ...untrusted,
+          title: `Analyse the ${load.what}s${batch.from ? ` of ${batch.from}` : ''} (reads no row): the tenant read policy judges their config logic before anything is created`,
+          source: batch.rows,
+          interpret: () => ({}),
+        }))
+      : [];
   const steps: Step[] = [
     ...load.checks,
+    ...judged,
     createNamespaceStep(target.table),
     {
       kind: 'ensureTable',
@@ -117,46 +133,29 @@ export function vaultLoadSteps(load: VaultTableLoad): Step[] {
       interpret: (diff) => ({ ...(schemaProblem(diff, name) ? { fail: schemaProblem(diff, name)! } : {}) }),
     },
   ];
-  const ids = load.batches.map((_, i) => (load.batches.length === 1 ? '' : `-${i}`));
-  steps.push({
-    kind: 'query',
-    id: 'measure',
-    ...untrusted,
-    title: `Count the ${load.what}s of this batch that ${name} does not hold yet`,
-    query: measure(load.batches, parts, key),
-    interpret: (rows) => {
-      const r = rows[0] ?? {};
-      const candidates = load.batches.reduce((n, _, i) => n + Number(r[`candidates_${i}`] ?? 0), 0);
-      const inserted = load.batches.reduce((n, _, i) => n + Number(r[`inserted_${i}`] ?? 0), 0);
-      return {
-        output: { table: name, format, location: target.location, committed: inserted > 0, metrics: { candidates, inserted } },
-        metrics: { rowsRead: candidates, rowsWritten: inserted },
-      };
-    },
-  });
+  const counted = measureStep(load, name, parts, untrusted);
+  steps.push(counted);
   if (load.ghost) {
     const ghost = ghostRow(load.shape, load.ghost);
-    steps.push(
-      {
-        kind: 'query',
-        id: 'find-ghost',
-        ...untrusted,
-        title: `Look for the ghost record (the zero key) in ${name}`,
-        query: Query.table(parts)
-          .join(ghost.select(...key), key as string[], 'left_semi')
-          .aggregate([], [alias(fn('count', lit(1)), 'rows')]),
-        // Reported here, after the batch's count: the output says committed when either is written.
-        interpret: (rows) => (Number(rows[0]?.rows ?? 0) === 0 ? { output: { table: name, format, committed: true, metrics: { ghost: 1 } } } : {}),
-      },
-      {
-        kind: 'command',
-        id: 'insert-ghost',
-        ...untrusted,
-        title: `Insert the ghost record into ${name}`,
-        when: (facts) => fact(facts, 'find-ghost', 'rows') === 0,
-        command: ghost.as(SOURCE).mergeInto(parts, onKey(target.table.table, SOURCE), { whenNotMatched: [{ action: 'insertAll' }] }),
-      },
-    );
+    const found = queryStep({
+      id: 'find-ghost',
+      ...untrusted,
+      title: `Look for the ghost record (the zero key) in ${name}`,
+      query: Query.table(parts)
+        .join(ghost.select(...key), key as string[], 'left_semi')
+        .aggregate([], [alias(fn('count', lit(1)), 'rows')]),
+      columns: ['rows'],
+      // Reported here, after the batch's count: the output says committed when either is written.
+      interpret: ([r]) => (Number(r?.rows ?? 0) === 0 ? { output: { table: name, format, committed: true, metrics: { ghost: 1 } } } : {}),
+    });
+    steps.push(found, {
+      kind: 'command',
+      id: 'insert-ghost',
+      ...untrusted,
+      title: `Insert the ghost record into ${name}`,
+      when: (facts) => facts.count(found.col('rows')) === 0,
+      command: ghost.as(SOURCE).mergeInto(parts, onKey(target.table.table, SOURCE), { whenNotMatched: [{ action: 'insertAll' }] }),
+    });
   }
   load.batches.forEach((batch, i) =>
     steps.push({
@@ -165,7 +164,7 @@ export function vaultLoadSteps(load: VaultTableLoad): Step[] {
       ...untrusted,
       title: `MERGE the new ${load.what}s${batch.from ? ` of ${batch.from}` : ''} into ${name} (insert only, on ${key.join(', ')})`,
       // A rerun finds every row present: no MERGE, so no new snapshot or version.
-      when: (facts) => fact(facts, 'measure', `inserted_${i}`) > 0,
+      when: (facts) => facts.count(counted.col(`inserted_${i}`)) > 0,
       command: batch.rows.as(SOURCE).mergeInto(parts, onKey(target.table.table, SOURCE), {
         // Spark rewrites an Iceberg MERGE with only an insert clause into a plain append, which
         // Iceberg commits without checking what was added meanwhile: two concurrent loads would
@@ -178,6 +177,26 @@ export function vaultLoadSteps(load: VaultTableLoad): Step[] {
   );
   steps.push(readCommitStep(target.table, format));
   return steps;
+}
+
+/** Count what the inserts, run in order, will add: per batch `candidates_<i>` and `inserted_<i>`. */
+function measureStep(load: VaultTableLoad, name: string, parts: string[], untrusted: { untrusted?: string[] }) {
+  const { format } = load.target.catalog;
+  return queryStep({
+    id: 'measure',
+    ...untrusted,
+    title: `Count the ${load.what}s of this batch that ${name} does not hold yet`,
+    query: measure(load.batches, parts, load.key),
+    columns: load.batches.flatMap((_, i) => [`candidates_${i}`, `inserted_${i}`]),
+    interpret: ([r]) => {
+      const candidates = load.batches.reduce((n, _, i) => n + Number(r?.[`candidates_${i}`] ?? 0), 0);
+      const inserted = load.batches.reduce((n, _, i) => n + Number(r?.[`inserted_${i}`] ?? 0), 0);
+      return {
+        output: { table: name, format, location: load.target.location, committed: inserted > 0, metrics: { candidates, inserted } },
+        metrics: { rowsRead: candidates, rowsWritten: inserted },
+      };
+    },
+  });
 }
 
 /**
@@ -219,9 +238,4 @@ function schemaProblem(diff: SchemaDiff, table: string): DataError | undefined {
   return new DataError(`the batch's columns differ from ${table}: ${parts.join(', ')}; a vault table's columns are fixed (load into a new table)`, {
     code: 'SCHEMA_CHANGED',
   });
-}
-
-/** A number from the one row of an earlier query step (0 when absent). */
-export function fact(facts: Facts, step: string, column: string): number {
-  return Number(facts[step]?.[0]?.[column] ?? 0);
 }

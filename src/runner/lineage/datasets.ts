@@ -1,6 +1,7 @@
 import type { TenantContext } from '../../core/tenant.js';
 import { LAYERS, type Layer } from '../../core/naming.js';
-import { type DatasetRef, type JobPlan, stepTouches } from '../../jobs/template.js';
+import type { DatasetRef, JobPlan } from '../../jobs/template.js';
+import { stepTouches } from '../steps/index.js';
 import type { OptionValue } from '../../spark/plan/relations.js';
 import { type Touch, baseTable } from '../../spark/plan/touches.js';
 import type { Field } from '../../spark/types.js';

@@ -187,7 +187,7 @@ describe('gold-publish: hostile transforms (78, the table unchanged)', () => {
       if (Array.isArray(node)) return node.map(swap);
       if (typeof node !== 'object' || node === null) return node;
       const n = node as { kind?: string };
-      if (n.kind === 'sql' && 'args' in n && !String((n as unknown as { query: string }).query).startsWith('DESCRIBE')) return { ...n, query: text };
+      if (n.kind === 'sql' && 'reads' in n && !String((n as unknown as { query: string }).query).startsWith('DESCRIBE')) return { ...n, query: text };
       return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, typeof v === 'function' ? v : swap(v)]));
     };
     return { ...plan, steps: plan.steps.map((s) => swap(s) as Step) };

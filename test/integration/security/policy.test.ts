@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { queryStep } from '../../../src/jobs/steps.js';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -185,7 +186,14 @@ describe('plans reading another tenant’s data are refused, without the canary'
     const e = await executePlan(
       {
         steps: [
-          { kind: 'query', id: 'probe', title: 'probe', query: testQuery(`SELECT name FROM ${V.iceberg}`), interpret: () => ({}), untrusted: ['source.where'] },
+          queryStep({
+            id: 'probe',
+            title: 'probe',
+            query: testQuery(`SELECT name FROM ${V.iceberg}`),
+            columns: ['name'],
+            interpret: () => ({}),
+            untrusted: ['source.where'],
+          }),
         ],
       },
       { session: client, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal, policy },

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { factsOf } from '../../support/facts.js';
 import { formatPlan } from '../../../src/app/plan-view.js';
 import { parseIsoDate } from '../../../src/core/instant.js';
 import { describe, expect, it } from 'vitest';
@@ -271,8 +272,10 @@ describe('gold-publish config', () => {
         ]`,
       ),
     );
+    // The expressions are judged with the transform before anything is created.
     expect(job.plan.steps.map((s) => s.id)).toEqual([
       'check-source-columns',
+      'check-expectations',
       'create-namespace',
       'create-table',
       'create-quarantine',
@@ -284,8 +287,8 @@ describe('gold-publish config', () => {
     ]);
     expect(job.plan.steps.find((s) => s.id === 'check')!.untrusted).toEqual(['transform.sql', 'expectations[0].expr']);
     const q = job.plan.steps.find((s) => s.id === 'write-quarantine')!;
-    expect(q.when!({ check: [{ quarantined: 0, prev_quarantined: 0 }] })).toBe(false);
-    expect(q.when!({ check: [{ quarantined: 0, prev_quarantined: 3 }] })).toBe(true);
+    expect(q.when!(factsOf(job.plan.steps, { check: [{ quarantined: 0, prev_quarantined: 0 }] }))).toBe(false);
+    expect(q.when!(factsOf(job.plan.steps, { check: [{ quarantined: 0, prev_quarantined: 3 }] }))).toBe(true);
     const json = JSON.stringify(
       stepPlan(
         job.plan.steps.find((s) => s.id === 'check')!,
@@ -430,9 +433,9 @@ describe('gold-publish: judging the one pass', () => {
   });
 
   it('a publish equal to what it replaces is a no-op', () => {
-    expect(noOp({ check: [{ written: 3, written_hash: '42', scope_rows: 3, scope_hash: '42' }] }, 'replace-range')).toBe(true);
-    expect(noOp({ check: [{ written: 3, written_hash: '42', scope_rows: 3, scope_hash: '43' }] }, 'full-refresh')).toBe(false);
-    expect(noOp({ check: [{ changed: 0 }] }, 'merge')).toBe(true);
-    expect(noOp({ check: [{ changed: 2 }] }, 'merge')).toBe(false);
+    expect(noOp({ written: 3, written_hash: '42', scope_rows: 3, scope_hash: '42' }, 'replace-range')).toBe(true);
+    expect(noOp({ written: 3, written_hash: '42', scope_rows: 3, scope_hash: '43' }, 'full-refresh')).toBe(false);
+    expect(noOp({ changed: 0 }, 'merge')).toBe(true);
+    expect(noOp({ changed: 2 }, 'merge')).toBe(false);
   });
 });

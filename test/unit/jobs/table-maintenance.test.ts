@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { factsOf } from '../../support/facts.js';
 import { describe, expect, it } from 'vitest';
 import { loadJob } from '../../../src/runner/load-job.js';
 import { ConfigError } from '../../../src/core/errors.js';
@@ -98,8 +99,8 @@ describe('table-maintenance plan', () => {
     expect(text).toContain("CALL `lake`.`system`.`rewrite_data_files`(table => '`acme_bronze`.`raw`', strategy => 'sort', sort_order => 'zorder(`a`)')");
     expect(text).toContain("CALL `lake`.`system`.`rewrite_data_files`(table => '`acme_silver`.`x`', strategy => 'binpack')");
     const remove = job.plan.steps.find((s) => s.id === 'remove-orphans-0')!;
-    expect(remove.when?.({ 'find-orphans-0': [{ n: 0 }] })).toBe(false);
-    expect(remove.when?.({ 'find-orphans-0': [{ n: 2 }] })).toBe(true);
+    expect(remove.when?.(factsOf(job.plan.steps, { 'find-orphans-0': [{ n: 0 }] }))).toBe(false);
+    expect(remove.when?.(factsOf(job.plan.steps, { 'find-orphans-0': [{ n: 2 }] }))).toBe(true);
   });
 
   it('a dry run sends nothing that changes a table', async () => {

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { queryStep } from '../../../src/jobs/steps.js';
 import { createServer, type Server, type Socket } from 'node:net';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -129,13 +130,13 @@ describe('the cancel grace period', () => {
 describe('the execution report', () => {
   const plan: JobPlan = {
     steps: [
-      {
-        kind: 'query',
+      queryStep({
         id: 'measure',
         title: 'measure',
         query: testQuery('SELECT 1'),
+        columns: [],
         interpret: () => ({ output: { table: 'lake.t', format: 'iceberg', metrics: { inserted: 2 } } }),
-      },
+      }),
       { kind: 'command', id: 'record-tombstones', title: 'tombstones', command: testCommand('MERGE INTO a') },
       { kind: 'command', id: 'merge', title: 'merge', command: testCommand('MERGE INTO b') },
       { kind: 'command', id: 'expire', title: 'expire', command: testCommand('DELETE FROM a') },
@@ -178,13 +179,13 @@ describe('finding the bad source file', () => {
   const bronze = 'file:///lake/acme/bronze/events';
   const readPlan: JobPlan = {
     steps: [
-      {
-        kind: 'query',
+      queryStep({
         id: 'check-batch',
         title: 'check',
         query: Query.read('parquet', { paths: [bronze], options: { mergeSchema: 'true' } }).select('id'),
+        columns: ['id'],
         interpret: () => ({}),
-      },
+      }),
     ],
   } as JobPlan;
   const struct = (fields: Record<string, DataType['kind']['case']>): DataType =>

@@ -120,8 +120,11 @@ describe('hash keys (hashing.ts)', () => {
 describe('dv-hub', () => {
   it('plans the load date check, one insert per source in order, the ghost record; only steps with source logic are judged', async () => {
     const job = await load(hub);
+    // The sources' logic is judged (check-batch-<i>, reading no row) before anything is created.
     expect(job.plan.steps.map((s) => s.id)).toEqual([
       'probe-files-only-sources-0',
+      'check-batch-0',
+      'check-batch-1',
       'create-namespace',
       'create-table',
       'check-schema',
@@ -133,7 +136,17 @@ describe('dv-hub', () => {
       'read-snapshot',
     ]);
     const untrusted = job.plan.steps.filter((s) => s.untrusted).map((s) => s.id);
-    expect(untrusted).toEqual(['create-table', 'check-schema', 'measure', 'find-ghost', 'insert-ghost', 'insert-0', 'insert-1']);
+    expect(untrusted).toEqual([
+      'check-batch-0',
+      'check-batch-1',
+      'create-table',
+      'check-schema',
+      'measure',
+      'find-ghost',
+      'insert-ghost',
+      'insert-0',
+      'insert-1',
+    ]);
     expect(job.plan.steps.find((s) => s.id === 'measure')!.untrusted).toEqual(['sources[0].where']);
   });
 

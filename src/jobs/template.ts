@@ -145,8 +145,8 @@ export interface ColumnSource {
  */
 export interface PlanLineage {
   /**
-   * Datasets the steps do not show (a procedure called by SQL text, say): added to those found in
-   * the plan. `outputs` are also what the template changes in place (table-maintenance's tables).
+   * Datasets the steps do not show (SQL text names its tables through the `sql` tag, so no template
+   * needs this today): added to those found in the plan.
    */
   readonly datasets?: { readonly inputs?: readonly DatasetRef[]; readonly outputs?: readonly DatasetRef[] };
   columns?(output: DatasetRef, fields: readonly string[]): Readonly<Record<string, readonly ColumnSource[]>> | undefined;

@@ -321,7 +321,7 @@ function checkedRows(ctx: JobContext, spec: GoldPublishSpec, gold: Gold, result:
   // The row hash and the tenant's expressions in one node right above the transform: the policy
   // analyses that node with the transform below it, and nothing of the template's joins.
   const custom = rowChecks.filter(({ e }) => e.type === 'expression');
-  const judged = result.withColumns([[HASH, rowHash()], ...custom.map(({ e, i }) => [flagColumn(i), rowFailure(e, i, grain)] as const)]);
+  const judged = result.withColumns([[HASH, rowHash()], ...custom.map(({ e, i }) => [flagColumn(i), rowFailure(e, i)] as const)]);
   let rows = judged;
   expectations.forEach((e, i) => {
     if (e.type === 'relationship') {
@@ -352,7 +352,7 @@ function checkedRows(ctx: JobContext, spec: GoldPublishSpec, gold: Gold, result:
     internal.push(OLD_HASH);
   }
   const own = rowChecks.filter(({ e }) => e.type !== 'expression');
-  if (own.length) rows = rows.withColumns(own.map(({ e, i }) => [flagColumn(i), rowFailure(e, i, grain)] as const));
+  if (own.length) rows = rows.withColumns(own.map(({ e, i }) => [flagColumn(i), rowFailure(e, i)] as const));
   const anyOf = (action: RowExpectation['action']) => {
     const flags = rowChecks.filter(({ e }) => e.action === action).map(({ i }) => col(flagColumn(i)));
     return flags.length ? or(...flags) : lit(false);

@@ -215,7 +215,7 @@ export function readBronze(ref: BronzeRef, snapshotDates?: readonly string[]): B
  * files included. So bronze is read or written as files only where no table keeps its log
  * (`_delta_log`) or metadata (`metadata`); otherwise 78 (TABLE_LOCATION_TAKEN), before anything is
  * read or written. The reverse, a table created over parquet files, is refused when the table is
- * created (the executor's ensureTable: a new table starts at an empty location).
+ * created (src/runner/table-guards.ts: a new table starts at an empty location).
  */
 function filesOnly(ref: Extract<BronzeRef, { kind: 'files' }>): Step {
   const marks = [`${ref.location}/_delta_log`, `${ref.location}/metadata`];

@@ -3,7 +3,7 @@ import { factsOf } from '../../support/facts.js';
 import { describe, expect, it } from 'vitest';
 import { loadJob } from '../../../src/runner/load-job.js';
 import { ConfigError } from '../../../src/core/errors.js';
-import { formatPlan } from '../../../src/app/plan-view.js';
+import { formatPlan, planAccess } from '../../../src/app/plan-view.js';
 import { locationPrefixes } from '../../../src/jobs/ops/table-maintenance.js';
 import { tempFiles } from '../../support/files.js';
 
@@ -101,6 +101,19 @@ describe('table-maintenance plan', () => {
     const remove = job.plan.steps.find((s) => s.id === 'remove-orphans-0')!;
     expect(remove.when?.(factsOf(job.plan.steps, { 'find-orphans-0': [{ n: 0 }] }))).toBe(false);
     expect(remove.when?.(factsOf(job.plan.steps, { 'find-orphans-0': [{ n: 2 }] }))).toBe(true);
+  });
+
+  it('validate and plan list what its SQL statements read and change (the sql tag names their tables)', async () => {
+    const changed = (set: string[] = []) =>
+      load(`${header}\ntables = [ ${iceberg}, ${delta} ]`, { set }).then((job) => {
+        const access = planAccess(job.plan);
+        return { reads: access.reads.map((a) => ('table' in a ? a.table : a.path)), writes: access.writes.map((a) => ('table' in a ? a.table : a.path)) };
+      });
+    const run = await changed();
+    expect(run.writes.sort()).toEqual(['lake.acme_silver.orders', 'spark_catalog.acme_gold.daily']);
+    const dry = await changed(['dry-run=true']);
+    expect(dry.writes).toEqual([]);
+    expect(dry.reads.sort()).toEqual(['lake.acme_silver.orders', 'spark_catalog.acme_gold.daily']);
   });
 
   it('a dry run sends nothing that changes a table', async () => {

@@ -15,7 +15,7 @@
 import { SparkConnectClient } from '../src/spark/client.js';
 import { parseConnectionString } from '../src/spark/connection.js';
 import { compileRelationPlan } from '../src/spark/plan/compile.js';
-import { Query } from '../src/spark/plan/query.js';
+import { testQuery } from '../test/support/sql.js';
 
 const [remote, sql, mode = 'table'] = process.argv.slice(2);
 if (!remote || !sql || (mode !== 'table' && mode !== 'sink')) throw new Error('usage: collect.js REMOTE SQL [table|sink]');
@@ -25,7 +25,7 @@ if (spec.kind !== 'remote') throw new Error(`${remote} is not an sc:// remote`);
 const client = SparkConnectClient.connect(spec, { userAgent: 'lakehouse-jobs-bench' });
 try {
   await client.analyze.sparkVersion();
-  const plan = compileRelationPlan(Query.sql(sql).rel, { reveal: true });
+  const plan = compileRelationPlan(testQuery(sql).rel, { reveal: true });
   if (mode === 'sink') {
     const cpu0 = process.cpuUsage();
     const t0 = performance.now();

@@ -15,13 +15,13 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { compileCommandPlan } from '../src/spark/plan/compile.js';
-import { sqlCommand } from '../src/spark/plan/query.js';
 import { createTopic, produce } from '../test/support/kafka.js';
 import { QUICKSTART_ORDERS, writeOrderEvents } from '../test/support/shop-source.js';
 import { connect } from '../test/support/stack.js';
 import { DAYS, type Day, type PassCase, type Seed, selectCases } from './passes-cases.js';
 import { type Baseline, kept, summary } from './passes-baseline.js';
 import { countRuns, stepTables } from './passes-count.js';
+import { testCommand } from '../test/support/sql.js';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const BASELINE = join(root, 'bench/passes-baseline.json');
@@ -63,7 +63,7 @@ async function seed(s: Seed, day: Day, home: string): Promise<void> {
     }
     case 'orders-2025': {
       const client = connect();
-      const sql = (q: string) => client.execute(compileCommandPlan(sqlCommand(q), { reveal: true }));
+      const sql = (q: string) => client.execute(compileCommandPlan(testCommand(q), { reveal: true }));
       const { table, rows } = HISTORY_SOURCES[day];
       try {
         await sql('CREATE NAMESPACE IF NOT EXISTS lake.acme_silver');

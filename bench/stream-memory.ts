@@ -10,7 +10,7 @@
 import { SparkConnectClient } from '../src/spark/client.js';
 import { parseConnectionString } from '../src/spark/connection.js';
 import { compileRelationPlan } from '../src/spark/plan/compile.js';
-import { Query } from '../src/spark/plan/query.js';
+import { testQuery } from '../test/support/sql.js';
 
 const [remote = '', rowsArg = ''] = process.argv.slice(2);
 const rows = Number(rowsArg);
@@ -38,7 +38,7 @@ try {
   const before = memory();
   const peak = { heap: 0, arrayBuffers: 0 };
   let seen = 0;
-  await client.executeToSink(compileRelationPlan(Query.sql(sql).rel, { reveal: true }), {
+  await client.executeToSink(compileRelationPlan(testQuery(sql).rel, { reveal: true }), {
     write(batch) {
       seen += batch.numRows;
       const m = process.memoryUsage();

@@ -1,7 +1,9 @@
-import { displayTable } from '../core/naming.js';
-import { formatCmd, formatRel, name } from '../spark/plan/format.js';
-import type { Touch } from '../spark/plan/touches.js';
-import { type JobPlan, type Step, stepTouches } from '../jobs/template.js';
+import { name } from '../spark/plan/format.js';
+import { type Touch, baseTable } from '../spark/plan/touches.js';
+import type { JobPlan } from '../jobs/template.js';
+import { formatStep, stepTouches } from '../runner/steps/index.js';
+
+export { formatStep } from '../runner/steps/index.js';
 
 /**
  * What `plan` and `validate` show people: each step as an operator tree (src/spark/plan/format.ts),
@@ -31,26 +33,6 @@ function indent(text: string, n = 2): string {
     .join('\n');
 }
 
-export function formatStep(step: Step): string {
-  switch (step.kind) {
-    case 'command':
-    case 'stream':
-      return formatCmd(step.command);
-    case 'query':
-      return formatRel(step.query.rel);
-    case 'materialize':
-      return `Materialize ${step.name} (kept for the run):\n${indent(formatRel(step.query.rel), 3)}\nthen:\n${indent(formatRel(step.check.rel), 3)}`;
-    case 'ensureTable':
-      return `EnsureTable ${displayTable(step.table)} at ${step.location}, if missing:\n${indent(formatCmd(step.create), 3)}`;
-    case 'compareSchemas':
-      return `CompareSchemas ${displayTable(step.table)} with:\n${indent(formatRel(step.source.rel), 3)}`;
-    case 'checkColumns':
-      return `CheckColumns (analyses, reads no row) of:\n${indent(formatRel(step.source.rel), 3)}`;
-    case 'probePaths':
-      return `ProbePaths (lists, reads no file)\n${step.paths.map((p) => `   ${p}`).join('\n')}`;
-  }
-}
-
 export interface PlanAccess {
   reads: Access[];
   writes: Access[];
@@ -71,7 +53,8 @@ export function planAccess(plan: JobPlan): PlanAccess {
 function access(t: Touch): Access[] {
   switch (t.kind) {
     case 'table':
-      return [{ kind: 'table', table: name(t.parts), ...(t.format ? { format: t.format } : {}), ...(t.location ? { location: t.location } : {}) }];
+      // An Iceberg metadata table (`<table>.refs`) is a read of its table.
+      return [{ kind: 'table', table: name(baseTable(t.parts)), ...(t.format ? { format: t.format } : {}), ...(t.location ? { location: t.location } : {}) }];
     case 'source':
       return t.paths.map((path) => ({ kind: 'path', path, format: t.format }));
     case 'listing':

@@ -1,7 +1,8 @@
-import { type TableName, displayTable, quoteName, tableParts } from '../core/naming.js';
+import { type TableName, displayTable, tableParts } from '../core/naming.js';
 import { alias, cast, col, lit } from '../spark/plan/expressions.js';
 import { Query } from '../spark/plan/query.js';
-import type { Facts, Row, Step } from './template.js';
+import { sql } from '../spark/plan/sql.js';
+import { type Facts, type Row, type RowsStep, type Step, queryStep } from './steps.js';
 
 /**
  * Did another writer commit to a run's tables between its first read and its own commits? A run
@@ -26,86 +27,114 @@ const ATTEMPT = 'lakehouse-jobs.attempt';
 /** Delta: how many of the latest versions the window reads; more than a run's own commits per table. */
 const DELTA_VERSIONS = 3;
 
-const ids = (prefix: string, tables: readonly WindowTable[], format: 'iceberg' | 'delta') =>
-  format === 'iceberg' ? [prefix] : tables.map((t) => `${prefix}-${t.label}`);
+const BASE = ['tbl', 'commit'] as const;
+const ICEBERG_WINDOW = ['tbl', 'commit', 'parent', 'attempt', 'current'] as const;
+const DELTA_WINDOW = ['tbl', 'commit', 'userMetadata'] as const;
 
-/** The step(s) reading each table's current commit: run them before the first read that decides. */
-export function baseCommitSteps(format: 'iceberg' | 'delta', tables: readonly WindowTable[]): Step[] {
-  const title = `Record the current commit of ${tables.map((t) => displayTable(t.table)).join(' and ')} before reading them`;
-  if (format === 'iceberg') {
-    const sql = tables
-      .map((t) => `SELECT '${t.label}' AS tbl, CAST(snapshot_id AS STRING) AS commit FROM ${quoteName([...tableParts(t.table), 'refs'])} WHERE name = 'main'`)
-      .join(' UNION ALL ');
-    return [{ kind: 'query', id: 'base-commits', title, query: Query.sql(sql), interpret: () => ({}) }];
-  }
-  return tables.map((t, i) => ({
-    kind: 'query',
-    id: ids('base-commits', tables, format)[i]!,
+/** The steps that read a run's tables' commits, before its first read and after its own commits. */
+export interface CommitWindow {
+  /** Read each table's current commit: run before the first read that decides. */
+  readonly base: readonly RowsStep<string>[] & readonly Step[];
+  /** Read the tables' commits again: run after the run's own commits. */
+  readonly after: readonly RowsStep<string>[] & readonly Step[];
+  /**
+   * Why the window is not clean (one reason per table that shows another writer's commit), or an
+   * empty list. `own` is how many commits this run made to each table (0 or 1, from its facts).
+   */
+  foreignCommits(facts: Facts, attempt: string | undefined, own: Readonly<Record<string, number>>): string[];
+}
+
+export function commitWindow(format: 'iceberg' | 'delta', tables: readonly WindowTable[]): CommitWindow {
+  const base = format === 'iceberg' ? [icebergBase(tables)] : tables.map(deltaBase);
+  const after = format === 'iceberg' ? [icebergAfter(tables)] : tables.map(deltaAfter);
+  return {
+    base,
+    after,
+    foreignCommits: (facts, attempt, own) => {
+      if (attempt === undefined) return ['this run has no attempt nonce to tell its own commits by'];
+      const unread = [...base, ...after].filter((step) => facts.rows(step) === undefined).map((step) => step.id);
+      if (unread.length) return [`${unread.join(', ')} did not run`];
+      const rowsOf = (steps: readonly RowsStep<string>[]) => steps.flatMap((step) => facts.rows(step) ?? []) as Row[];
+      const [baseRows, window] = [rowsOf(base), rowsOf(after)];
+      const reasons: string[] = [];
+      for (const t of tables) {
+        const of = (rows: readonly Row[]) => rows.filter((r) => r.tbl === t.label);
+        const why =
+          format === 'iceberg'
+            ? icebergChain(of(baseRows)[0]?.commit, of(window), attempt, own[t.label] ?? 0)
+            : deltaVersions(of(baseRows)[0]?.commit, of(window), attempt, own[t.label] ?? 0);
+        if (why) reasons.push(`${t.label}: ${why}`);
+      }
+      return reasons;
+    },
+  };
+}
+
+const names = (tables: readonly WindowTable[]) => tables.map((t) => displayTable(t.table)).join(' and ');
+
+function icebergBase(tables: readonly WindowTable[]) {
+  const text = sql.join(
+    tables.map(
+      (t) =>
+        sql`SELECT ${sql.value(t.label)} AS tbl, CAST(snapshot_id AS STRING) AS commit FROM ${sql.table([...tableParts(t.table), 'refs'])} WHERE name = 'main'`,
+    ),
+    sql` UNION ALL `,
+  );
+  return queryStep({
+    id: 'base-commits',
+    title: `Record the current commit of ${names(tables)} before reading them`,
+    query: Query.sql(text),
+    columns: BASE,
+    interpret: () => ({}),
+  });
+}
+
+function icebergAfter(tables: readonly WindowTable[]) {
+  const text = sql.join(
+    tables.flatMap((t) => {
+      const parts = tableParts(t.table);
+      const label = sql.value(t.label);
+      return [
+        sql`SELECT ${label} AS tbl, CAST(snapshot_id AS STRING) AS commit, CAST(parent_id AS STRING) AS parent, summary[${sql.value(ATTEMPT)}] AS attempt, false AS current FROM ${sql.table([...parts, 'snapshots'])}`,
+        sql`SELECT ${label}, CAST(snapshot_id AS STRING), NULL, NULL, true FROM ${sql.table([...parts, 'refs'])} WHERE name = 'main'`,
+      ];
+    }),
+    sql` UNION ALL `,
+  );
+  return queryStep({
+    id: 'window-commits',
+    title: `Read the commits of ${names(tables)} since this run's first read`,
+    query: Query.sql(text),
+    columns: ICEBERG_WINDOW,
+    interpret: () => ({}),
+  });
+}
+
+function deltaBase(t: WindowTable) {
+  return queryStep({
+    id: `base-commits-${t.label}`,
     title: `Record the current version of ${displayTable(t.table)} before reading it`,
-    query: Query.sql(`DESCRIBE HISTORY ${quoteName(tableParts(t.table))} LIMIT 1`).select(
+    query: Query.sql(sql`DESCRIBE HISTORY ${sql.table(tableParts(t.table))} LIMIT 1`).select(
       alias(lit(t.label), 'tbl'),
       alias(cast(col('version'), 'string'), 'commit'),
     ),
+    columns: BASE,
     interpret: () => ({}),
-  }));
+  });
 }
 
-/** The step(s) reading the tables' commits again: run them after the run's own commits. */
-export function windowCommitSteps(format: 'iceberg' | 'delta', tables: readonly WindowTable[]): Step[] {
-  const title = `Read the commits of ${tables.map((t) => displayTable(t.table)).join(' and ')} since this run's first read`;
-  if (format === 'iceberg') {
-    const sql = tables
-      .flatMap((t) => {
-        const parts = tableParts(t.table);
-        return [
-          `SELECT '${t.label}' AS tbl, CAST(snapshot_id AS STRING) AS commit, CAST(parent_id AS STRING) AS parent, summary['${ATTEMPT}'] AS attempt, false AS current FROM ${quoteName([...parts, 'snapshots'])}`,
-          `SELECT '${t.label}', CAST(snapshot_id AS STRING), NULL, NULL, true FROM ${quoteName([...parts, 'refs'])} WHERE name = 'main'`,
-        ];
-      })
-      .join(' UNION ALL ');
-    return [{ kind: 'query', id: 'window-commits', title, query: Query.sql(sql), interpret: () => ({}) }];
-  }
-  return tables.map((t, i) => ({
-    kind: 'query',
-    id: ids('window-commits', tables, format)[i]!,
+function deltaAfter(t: WindowTable) {
+  return queryStep({
+    id: `window-commits-${t.label}`,
     title: `Read the latest versions of ${displayTable(t.table)} since this run's first read`,
-    query: Query.sql(`DESCRIBE HISTORY ${quoteName(tableParts(t.table))} LIMIT ${DELTA_VERSIONS}`).select(
+    query: Query.sql(sql`DESCRIBE HISTORY ${sql.table(tableParts(t.table))} LIMIT ${sql.value(DELTA_VERSIONS)}`).select(
       alias(lit(t.label), 'tbl'),
       alias(cast(col('version'), 'string'), 'commit'),
       col('userMetadata'),
     ),
+    columns: DELTA_WINDOW,
     interpret: () => ({}),
-  }));
-}
-
-/**
- * Why the window is not clean (one reason per table that shows another writer's commit), or an
- * empty list. `own` is how many commits this run made to each table (0 or 1, from its facts).
- */
-export function foreignCommits(
-  facts: Facts,
-  format: 'iceberg' | 'delta',
-  tables: readonly WindowTable[],
-  attempt: string | undefined,
-  own: Readonly<Record<string, number>>,
-): string[] {
-  if (attempt === undefined) return ['this run has no attempt nonce to tell its own commits by'];
-  const steps = [...ids('base-commits', tables, format), ...ids('window-commits', tables, format)];
-  const unread = steps.filter((id) => facts[id] === undefined);
-  if (unread.length) return [`${unread.join(', ')} did not run`];
-  const rowsOf = (prefix: string) => ids(prefix, tables, format).flatMap((id) => facts[id] ?? []);
-  const base = rowsOf('base-commits');
-  const window = rowsOf('window-commits');
-  const reasons: string[] = [];
-  for (const t of tables) {
-    const of = (rows: readonly Row[]) => rows.filter((r) => r.tbl === t.label);
-    const why =
-      format === 'iceberg'
-        ? icebergChain(of(base)[0]?.commit, of(window), attempt, own[t.label] ?? 0)
-        : deltaVersions(of(base)[0]?.commit, of(window), attempt, own[t.label] ?? 0);
-    if (why) reasons.push(`${t.label}: ${why}`);
-  }
-  return reasons;
+  });
 }
 
 const str = (v: unknown): string | undefined => (v === null || v === undefined ? undefined : String(v));

@@ -1,8 +1,10 @@
 import { ConfigError } from '../core/errors.js';
-import { type TableName, displayTable, quoteName, tableParts } from '../core/naming.js';
+import { type TableName, displayTable, tableParts } from '../core/naming.js';
 import { col, desc, eq, lit } from '../spark/plan/expressions.js';
 import { Query, sqlCommand } from '../spark/plan/query.js';
-import type { CatalogRef, JobContext, Row, Step } from './template.js';
+import { sql } from '../spark/plan/sql.js';
+import type { CatalogRef, JobContext, Step } from './template.js';
+import { queryStep } from './steps.js';
 
 /**
  * What every template that writes a catalog table shares: which catalog, its namespace, the
@@ -25,7 +27,7 @@ export function createNamespaceStep(table: TableName): Step {
     kind: 'command',
     id: 'create-namespace',
     title: `Create namespace ${table.catalog}.${table.namespace} if missing`,
-    command: sqlCommand(`CREATE NAMESPACE IF NOT EXISTS ${quoteName([table.catalog, table.namespace])}`),
+    command: sqlCommand(sql`CREATE NAMESPACE IF NOT EXISTS ${sql.qualified([table.catalog, table.namespace])}`),
   };
 }
 
@@ -41,8 +43,7 @@ export function tableProperties(format: 'iceberg' | 'delta', location: string): 
 export function readCommitStep(target: TableName, format: 'iceberg' | 'delta'): Step {
   const table = displayTable(target);
   if (format === 'iceberg') {
-    return {
-      kind: 'query',
+    return queryStep({
       id: 'read-snapshot',
       title: `Read the current snapshot of ${table}`,
       // The snapshot the table's main branch points at: after a rollback (rollback_to_snapshot,
@@ -50,23 +51,24 @@ export function readCommitStep(target: TableName, format: 'iceberg' | 'delta'): 
       query: Query.table([...tableParts(target), 'refs'])
         .filter(eq(col('name'), lit('main')))
         .select('snapshot_id'),
-      interpret: (rows: Row[]) => {
+      columns: ['snapshot_id'],
+      interpret: (rows) => {
         const id = rows[0]?.snapshot_id;
         return id === undefined || id === null ? {} : { output: { table, format, snapshotId: String(id) } };
       },
-    };
+    });
   }
-  return {
-    kind: 'query',
+  return queryStep({
     id: 'read-version',
     title: `Read the current version of ${table}`,
-    query: Query.sql(`DESCRIBE HISTORY ${quoteName(tableParts(target))}`)
+    query: Query.sql(sql`DESCRIBE HISTORY ${sql.table(tableParts(target))}`)
       .select('version')
       .sort(desc(col('version')))
       .limit(1),
-    interpret: (rows: Row[]) => {
+    columns: ['version'],
+    interpret: (rows) => {
       const v = rows[0]?.version;
       return v === undefined || v === null ? {} : { output: { table, format, snapshotId: String(v) } };
     },
-  };
+  });
 }

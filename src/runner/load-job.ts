@@ -3,6 +3,7 @@ import { ConfigError, type ConfigIssue, UsageError } from '../core/errors.js';
 import { identify, type JobIdentity, loadPlatform, type LoadRequest, readJobConfig, validateJobConfig } from '../core/config/load.js';
 import { localPlatformDefaults, type PlatformConfig, resolveSecret, type SecretRef } from '../core/config/platform.js';
 import { closest } from '../core/config/closest.js';
+import { instantOfMillis, parseLogicalDate } from '../core/instant.js';
 import { NAME_PATTERN } from '../core/naming.js';
 import { Secret } from '../core/secrets.js';
 import { tenantContext, type TenantContext } from '../core/tenant.js';
@@ -28,6 +29,12 @@ export interface LoadedJob {
 }
 
 export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Promise<LoadedJob> {
+  const clock = instantOfMillis(Date.now());
+  const logicalDate = req.logicalDate === undefined ? undefined : parseLogicalDate(req.logicalDate);
+  if (req.logicalDate !== undefined && !logicalDate)
+    throw new UsageError(
+      `--logical-date ${JSON.stringify(req.logicalDate)} is neither a date (2026-07-05) nor an ISO timestamp with an offset (2026-07-05T00:00:00+00:00)`,
+    );
   // The platform config first: it says which environment variables the job config may read.
   const issues: ConfigIssue[] = [];
   const platform = req.envFile ? await loadPlatform(req.envFile, req.env, issues) : localPlatformDefaults;
@@ -62,7 +69,8 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
     tenant,
     runId: req.runId,
     attempt: randomUUID(),
-    ...(req.logicalDate ? { logicalDate: req.logicalDate } : {}),
+    ...(logicalDate ? { logicalDate } : {}),
+    clock,
     catalog: (name, path) => resolveCatalog(platform, name, path),
     jdbcConnection: (name, path) => resolveJdbcConnection(platform, tenant.id, name, path, req.env),
     kafkaCluster: (name, path) => resolveKafkaCluster(platform, tenant.id, name, path, req.env),

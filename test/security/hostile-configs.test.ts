@@ -7,9 +7,9 @@ import { loadJob } from '../../src/runner/load-job.js';
 import { templates } from '../../src/jobs/registry.js';
 import type { SparkConnectClient } from '../../src/spark/client.js';
 import { compileCommandPlan } from '../../src/spark/plan/compile.js';
-import { Query, sqlCommand } from '../../src/spark/plan/query.js';
 import { tempFiles } from '../support/files.js';
 import { connect, freshTenant, lakeHome, remote, runCli } from '../support/stack.js';
+import { testQuery, testCommand } from '../support/sql.js';
 
 /**
  * Tenant configs are untrusted input. Every template version meets a corpus of hostile configs, one
@@ -241,12 +241,12 @@ beforeAll(async () => {
   dir = tempFiles({ 'platform.conf': platform(), 'platform-inline.conf': `${platform()}\njdbc.inline-urls = allow\n` });
   client = connect();
   // The victim's rows, in an Iceberg and a Delta table and as bronze files, each holding the canary.
-  const rows = Query.sql(`SELECT 1 AS id, '${CANARY}' AS v, CAST(1 AS BIGINT) AS ts`);
+  const rows = testQuery(`SELECT 1 AS id, '${CANARY}' AS v, CAST(1 AS BIGINT) AS ts`);
   for (const [catalog, format] of [
     ['lake', 'iceberg'],
     ['spark_catalog', 'delta'],
   ] as const) {
-    await client.execute(compileCommandPlan(sqlCommand(`CREATE NAMESPACE IF NOT EXISTS ${catalog}.${victim.id}_silver`), { reveal: true }));
+    await client.execute(compileCommandPlan(testCommand(`CREATE NAMESPACE IF NOT EXISTS ${catalog}.${victim.id}_silver`), { reveal: true }));
     await client.execute(
       compileCommandPlan(
         rows.writeTo([catalog, `${victim.id}_silver`, 'secrets'], 'create', {
@@ -264,7 +264,7 @@ beforeAll(async () => {
   mkdirSync(attacker.root.replace(/^file:\/\//, ''), { recursive: true });
   await client.execute(
     compileCommandPlan(
-      Query.sql(`SELECT 1 AS id, 'mine' AS v, CAST(1 AS BIGINT) AS ts, 'c' AS op, DATE'2026-07-05' AS _snapshot_date`).writeFiles(
+      testQuery(`SELECT 1 AS id, 'mine' AS v, CAST(1 AS BIGINT) AS ts, 'c' AS op, DATE'2026-07-05' AS _snapshot_date`).writeFiles(
         `${attacker.root}/bronze/orders_cdc`,
         'parquet',
         {

@@ -6,7 +6,8 @@ import { alias, col, eq, fn, lit } from '../../spark/plan/expressions.js';
 import { configExpr } from '../../spark/plan/config-expression.js';
 import { Query } from '../../spark/plan/query.js';
 import type { OptionValue } from '../../spark/plan/relations.js';
-import type { JobContext, JobPlan, Step } from '../template.js';
+import type { JobContext, JobPlan } from '../template.js';
+import { queryStep } from '../steps.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import {
   BRONZE_SESSION_CONF,
@@ -249,28 +250,28 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestSpec): JobPlan {
   const bronze = bronzeRef(ctx, target, 'target');
   const output = bronzeOutput(bronze);
 
-  const probe: Step = {
-    kind: 'query',
+  const probe = queryStep({
     id: 'probe-source',
     ...untrusted,
     title: `Check that ${origin} returns rows`,
     // An empty snapshot would replace nothing (a dynamic overwrite only replaces partitions it
     // writes): say so and skip rather than report a success that left an older copy in place.
     query: rows.select(alias(lit(1), 'one')).limit(1),
+    columns: ['one'],
     interpret: (r) => (r.length === 0 ? { skip: `the source ${origin} returned no rows: nothing written for snapshot-date ${target['snapshot-date']}` } : {}),
-  };
-  const count: Step = {
-    kind: 'query',
+  });
+  const count = queryStep({
     id: 'count-snapshot',
     title: `Count the rows of ${SNAPSHOT_DATE}=${target['snapshot-date']} in ${bronze.name}`,
     query: readBronze(bronze)
       .rows.filter(eq(col(SNAPSHOT_DATE), snapshotDate))
       .aggregate([], [alias(fn('count', lit(1)), 'rows')]),
+    columns: ['rows'],
     interpret: (r) => {
       const n = Number(r[0]?.rows ?? 0);
       return { output: { ...output, metrics: { rowsWritten: n } }, metrics: { rowsRead: n, rowsWritten: n } };
     },
-  };
+  });
   return {
     sessionConf: BRONZE_SESSION_CONF,
     steps: [

@@ -1,11 +1,12 @@
 import { z } from 'zod';
 import { ConfigError } from '../../core/errors.js';
-import { COLUMN_PATTERN, type Layer, quoteIdentifier, tableParts } from '../../core/naming.js';
+import { COLUMN_PATTERN, type Layer, tableParts } from '../../core/naming.js';
 import { catalogName, columnName, columnTypeName, name, tableName } from '../../core/config/validate.js';
 import { KAFKA_TOPIC } from '../../core/config/platform.js';
 import { isUnderRoot } from '../../core/tenant.js';
 import { type Expr, alias, cast, coalesce, col, eq, fn, lit } from '../../spark/plan/expressions.js';
 import { Query } from '../../spark/plan/query.js';
+import { sql } from '../../spark/plan/sql.js';
 import type { JobContext, JobPlan, StreamProgress } from '../template.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { createNamespaceStep, tableProperties } from '../tables.js';
@@ -140,9 +141,10 @@ export function checkpointLocation(ctx: JobContext, table: string): string {
 
 /** Spark's DDL for a struct of the declared columns (names quoted, types validated above). */
 function structDdl(schema: Record<string, string>): string {
-  return Object.entries(schema)
-    .map(([c, t]) => `${quoteIdentifier(c)}: ${t}`)
-    .join(', ');
+  return sql.join(
+    Object.entries(schema).map(([c, t]) => sql`${sql.id(c)}: ${sql.sparkType(t)}`),
+    sql`, `,
+  ).text;
 }
 
 /**

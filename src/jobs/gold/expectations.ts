@@ -149,7 +149,7 @@ function boundLit(b: number | string) {
  * A row check's failure as a boolean of the row (never NULL): what the plan's flag column holds.
  * NULLs pass every check except not-null (and a custom expression, which must be true).
  */
-export function rowFailure(e: RowExpectation, i: number, grain: readonly string[]): Expr {
+export function rowFailure(e: RowExpectation, i: number): Expr {
   switch (e.type) {
     case 'not-null':
       return or(...e.columns.map((c) => isNull(col(c))));
@@ -176,7 +176,6 @@ export function rowFailure(e: RowExpectation, i: number, grain: readonly string[
     case 'expression':
       return not(fn('coalesce', configExpr(e.expr as ConfigExpression), lit(false)));
   }
-  void grain;
 }
 
 /** The columns a unique check keys on: its own, or the grain. */

@@ -1,13 +1,17 @@
 import { z } from 'zod';
 import { ConfigError, DataError } from '../../core/errors.js';
+import { type IsoDate, addDays } from '../../core/instant.js';
 import { catalogName, columnName, name, tableName } from '../../core/config/validate.js';
 import { type TableName, displayTable, tableParts } from '../../core/naming.js';
 import type { ExpectationReport } from '../../core/status.js';
 import { type Expr, alias, and, cast, col, eq, eqNullSafe, fn, isNull, lit, not, or, over, star } from '../../spark/plan/expressions.js';
 import { Query } from '../../spark/plan/query.js';
+import { sql } from '../../spark/plan/sql.js';
 import type { Cmd } from '../../spark/plan/commands.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
-import type { Facts, JobContext, JobPlan, Row, SchemaDiff, Step } from '../template.js';
+import type { CatalogRef, Facts, JobContext, JobPlan, Row, RowsStep, SchemaDiff, Step } from '../template.js';
+import { queryStep } from '../steps.js';
+import { outputColumns } from '../../spark/plan/columns.js';
 import { createNamespaceStep, readCommitStep, tableCatalog, tableProperties } from '../tables.js';
 import { LAKE_INTERNAL_PREFIX, checkSourceColumns } from '../source-columns.js';
 import {
@@ -166,16 +170,14 @@ export type GoldPublishSpec = SpecOf<typeof v1.sections>;
 
 interface Publish {
   mode: Mode;
-  logicalDate?: string | undefined;
+  logicalDate?: IsoDate | undefined;
   /** replace-range: [start, end) is replaced; [previous, start) is the previous publish. */
-  range?: { column: string; start: string; end: string; previous: string } | undefined;
+  range?: { column: string; start: IsoDate; end: IsoDate; previous: IsoDate } | undefined;
 }
 
-/** The logical date as the transform's parameters and the range need it (a DATE, checked here: it is bound, never spliced). */
+/** The logical date's UTC date, as the transform's parameters and the range need it (bound as a DATE). */
 function publishOf(ctx: JobContext, spec: GoldPublishSpec, parameters: readonly TransformParameter[], sqlPath: string): Publish {
-  const date = ctx.logicalDate;
-  if (date !== undefined && !isIsoDate(date))
-    throw new ConfigError([{ path: 'logical-date', message: `must be a date like 2026-07-05 (--logical-date {{ ds }}); it is bound as a DATE value` }]);
+  const date = ctx.logicalDate?.date;
   const mode = spec.target.mode;
   if (mode === 'replace-range' && date === undefined)
     throw new ConfigError([{ path: 'target.mode', message: 'replace-range needs the logical date (--logical-date)' }]);
@@ -186,15 +188,6 @@ function publishOf(ctx: JobContext, spec: GoldPublishSpec, parameters: readonly 
   if (mode !== 'replace-range' || date === undefined) return { mode, logicalDate: date };
   const days = spec.target['range-days'];
   return { mode, logicalDate: date, range: { column: spec.target['range-column']!, start: date, end: addDays(date, days), previous: addDays(date, -days) } };
-}
-
-const isIsoDate = (v: string) =>
-  /^\d{4}-\d{2}-\d{2}$/.test(v) && !Number.isNaN(Date.parse(`${v}T00:00:00Z`)) && new Date(`${v}T00:00:00Z`).toISOString().startsWith(v);
-
-function addDays(date: string, days: number): string {
-  const d = new Date(`${date}T00:00:00Z`);
-  d.setUTCDate(d.getUTCDate() + days);
-  return d.toISOString().slice(0, 10);
 }
 
 /**
@@ -267,32 +260,72 @@ function allExpectations(spec: GoldPublishSpec): Expectation[] {
   return grainChecked ? declared : [...declared, { name: GRAIN_UNIQUE, type: 'unique', action: 'fail' }];
 }
 
+/** The gold table and its quarantine, in the target's catalog. */
+interface Gold {
+  readonly catalog: CatalogRef;
+  readonly target: TableName;
+  readonly location: string;
+  readonly quarantine: { readonly table: TableName; readonly location: string };
+}
+
+/**
+ * The plan, phase by phase as docs/templates/gold-publish.md tells it: judge the tenant's SQL and
+ * expressions (before anything is created), create the gold table (and its quarantine) if missing,
+ * check every expectation in one pass, then write the quarantine and publish, each one commit.
+ */
 export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
   const catalog = tableCatalog(ctx, spec.target.catalog, spec.target.format);
-  const target = ctx.tenant.table(catalog.name, 'gold', spec.target.table);
-  const location = ctx.tenant.location('gold', spec.target.table);
   const qName = `${spec.target.table}${QUARANTINE_SUFFIX}`;
-  const quarantine = { table: ctx.tenant.table(catalog.name, 'gold', qName), location: ctx.tenant.location('gold', qName) };
+  const gold: Gold = {
+    catalog,
+    target: ctx.tenant.table(catalog.name, 'gold', spec.target.table),
+    location: ctx.tenant.location('gold', spec.target.table),
+    quarantine: { table: ctx.tenant.table(catalog.name, 'gold', qName), location: ctx.tenant.location('gold', qName) },
+  };
   const transformed = transformQuery(ctx, spec, catalog.name);
   const publish = publishOf(ctx, spec, transformed.parameters, transformed.path);
-  const grain = spec.target.grain;
+  const reads = transformed.tables.map((t) => tableParts(layerTable(ctx, spec, catalog.name, t)));
+  const result = Query.sql(sql.screened(transformed.text(publish), reads));
   const expectations = allExpectations(spec);
   const quarantines = expectations.some((e) => e.action === 'quarantine');
+  // Every step that carries the transform or an expression is judged by the tenant read policy.
+  const flagged = { untrusted: [transformed.path, ...spec.expectations.flatMap((e, i) => (e.type === 'expression' ? [`expectations[${i}].expr`] : []))] };
+  const pass = checkedRows(ctx, spec, gold, result, expectations, publish);
+  const check = queryStep({
+    id: 'check',
+    ...flagged,
+    title: `Check ${expectations.length} expectation(s) on the result in one pass`,
+    query: pass.checkQuery,
+    columns: outputColumns(pass.checkQuery.rel)!,
+    interpret: ([r]) => judge(r ?? {}, expectations, publish, { table: displayTable(gold.target), format: catalog.format, location: gold.location }),
+  });
+  const steps: Step[] = [
+    ...judgePhase(result, pass.judged, transformed.path, quarantines, flagged),
+    ...createPhase(gold, result, pass.quarantined, publish, quarantines, flagged),
+    check,
+    ...writePhase(gold, spec, pass, publish, quarantines, check, flagged),
+    readCommitStep(gold.target, catalog.format),
+  ];
+  return { steps };
+}
 
-  const result = Query.sql(transformed.text(publish));
-  const untrusted = [transformed.path, ...spec.expectations.flatMap((e, i) => (e.type === 'expression' ? [`expectations[${i}].expr`] : []))];
-  const flagged = { untrusted };
-
-  // The checked rows: the result with a hash of each row, the lookups the checks need, and one flag per row check.
+/**
+ * The checked rows: the result with a hash of each row, the lookups the checks need, and one flag
+ * per row check; what is written, what is quarantined, and the one-pass check query over them.
+ */
+function checkedRows(ctx: JobContext, spec: GoldPublishSpec, gold: Gold, result: Query, expectations: Expectation[], publish: Publish) {
+  const { target } = gold;
+  const grain = spec.target.grain;
   const internal: string[] = [HASH];
   const rowChecks = expectations.flatMap((e, i) => (isRowCheck(e) ? [{ e, i }] : []));
   // The row hash and the tenant's expressions in one node right above the transform: the policy
   // analyses that node with the transform below it, and nothing of the template's joins.
   const custom = rowChecks.filter(({ e }) => e.type === 'expression');
-  let rows = result.withColumns([[HASH, rowHash()], ...custom.map(({ e, i }) => [flagColumn(i), rowFailure(e, i, grain)] as const)]);
+  const judged = result.withColumns([[HASH, rowHash()], ...custom.map(({ e, i }) => [flagColumn(i), rowFailure(e, i)] as const)]);
+  let rows = judged;
   expectations.forEach((e, i) => {
     if (e.type === 'relationship') {
-      const keys = Query.table(tableParts(layerTable(ctx, spec, catalog.name, e.to)))
+      const keys = Query.table(tableParts(layerTable(ctx, spec, gold.catalog.name, e.to)))
         .select(alias(col(e['to-column']), refColumn(i)))
         .deduplicate();
       rows = rows.join(keys, eq(col(e.column), col(refColumn(i))), 'left');
@@ -319,7 +352,7 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
     internal.push(OLD_HASH);
   }
   const own = rowChecks.filter(({ e }) => e.type !== 'expression');
-  if (own.length) rows = rows.withColumns(own.map(({ e, i }) => [flagColumn(i), rowFailure(e, i, grain)] as const));
+  if (own.length) rows = rows.withColumns(own.map(({ e, i }) => [flagColumn(i), rowFailure(e, i)] as const));
   const anyOf = (action: RowExpectation['action']) => {
     const flags = rowChecks.filter(({ e }) => e.action === action).map(({ i }) => col(flagColumn(i)));
     return flags.length ? or(...flags) : lit(false);
@@ -331,7 +364,6 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
     [FAILED, fn('array_compact', fn('array', ...rowChecks.map(({ e, i }) => fn('if', col(flagColumn(i)), lit(e.name), cast(lit(null), 'string')))))],
   ]);
   const kept = and(not(col(DROP)), not(col(QUARANTINE)));
-  const written = checked.filter(kept).drop(...internal);
   const quarantined = checked
     .filter(col(QUARANTINE))
     .withColumns([
@@ -340,31 +372,51 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
       [QUARANTINE_COLUMNS.runId, lit(ctx.runId)],
     ])
     .drop(...internal);
+  const quarantines = expectations.some((e) => e.action === 'quarantine');
+  const checkQuery = checkPass(checked, kept, expectations, rowChecks, publish).join(
+    previousPublish(target, publish, quarantines ? gold.quarantine.table : undefined),
+    lit(true),
+    'inner',
+  );
+  return { judged: custom.length ? judged : undefined, written: checked.filter(kept).drop(...internal), quarantined, checkQuery };
+}
 
-  const measures = checkPass(checked, kept, expectations, rowChecks, publish, spec);
-  const previous = previousPublish(target, publish, spec, quarantines ? quarantine.table : undefined);
-  const checkQuery = measures.join(previous, lit(true), 'inner');
-
-  const rangeFilter = publish.range
-    ? and(fn('>=', col(publish.range.column), lit({ date: publish.range.start })), fn('<', col(publish.range.column), lit({ date: publish.range.end })))
-    : undefined;
-  // The result's columns (a `SELECT *` carries a silver table's, which come from the source data):
-  // one named like the plan's internal columns (`__lake_…`) would be replaced by the template's and
-  // dropped from what is written, or make its references ambiguous; with a quarantine, one named
-  // like a quarantine column would be overwritten there.
+/**
+ * The tenant's SQL (and its expressions) judged before any namespace or table is created: the
+ * result's columns are analysed (a `SELECT *` carries a silver table's, which come from the source
+ * data): one named like the plan's internal columns (`__lake_…`) would be replaced by the
+ * template's and dropped from what is written, or make its references ambiguous; with a
+ * quarantine, one named like a quarantine column would be overwritten there.
+ */
+function judgePhase(result: Query, judged: Query | undefined, path: string, quarantines: boolean, flagged: { untrusted: string[] }): Step[] {
   const checkColumns: Step = {
     ...checkSourceColumns({
       source: result,
       sourceName: "the transform's result",
-      configPath: transformed.path,
+      configPath: path,
       template: TEMPLATE,
       reserved: { names: quarantines ? Object.values(QUARANTINE_COLUMNS) : [], prefixes: [LAKE_INTERNAL_PREFIX] },
     }),
-    // It analyses the transform: judged by the tenant read policy like every step that carries it.
     ...flagged,
   };
-  const steps: Step[] = [
+  if (!judged) return [checkColumns];
+  return [
     checkColumns,
+    {
+      kind: 'checkColumns',
+      id: 'check-expectations',
+      ...flagged,
+      title: "Analyse the expectations' expressions over the result (reads no row)",
+      source: judged,
+      interpret: () => ({}),
+    },
+  ];
+}
+
+/** Namespace, gold table (partitioned by the range column) and quarantine on first run; then gold's columns are fixed. */
+function createPhase(gold: Gold, result: Query, quarantined: Query, publish: Publish, quarantines: boolean, flagged: { untrusted: string[] }): Step[] {
+  const { catalog, target, location, quarantine } = gold;
+  return [
     createNamespaceStep(target),
     {
       kind: 'ensureTable',
@@ -408,14 +460,24 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
       table: target,
       interpret: (diff) => schemaDecision(diff, displayTable(target)),
     },
-    {
-      kind: 'query',
-      id: 'check',
-      ...flagged,
-      title: `Check ${expectations.length} expectation(s) on the result in one pass`,
-      query: checkQuery,
-      interpret: (r) => judge(r[0] ?? {}, expectations, publish, { table: displayTable(target), format: catalog.format, location }),
-    },
+  ];
+}
+
+/** This publish's quarantine rows, then the publish itself: each only when it changes something. */
+function writePhase(
+  gold: Gold,
+  spec: GoldPublishSpec,
+  pass: { written: Query; quarantined: Query },
+  publish: Publish,
+  quarantines: boolean,
+  check: RowsStep<string>,
+  flagged: { untrusted: string[] },
+): Step[] {
+  const { target, quarantine } = gold;
+  const rangeFilter = publish.range
+    ? and(fn('>=', col(publish.range.column), lit({ date: publish.range.start })), fn('<', col(publish.range.column), lit({ date: publish.range.end })))
+    : undefined;
+  return [
     ...(quarantines
       ? [
           {
@@ -423,8 +485,8 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
             id: 'write-quarantine',
             ...flagged,
             title: `Replace this publish's rows of ${displayTable(quarantine.table)}`,
-            when: (facts: Facts) => fact(facts, 'quarantined') + fact(facts, 'prev_quarantined') > 0,
-            command: quarantined.writeTo(tableParts(quarantine.table), 'overwrite', { overwriteCondition: quarantineScope(publish) }),
+            when: (facts: Facts) => facts.count(check.col('quarantined')) + facts.count(check.col('prev_quarantined')) > 0,
+            command: pass.quarantined.writeTo(tableParts(quarantine.table), 'overwrite', { overwriteCondition: quarantineScope(publish) }),
           } satisfies Step,
         ]
       : []),
@@ -433,14 +495,10 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
       id: 'publish',
       ...flagged,
       title: `${publish.mode === 'merge' ? 'MERGE the result into' : publish.mode === 'full-refresh' ? 'Replace the whole of' : 'Replace the range of'} ${displayTable(target)}`,
-      when: (facts) => !noOp(facts, publish.mode),
-      command: publishCommand(written, target, publish, grain, rangeFilter),
+      when: (facts) => !noOp(facts.rows(check)?.[0], publish.mode),
+      command: publishCommand(pass.written, target, publish, spec.target.grain, rangeFilter),
     },
-    readCommitStep(target, catalog.format),
   ];
-  // The transform is SQL text, which lineage does not parse: the tables it reads are declared.
-  const reads = transformed.tables.map((t) => ({ kind: 'table' as const, table: displayTable(layerTable(ctx, spec, catalog.name, t)) }));
-  return { steps, lineage: { datasets: { inputs: reads } } };
 }
 
 /** A hash of the whole row (its columns by name and value, NULLs included): what a no-op is recognised by. */
@@ -457,14 +515,7 @@ const hashSum = (cond: Expr | undefined): Expr =>
  * the replaced range, and the sum of the kept rows' hashes (a no-op is a publish whose rows and
  * hash sum equal what it replaces).
  */
-function checkPass(
-  checked: Query,
-  kept: Expr,
-  expectations: Expectation[],
-  rowChecks: { e: RowExpectation; i: number }[],
-  publish: Publish,
-  spec: GoldPublishSpec,
-): Query {
+function checkPass(checked: Query, kept: Expr, expectations: Expectation[], rowChecks: { e: RowExpectation; i: number }[], publish: Publish): Query {
   const countIf = (x: Expr) => fn('count_if', x);
   const aggs: Expr[] = [
     alias(fn('count', lit(1)), 'rows'),
@@ -490,7 +541,6 @@ function checkPass(
     const limit = fn('-', reference, fn('make_dt_interval', lit(0), lit(0), lit(0), lit(Math.round(e['max-age-hours'] * 3600))));
     aggs.push(alias(cast(newest, 'string'), `newest_${i}`), alias(fn('coalesce', fn('>=', newest, limit), lit(false)), `fresh_${i}`));
   });
-  void spec;
   return checked.aggregate([], aggs);
 }
 
@@ -499,7 +549,7 @@ function checkPass(
  * replaces (for the no-op), the rows of the previous publish (for row-count: the previous range,
  * or the whole table), and the quarantined rows of this publish's logical date.
  */
-function previousPublish(target: TableName, publish: Publish, spec: GoldPublishSpec, quarantine: TableName | undefined): Query {
+function previousPublish(target: TableName, publish: Publish, quarantine: TableName | undefined): Query {
   const withHash = Query.table(tableParts(target)).withColumns([[HASH, rowHash()]]);
   let scope: Expr | undefined;
   let previous: Expr | undefined;
@@ -516,7 +566,6 @@ function previousPublish(target: TableName, publish: Publish, spec: GoldPublishS
       alias(previous ? fn('count_if', previous) : fn('count', lit(1)), 'prev_rows'),
     ],
   );
-  void spec;
   if (!quarantine) return table;
   const q = Query.table(tableParts(quarantine)).aggregate([], [alias(fn('count_if', quarantineScope(publish)), 'prev_quarantined')]);
   return table.join(q, lit(true), 'inner');
@@ -543,14 +592,8 @@ function publishCommand(written: Query, target: TableName, publish: Publish, gra
   }
 }
 
-/** A number from the check step's one row. */
-function fact(facts: Facts, column: string): number {
-  return Number(facts['check']?.[0]?.[column] ?? 0);
-}
-
 /** Would the publish change nothing? Then it is not sent: no empty commit on a rerun. */
-export function noOp(facts: Facts, mode: Mode): boolean {
-  const r = facts['check']?.[0];
+export function noOp(r: Row | undefined, mode: Mode): boolean {
   if (!r) return false;
   if (mode === 'merge') return Number(r.changed ?? 1) === 0;
   return Number(r.written) === Number(r.scope_rows) && String(r.written_hash) === String(r.scope_hash);
@@ -589,7 +632,7 @@ export function judge(r: Row, expectations: Expectation[], publish: Publish, out
     return { name: e.name, type: e.type, action: e.action, outcome: failedRows > 0 ? outcomeOf(e.action) : 'passed', failedRows };
   });
   const metrics = { rows: n('rows'), written: n('written'), dropped: n('dropped'), quarantined: n('quarantined') };
-  const changes = publish.mode === 'merge' ? n('changed') > 0 : !noOp({ check: [r] }, publish.mode);
+  const changes = publish.mode === 'merge' ? n('changed') > 0 : !noOp(r, publish.mode);
   const output = { ...out, committed: changes, metrics, expectations: reports };
   const failed = reports.filter((x) => x.outcome === 'failed');
   if (failed.length) {

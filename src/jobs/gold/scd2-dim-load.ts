@@ -1,12 +1,14 @@
 import { z } from 'zod';
 import { DataError } from '../../core/errors.js';
-import { displayTable, tableParts } from '../../core/naming.js';
+import { type Instant, instant, instantText, parseInstant } from '../../core/instant.js';
+import { type TableName, displayTable, tableParts } from '../../core/naming.js';
 import { catalogName, columnName, expression, isoDate, name, tableName } from '../../core/config/validate.js';
 import type { ConfigExpression } from '../../core/expression/index.js';
 import { type Expr, alias, col, eq, fn, isNull, lit, not, or, star } from '../../spark/plan/expressions.js';
 import { configExpr } from '../../spark/plan/config-expression.js';
 import { Query } from '../../spark/plan/query.js';
-import type { Facts, JobContext, JobPlan, Row, Step } from '../template.js';
+import type { CatalogRef, JobContext, JobPlan, Row, RowsStep, Step } from '../template.js';
+import { materializeStep, queryStep } from '../steps.js';
 import { createNamespaceStep, readCommitStep, tableCatalog, tableProperties } from '../tables.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { BRONZE_SESSION_CONF, BRONZE_STAMPS, bronzeRef, readBronze } from '../layers/bronze.js';
@@ -62,9 +64,11 @@ const NEW_STATE = '__scd_new_state';
 const columnList = () => z.array(columnName()).min(1);
 
 /** An instant with its zone, e.g. 2026-07-09T00:00:00Z: a version boundary means the same everywhere. */
-const instant = () =>
+const instantField = () =>
   z.iso
     .datetime({ offset: true, message: 'must be an ISO-8601 instant with a zone, e.g. 2026-07-09T00:00:00Z' })
+    // Spark keeps microseconds: a seventh digit would be dropped without a word.
+    .refine((v) => !/\.\d{7,}/.test(v) || parseInstant(v) !== undefined, 'has more fractional digits than the microseconds Spark keeps')
     .describe('The version boundary of this load (snapshot sources). Default: --logical-date at 00:00 UTC, else the time the plan is built.');
 
 const dimensionV1 = z
@@ -72,7 +76,7 @@ const dimensionV1 = z
     'natural-key': columnList().describe('The business key columns'),
     'tracked-columns': columnList().optional().describe('Type-2 columns: a change in any opens a new version (default: every column that is not a key)'),
     'exclude-columns': columnList().optional().describe('Columns kept out of the dimension'),
-    'effective-at': instant().optional(),
+    'effective-at': instantField().optional(),
   })
   .strict()
   .describe("The dimension's key and the roles of its columns");
@@ -222,11 +226,14 @@ function checkColumns(c: ColumnRoles, ctx: z.RefinementCtx): void {
 // ---------------------------------------------------------------------------------------------
 // The plan
 
-/** The boundary of a snapshot load: effective-at, else the logical date's midnight (UTC), else now. */
-function snapshotInstant(ctx: JobContext, effectiveAt: string | undefined): Date {
-  if (effectiveAt !== undefined) return new Date(effectiveAt);
-  const logical = ctx.logicalDate === undefined ? Number.NaN : Date.parse(ctx.logicalDate);
-  return Number.isNaN(logical) ? new Date(Math.floor(Date.now() / 1000) * 1000) : new Date(logical);
+/**
+ * The boundary of a snapshot load, to the microsecond: effective-at, else the logical date (a
+ * date's midnight UTC), else the run's clock to the second.
+ */
+function snapshotInstant(ctx: JobContext, effectiveAt: string | undefined): Instant {
+  if (effectiveAt !== undefined) return parseInstant(effectiveAt)!;
+  if (ctx.logicalDate) return ctx.logicalDate.instant;
+  return instant(ctx.clock.micros - (ctx.clock.micros % 1_000_000n));
 }
 
 function opDelete(op: string | undefined, values: string[] | undefined): Expr {
@@ -234,108 +241,128 @@ function opDelete(op: string | undefined, values: string[] | undefined): Expr {
   return op ? fn('coalesce', fn('in', col(op), ...(values ?? ['d']).map((v) => lit(v))), lit(false)) : lit(false);
 }
 
+/** Where the dimension is, and what the load is made of (docs/templates/scd2-dim-load.md, "Semantics"). */
+interface Load {
+  readonly catalog: CatalogRef;
+  readonly target: TableName;
+  readonly location: string;
+  readonly hs: HistorySpec;
+  /** Change feed (history.sequence-by): each event dated by its own column. */
+  readonly events: boolean;
+  /** A snapshot's instant (effective-at, the logical date, the run's clock), at microseconds. */
+  readonly at: Instant | undefined;
+  /** close-missing with a snapshot: keys absent from it are deleted at `at`. */
+  readonly closing: boolean;
+  readonly sourceName: string;
+}
+
+/**
+ * The plan, phase by phase: read and check the batch (the one step with config logic), create the
+ * dimension if missing, check it as stored, place the batch in its history and check the new state,
+ * measure, then commit the new history with one MERGE and read the commit the load left.
+ */
 function plan(ctx: JobContext, spec: Scd2DimLoadSpec): JobPlan {
-  const { dimension: d, history: h, source: s } = spec;
+  const { dimension: d, history: h } = spec;
   const catalog = tableCatalog(ctx, spec.target.catalog, spec.target.format, 'target');
-  const target = ctx.tenant.table(catalog.name, 'gold', spec.target.table);
-  const location = ctx.tenant.location('gold', spec.target.table);
-
-  // The source: a silver table, or bronze (files or a table) without its stamps.
-  let rows: Query;
-  let checks: Step[] = [];
-  let sourceName: string;
-  if (s.layer === 'silver') {
-    const ref = silverRef(ctx, { table: s.table, catalog: s.catalog, format: s.format === 'parquet' ? undefined : s.format }, 'source');
-    rows = Query.table(tableParts(ref.table));
-    sourceName = displayTable(ref.table);
-  } else {
-    const ref = bronzeRef(ctx, { table: s.table, format: s.format ?? 'parquet', catalog: s.catalog }, 'source');
-    const read = readBronze(ref, s['snapshot-date'] ? [s['snapshot-date']] : undefined);
-    rows = read.rows;
-    checks = read.checks;
-    sourceName = ref.name;
-  }
-  // The source's columns before any config logic: one named like the dimension's history columns
-  // or the plan's internal ones (`__scd_…`) would be replaced or shadowed by the template's.
-  checks = [
-    ...checks,
-    checkSourceColumns({
-      source: rows,
-      sourceName,
-      configPath: 'source.table',
-      template: TEMPLATE,
-      reserved: { names: HISTORY_COLUMNS, prefixes: [INTERNAL_PREFIX] },
-    }),
-  ];
-  if (s.where) rows = rows.filter(configExpr(s.where));
-
+  const source = readSource(ctx, spec);
   const events = h['sequence-by'] !== undefined;
   const at = events ? undefined : snapshotInstant(ctx, d['effective-at']);
   const deleteWhen: ConfigExpression | undefined = h['delete-when'];
-  const deletes = deleteWhen ? fn('coalesce', configExpr(deleteWhen), lit(false)) : opDelete(h['op-column'], h['delete-values']);
-  const hs: HistorySpec = {
-    keys: d['natural-key'],
-    tracked: d['tracked-columns'],
-    type1: d['type1-columns'] ?? [],
-    tombstones: h.tombstones,
-    gapsAllowed: !h.tombstones && (h['op-column'] !== undefined || deleteWhen !== undefined || h['close-missing']),
+  const load: Load = {
+    catalog,
+    target: ctx.tenant.table(catalog.name, 'gold', spec.target.table),
+    location: ctx.tenant.location('gold', spec.target.table),
+    hs: {
+      keys: d['natural-key'],
+      tracked: d['tracked-columns'],
+      type1: d['type1-columns'] ?? [],
+      tombstones: h.tombstones,
+      gapsAllowed: !h.tombstones && (h['op-column'] !== undefined || deleteWhen !== undefined || h['close-missing']),
+    },
+    events,
+    at,
+    closing: h['close-missing'] && at !== undefined,
+    sourceName: source.name,
   };
   const batch: BatchInput = {
-    rows,
+    rows: source.rows,
     ts: events ? col(h['sequence-by']!) : lit({ timestamp: at! }),
-    deletes,
+    deletes: deleteWhen ? fn('coalesce', configExpr(deleteWhen), lit(false)) : opDelete(h['op-column'], h['delete-values']),
     drop: [
-      ...(s.layer === 'bronze' ? BRONZE_STAMPS : []),
+      ...(spec.source.layer === 'bronze' ? BRONZE_STAMPS : []),
       ...(h['op-column'] ? [h['op-column']] : []),
       ...(events ? [h['sequence-by']!] : []),
       ...(d['exclude-columns'] ?? []),
     ],
   };
-
-  // The batch is read, filtered and packed once (check-batch keeps its rows for the run): every
-  // later step reads those rows, not the source, and so carries no config logic of its own.
-  const table = Query.table(tableParts(target));
-  const fromBatch = pointsOfRows(hs, Query.materialized(BATCH));
-  const closing = h['close-missing'] && at !== undefined;
-  // The stored versions of the keys this load touches (with close-missing: every key).
-  const storedOf = (dimension: Query) => (closing ? dimension : storedOfBatch(hs, dimension, fromBatch));
-  // The change set (the batch placed in the stored history, the new state, what the MERGE does)
-  // from a copy of those stored versions.
-  const changeSet = (stored: Query) => {
-    const newPoints = closing ? closeMissing(hs, fromBatch, stored, lit({ timestamp: at! })) : fromBatch;
-    const points = combined(hs, storedPoints(hs, stored), newPoints);
-    const newState = versions(hs, points);
-    return { points, newState, source: mergeSource(newState, stored) };
-  };
-  // The checks and the measure read the stored versions check-dimension kept (one scan of the
-  // dimension for all of them), and each keeps what it derived for the next: check-history the
-  // points, check-result the new state, which measure compares with the kept versions. The MERGE
-  // does not: it derives its source again from the live table, so it is judged against the
-  // dimension as it is at its commit (a concurrent commit is the table format's optimistic
-  // conflict, 75), never against the copy. Without a concurrent writer both are the same rows, so
-  // what was checked and measured is what is written.
-  const checked = changeSet(Query.materialized(STORED));
-  const keptState = Query.materialized(NEW_STATE);
-  const live = changeSet(storedOf(table));
-  const shape = shapeOf(hs, fromBatch);
-
-  // Only check-batch carries config logic (source.where, history.delete-when): it is judged by the
-  // tenant read policy; every later step reads the rows it kept and the tenant's own dimension.
-  const untrustedPaths = [...(s.where ? ['source.where'] : []), ...(deleteWhen ? ['history.delete-when'] : [])];
-  const untrusted = untrustedPaths.length ? { untrusted: untrustedPaths } : {};
-  const when = at ? ` at ${at.toISOString()}` : '';
+  const untrusted = [...(spec.source.where ? ['source.where'] : []), ...(deleteWhen ? ['history.delete-when'] : [])];
+  const measured = measureStep(load);
   const steps: Step[] = [
-    ...checks,
-    {
-      kind: 'materialize',
-      id: 'check-batch',
-      ...untrusted,
-      title: `Check the batch in ${sourceName}: rows, NULL keys${events ? ' or sequences' : ''}, different rows for one key and instant`,
-      name: BATCH,
-      query: batchRows(hs, batch),
-      check: batchChecks(hs, Query.materialized(BATCH)),
-      interpret: (r) => interpretBatch(r[0] ?? {}, sourceName, s.where !== undefined, events),
-    },
+    ...source.checks,
+    checkBatchStep(load, batch, untrusted, spec.source.where !== undefined),
+    ...createPhase(load),
+    ...historyPhase(load, h['late-events']),
+    measured,
+    mergeStep(load, measured),
+    readCommitStep(load.target, catalog.format),
+  ];
+  return { steps, ...(spec.source.layer === 'bronze' ? { sessionConf: BRONZE_SESSION_CONF } : {}) };
+}
+
+/** The source: a silver table, or bronze (files or a table), filtered by source.where; its columns checked first. */
+function readSource(ctx: JobContext, spec: Scd2DimLoadSpec): { rows: Query; checks: Step[]; name: string } {
+  const s = spec.source;
+  let rows: Query;
+  let checks: Step[] = [];
+  let name: string;
+  if (s.layer === 'silver') {
+    const ref = silverRef(ctx, { table: s.table, catalog: s.catalog, format: s.format === 'parquet' ? undefined : s.format }, 'source');
+    rows = Query.table(tableParts(ref.table));
+    name = displayTable(ref.table);
+  } else {
+    const ref = bronzeRef(ctx, { table: s.table, format: s.format ?? 'parquet', catalog: s.catalog }, 'source');
+    const read = readBronze(ref, s['snapshot-date'] ? [s['snapshot-date']] : undefined);
+    rows = read.rows;
+    checks = read.checks;
+    name = ref.name;
+  }
+  // The source's columns before any config logic: one named like the dimension's history columns
+  // or the plan's internal ones (`__scd_…`) would be replaced or shadowed by the template's.
+  const columns = checkSourceColumns({
+    source: rows,
+    sourceName: name,
+    configPath: 'source.table',
+    template: TEMPLATE,
+    reserved: { names: HISTORY_COLUMNS, prefixes: [INTERNAL_PREFIX] },
+  });
+  return { rows: s.where ? rows.filter(configExpr(s.where)) : rows, checks: [...checks, columns], name };
+}
+
+/**
+ * The batch is read, filtered and packed once and kept for the run: every later step reads those
+ * rows, not the source. Only this step carries config logic (source.where, history.delete-when), so
+ * it is the one the tenant read policy judges, before anything is created.
+ */
+function checkBatchStep(load: Load, batch: BatchInput, untrusted: string[], filtered: boolean): Step {
+  return materializeStep({
+    id: 'check-batch',
+    ...(untrusted.length ? { untrusted } : {}),
+    title: `Check the batch in ${load.sourceName}: rows, NULL keys${load.events ? ' or sequences' : ''}, different rows for one key and instant`,
+    name: BATCH,
+    query: batchRows(load.hs, batch),
+    check: batchChecks(load.hs, Query.materialized(BATCH)),
+    columns: ['rows', 'null_groups', 'null_example', 'ties', 'tie_example'],
+    interpret: ([r]) => interpretBatch(r ?? {}, load.sourceName, filtered, load.events),
+  });
+}
+
+const fromBatch = (load: Load) => pointsOfRows(load.hs, Query.materialized(BATCH));
+
+/** Namespace and dimension on first run, from the batch's shape; then its columns are fixed. */
+function createPhase(load: Load): Step[] {
+  const { target, location, catalog } = load;
+  const shape = shapeOf(load.hs, fromBatch(load));
+  return [
     createNamespaceStep(target),
     {
       kind: 'ensureTable',
@@ -368,72 +395,108 @@ function plan(ctx: JobContext, spec: Scd2DimLoadSpec): JobPlan {
           : {};
       },
     },
-    {
-      kind: 'materialize',
+  ];
+}
+
+/** The stored versions of the keys this load touches (with close-missing: every key). */
+const storedOf = (load: Load, dimension: Query) => (load.closing ? dimension : storedOfBatch(load.hs, dimension, fromBatch(load)));
+
+/** The change set from a copy of the stored versions: the batch placed in their history, the new state, what the MERGE does. */
+function changeSet(load: Load, stored: Query) {
+  const newPoints = load.closing ? closeMissing(load.hs, fromBatch(load), stored, lit({ timestamp: load.at! })) : fromBatch(load);
+  const points = combined(load.hs, storedPoints(load.hs, stored), newPoints);
+  const newState = versions(load.hs, points);
+  return { points, newState, source: mergeSource(newState, stored) };
+}
+
+/**
+ * The checks read the stored versions check-dimension kept (one scan of the dimension for all of
+ * them), and each keeps what it derived for the next: check-history the points, check-result the
+ * new state. Three queries rather than one: a single plan holding the history three times takes
+ * Spark's planner minutes (it grows faster than the plan), three plans a third each.
+ */
+function historyPhase(load: Load, late: 'place' | 'refuse'): Step[] {
+  const { target, hs } = load;
+  const table = Query.table(tableParts(target));
+  const checked = changeSet(load, Query.materialized(STORED));
+  const when = load.at ? ` at ${instantText(load.at)}` : '';
+  return [
+    materializeStep({
       id: 'check-dimension',
       title: `Check the invariants of ${displayTable(target)} as stored`,
       name: STORED,
-      query: storedOf(table),
+      query: storedOf(load, table),
       // With close-missing the kept rows are the whole dimension: checked there, not read again.
-      check: invariantBreaches(hs, closing ? Query.materialized(STORED) : table),
-      interpret: (r) =>
-        breachEffect(r[0] ?? {}, `${displayTable(target)} already breaks the SCD2 invariants (it was changed outside this template); nothing was written`),
-    },
-    // Three queries rather than one: a single plan holding the history three times takes Spark's
-    // planner minutes (it grows faster than the plan), three plans a third each.
-    {
-      kind: 'materialize',
+      check: invariantBreaches(hs, load.closing ? Query.materialized(STORED) : table),
+      columns: BREACH_COLUMNS,
+      interpret: ([r]) =>
+        breachEffect(r ?? {}, `${displayTable(target)} already breaks the SCD2 invariants (it was changed outside this template); nothing was written`),
+    }),
+    materializeStep({
       id: 'check-history',
-      title: `Place the batch's points${when} in the stored history: conflicts${h['late-events'] === 'refuse' ? ' and late points' : ''}`,
+      title: `Place the batch's points${when} in the stored history: conflicts${late === 'refuse' ? ' and late points' : ''}`,
       name: POINTS,
       query: checked.points,
       check: pointChecks(hs, Query.materialized(POINTS)),
-      interpret: (r) => interpretPoints(r[0] ?? {}, h['late-events'], events),
-    },
-    {
-      kind: 'materialize',
+      columns: ['conflicts', 'conflict_example', 'late', 'late_example'],
+      interpret: ([r]) => interpretPoints(r ?? {}, late, load.events),
+    }),
+    materializeStep({
       id: 'check-result',
       title: 'Check the invariants of the new history before committing it',
       name: NEW_STATE,
       query: versions(hs, Query.materialized(POINTS)),
-      check: invariantBreaches(hs, keptState),
-      interpret: (r) => breachEffect(r[0] ?? {}, `the new history of ${displayTable(target)} would break the SCD2 invariants; nothing was written`),
-    },
-    {
-      kind: 'query',
-      id: 'measure',
-      title: 'Count the versions this load inserts, updates (closes) and removes',
-      query: mergeCounts(mergeSource(keptState, Query.materialized(STORED))),
-      interpret: (r) => {
-        const m = { inserted: Number(r[0]?.inserted ?? 0), updated: Number(r[0]?.updated ?? 0), deleted: Number(r[0]?.deleted ?? 0) };
-        const changes = m.inserted + m.updated + m.deleted;
-        return {
-          output: { table: displayTable(target), format: catalog.format, location, committed: changes > 0, metrics: m },
-          metrics: { rowsWritten: changes },
-        };
-      },
-    },
-    {
-      kind: 'command',
-      id: 'merge',
-      title: `MERGE the new history into ${displayTable(target)} (one commit)`,
-      // An unchanged state writes nothing: no MERGE, no snapshot.
-      when: (facts) => fact(facts, 'measure', 'inserted') + fact(facts, 'measure', 'updated') + fact(facts, 'measure', 'deleted') > 0,
-      command: live.source.as(SOURCE).mergeInto(tableParts(target), eq(col(target.table, DIM_KEY), col(SOURCE, MERGE.key)), {
-        whenMatched: [
-          { action: 'delete', condition: eq(col(SOURCE, MERGE.action), lit('delete')) },
-          { action: 'updateAll', condition: eq(col(SOURCE, MERGE.action), lit('update')) },
-        ],
-        whenNotMatched: [{ action: 'insertAll', condition: eq(col(SOURCE, MERGE.action), lit('insert')) }],
-      }),
-    },
-    readCommitStep(target, catalog.format),
+      check: invariantBreaches(hs, Query.materialized(NEW_STATE)),
+      columns: BREACH_COLUMNS,
+      interpret: ([r]) => breachEffect(r ?? {}, `the new history of ${displayTable(target)} would break the SCD2 invariants; nothing was written`),
+    }),
   ];
-  return { steps, ...(s.layer === 'bronze' ? { sessionConf: BRONZE_SESSION_CONF } : {}) };
 }
 
-function fact(facts: Facts, step: string, column: string): number {
-  return Number(facts[step]?.[0]?.[column] ?? 0);
+const BREACH_COLUMNS = [...BREACHES, 'example'] as const;
+
+/** What the MERGE will insert, update (close) and remove: the kept new state against the kept versions. */
+function measureStep(load: Load) {
+  const { target, catalog, location } = load;
+  return queryStep({
+    id: 'measure',
+    title: 'Count the versions this load inserts, updates (closes) and removes',
+    query: mergeCounts(mergeSource(Query.materialized(NEW_STATE), Query.materialized(STORED))),
+    columns: ['inserted', 'updated', 'deleted'],
+    interpret: ([r]) => {
+      const m = { inserted: Number(r?.inserted ?? 0), updated: Number(r?.updated ?? 0), deleted: Number(r?.deleted ?? 0) };
+      const changes = m.inserted + m.updated + m.deleted;
+      return {
+        output: { table: displayTable(target), format: catalog.format, location, committed: changes > 0, metrics: m },
+        metrics: { rowsWritten: changes },
+      };
+    },
+  });
+}
+
+/**
+ * Closing a version and opening the next in one commit. The MERGE derives its source again from the
+ * live table, not from the kept copy: it is judged against the dimension as it is at its commit (a
+ * concurrent commit is the table format's optimistic conflict, 75). Without a concurrent writer both
+ * are the same rows, so what was checked and measured is what is written.
+ */
+function mergeStep(load: Load, measure: RowsStep<'inserted' | 'updated' | 'deleted'>): Step {
+  const { target } = load;
+  const live = changeSet(load, storedOf(load, Query.table(tableParts(target))));
+  return {
+    kind: 'command',
+    id: 'merge',
+    title: `MERGE the new history into ${displayTable(target)} (one commit)`,
+    // An unchanged state writes nothing: no MERGE, no snapshot.
+    when: (facts) => facts.count(measure.col('inserted')) + facts.count(measure.col('updated')) + facts.count(measure.col('deleted')) > 0,
+    command: live.source.as(SOURCE).mergeInto(tableParts(target), eq(col(target.table, DIM_KEY), col(SOURCE, MERGE.key)), {
+      whenMatched: [
+        { action: 'delete', condition: eq(col(SOURCE, MERGE.action), lit('delete')) },
+        { action: 'updateAll', condition: eq(col(SOURCE, MERGE.action), lit('update')) },
+      ],
+      whenNotMatched: [{ action: 'insertAll', condition: eq(col(SOURCE, MERGE.action), lit('insert')) }],
+    }),
+  };
 }
 
 /** One scan of the batch: its rows, NULL keys or instants, and instants of a key with different rows. */

@@ -30,7 +30,7 @@ export type Token =
 export const READABLE_LAYERS = ['silver', 'gold'] as const;
 export type ReadableLayer = (typeof READABLE_LAYERS)[number];
 
-/** Named parameters the runner binds (as values, never spliced into the text). */
+/** Named parameters the runner binds: each becomes a DATE literal of a checked date (rewriteTables says why not named arguments). */
 export const TRANSFORM_PARAMETERS = ['logical_date', 'range_start', 'range_end'] as const;
 export type TransformParameter = (typeof TRANSFORM_PARAMETERS)[number];
 

@@ -6,6 +6,7 @@ import { alias, col, eq, fn, isIn, lit } from '../../spark/plan/expressions.js';
 import { Query } from '../../spark/plan/query.js';
 import type { JobContext, OutputReport, Step } from '../template.js';
 import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js';
+import { queryStep } from '../steps.js';
 
 /**
  * The bronze layer's contract (docs/contracts.md): what every bronze row carries and where bronze
@@ -189,17 +190,17 @@ export function readBronze(ref: BronzeRef, snapshotDates?: readonly string[]): B
   return {
     rows: selected,
     checks: [
-      {
-        kind: 'query',
+      queryStep({
         id: 'probe-partitions',
         title: `Check that ${ref.name} holds the snapshot dates ${snapshotDates.join(', ')}`,
         query: selected.aggregate([col(SNAPSHOT_DATE)], [alias(fn('count', lit(1)), 'rows')]).select(alias(fn('string', col(SNAPSHOT_DATE)), 'date')),
+        columns: ['date'],
         interpret: (rows) => {
           const present = new Set(rows.map((r) => String(r.date)));
           const missing = snapshotDates.filter((d) => !present.has(d));
           return missing.length === 0 ? {} : { skip: noSnapshot(missing, ref) };
         },
-      },
+      }),
     ],
   };
 }
@@ -214,7 +215,7 @@ export function readBronze(ref: BronzeRef, snapshotDates?: readonly string[]): B
  * files included. So bronze is read or written as files only where no table keeps its log
  * (`_delta_log`) or metadata (`metadata`); otherwise 78 (TABLE_LOCATION_TAKEN), before anything is
  * read or written. The reverse, a table created over parquet files, is refused when the table is
- * created (the executor's ensureTable: a new table starts at an empty location).
+ * created (src/runner/table-guards.ts: a new table starts at an empty location).
  */
 function filesOnly(ref: Extract<BronzeRef, { kind: 'files' }>): Step {
   const marks = [`${ref.location}/_delta_log`, `${ref.location}/metadata`];

@@ -4,7 +4,8 @@ import { LAYERS, type TableName, displayTable, normaliseStorageUri, quoteName, s
 import { catalogName, name, tableName } from '../../core/config/validate.js';
 import type { Extension } from '../../spark/plan/relations.js';
 import { Query, extensionCommand } from '../../spark/plan/query.js';
-import type { Facts, JobContext, JobPlan, Row, Step, StepEffect } from '../template.js';
+import type { JobContext, JobPlan, Step, StepEffect, TypedRow } from '../template.js';
+import { queryStep } from '../steps.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { readCommitStep } from '../tables.js';
 
@@ -156,7 +157,7 @@ const str = (v: unknown): string | undefined => (v === null || v === undefined ?
 const num = (v: unknown): number => Number(v ?? 0);
 
 /** What the check's row means: the first refusal, a skip, or the run's output. Exported for unit tests. */
-export function judge(row: Row | undefined, r: Resolved): StepEffect {
+export function judge(row: CheckRow | undefined, r: Resolved): StepEffect {
   const source = displayTable(r.source);
   const target = displayTable(r.target);
   if (!row) return { fail: new ZeroCopyRefused('source.table', 'the zero-copy check returned nothing', 'ZERO_COPY_CHECK_FAILED') };
@@ -219,9 +220,30 @@ export function judge(row: Row | undefined, r: Resolved): StepEffect {
   };
 }
 
+/** The plugin's check: the facts of both tables, one row (spark-plugins/, ZeroCopyAppendCheck). */
+export const CHECK_COLUMNS = [
+  'source_exists',
+  'target_exists',
+  'source_uuid',
+  'source_location',
+  'target_location',
+  'source_snapshot_id',
+  'target_snapshot_id',
+  'data_files',
+  'position_delete_files',
+  'equality_delete_files',
+  'records',
+  'already_appended',
+  'schema_problem',
+  'last_column_id_problem',
+  'spec_problem',
+  'format_problem',
+  'outside_roots',
+] as const;
+type CheckRow = TypedRow<(typeof CHECK_COLUMNS)[number]>;
+
 /** Append only when the check found files the target does not already record. */
-export function shouldAppend(facts: Facts): boolean {
-  const row = facts.check?.[0];
+export function shouldAppend(row: CheckRow | undefined): boolean {
   return row !== undefined && row.already_appended !== true && num(row.data_files) > 0;
 }
 
@@ -232,19 +254,20 @@ function plan(ctx: JobContext, spec: ZeroCopyAppendSpec): JobPlan {
   const r = resolve(ctx, spec);
   const source = displayTable(r.source);
   const target = displayTable(r.target);
+  const check = queryStep({
+    id: 'check',
+    title: `Check that ${source}'s live files can be appended to ${target} by metadata (field ids, deletes, partition specs, locations, marker)`,
+    query: Query.extension(request(ctx, r, CHECK_TYPE)),
+    columns: CHECK_COLUMNS,
+    interpret: (rows) => judge(rows[0], r),
+  });
   const steps: Step[] = [
-    {
-      kind: 'query',
-      id: 'check',
-      title: `Check that ${source}'s live files can be appended to ${target} by metadata (field ids, deletes, partition specs, locations, marker)`,
-      query: Query.extension(request(ctx, r, CHECK_TYPE)),
-      interpret: (rows) => judge(rows[0], r),
-    },
+    check,
     {
       kind: 'command',
       id: 'append',
       title: `Append ${source}'s data and position delete files to ${target} in one commit, by reference (no data copied)`,
-      when: shouldAppend,
+      when: (facts) => shouldAppend(facts.rows(check)?.[0]),
       command: extensionCommand(request(ctx, r, COMMIT_TYPE)),
     },
     readCommitStep(r.target, 'iceberg'),

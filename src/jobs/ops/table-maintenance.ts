@@ -2,12 +2,15 @@ import { z } from 'zod';
 import { RETENTION_FLOOR_HOURS } from '../../core/config/platform.js';
 import { catalogName, columnName, name } from '../../core/config/validate.js';
 import { ConfigError, type ConfigIssue } from '../../core/errors.js';
-import { LAYERS, type TableName, displayTable, quoteIdentifier, quoteName, sameLocation, tableParts } from '../../core/naming.js';
-import { alias, and, cast, coalesce, col, desc, fn, gt, lit, not, or, over } from '../../spark/plan/expressions.js';
+import { type Instant, addHours } from '../../core/instant.js';
+import { LAYERS, type TableName, displayTable, sameLocation, tableParts } from '../../core/naming.js';
+import { alias, and, coalesce, col, desc, fn, gt, lit, not, or, over } from '../../spark/plan/expressions.js';
 import { Query, sqlCommand } from '../../spark/plan/query.js';
+import { type SqlText, sql } from '../../spark/plan/sql.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { tableCatalog } from '../tables.js';
-import type { CatalogRef, Facts, JobContext, JobPlan, Row, Step } from '../template.js';
+import type { CatalogRef, Facts, JobContext, JobPlan, Step } from '../template.js';
+import { queryStep } from '../steps.js';
 
 /**
  * table-maintenance: compact, rewrite manifests, expire snapshots and remove orphan files of a
@@ -163,19 +166,21 @@ interface Target {
   readonly location: string;
 }
 
-/** A SQL string literal; the values quoted here are validated names, escaped all the same. */
-function sqlString(value: string): string {
-  return `'${value.replaceAll('\\', '\\\\').replaceAll("'", "\\'")}'`;
+/**
+ * The table argument of an Iceberg procedure: `namespace`.`table` as a string, resolved inside the
+ * procedure's catalog. What the procedure does to the table is the caller's `access`.
+ */
+function procedureTable(t: TableName, access: 'reads' | 'writes'): SqlText {
+  return sql.touching(sql.quoted(sql`${sql.qualified([t.namespace, t.table])}`), { [access]: [tableParts(t)] });
 }
 
-/** The table argument of an Iceberg procedure: `namespace`.`table`, resolved inside the procedure's catalog. */
-const procedureTable = (t: TableName) => sqlString(`${quoteIdentifier(t.namespace)}.${quoteIdentifier(t.table)}`);
-const procedure = (t: TableName, name: string, args: string[]) =>
-  `CALL ${quoteIdentifier(t.catalog)}.${quoteIdentifier('system')}.${quoteIdentifier(name)}(${[`table => ${procedureTable(t)}`, ...args].join(', ')})`;
+/** `CALL <catalog>.system.<name>(table => …, <args>)`. */
+function procedure(t: TableName, name: string, args: SqlText[], access: 'reads' | 'writes' = 'writes'): SqlText {
+  return sql`CALL ${sql.qualified([t.catalog, 'system', name])}(${sql.join([sql`table => ${procedureTable(t, access)}`, ...args], sql`, `)})`;
+}
 
-/** A timestamp literal `hours` before `now` (Iceberg's procedures take literal arguments only). */
-const cutoff = (now: number, hours: number) => new Date(now - hours * 3_600_000).toISOString();
-const timestampLiteral = (iso: string) => `TIMESTAMP ${sqlString(iso)}`;
+/** The instant `hours` before the run's clock (Iceberg's procedures take literal arguments only). */
+const cutoff = (now: Instant, hours: number): Instant => addHours(now, -hours);
 
 /** Format checks and the retention floor: what only the platform and the catalog tell. */
 function policyIssues(t: Target, floor: number): ConfigIssue[] {
@@ -210,8 +215,8 @@ function policyIssues(t: Target, floor: number): ConfigIssue[] {
 function plan(ctx: JobContext, spec: TableMaintenanceSpec): JobPlan {
   const floor = ctx.retentionFloorHours ?? RETENTION_FLOOR_HOURS;
   const dryRun = spec['dry-run'];
-  // The cut-offs are fixed when the plan is built: `plan` shows the very timestamps a run sends.
-  const now = Date.now();
+  // The cut-offs are fixed from the run's clock: `plan` shows the very timestamps a run sends.
+  const now = ctx.clock;
   const issues: ConfigIssue[] = [];
   const targets: Target[] = [];
   spec.tables.forEach((s, i) => {
@@ -246,9 +251,7 @@ function plan(ctx: JobContext, spec: TableMaintenanceSpec): JobPlan {
   ];
   const vacuumBelowCheck = targets.some((t) => t.spec.vacuum && t.spec.vacuum['retain-hours'] < DELTA_RETENTION_CHECK_HOURS);
   // The platform's floor is the check that holds; Delta's fixed 7-day check would refuse a shorter retention the platform allows.
-  // The procedures run as SQL text, which lineage cannot read: the maintained tables are declared.
-  const lineage = dryRun ? {} : { lineage: { datasets: { outputs: targets.map((t) => ({ kind: 'table' as const, table: displayTable(t.table) })) } } };
-  return { steps, ...lineage, ...(vacuumBelowCheck ? { sessionConf: { [DELTA_RETENTION_CHECK]: 'false' } } : {}) };
+  return { steps, ...(vacuumBelowCheck ? { sessionConf: { [DELTA_RETENTION_CHECK]: 'false' } } : {}) };
 }
 
 /**
@@ -258,11 +261,11 @@ function plan(ctx: JobContext, spec: TableMaintenanceSpec): JobPlan {
  */
 function inspectStep(t: Target): Step {
   const name = displayTable(t.table);
-  return {
-    kind: 'query',
+  return queryStep({
     id: `inspect-${t.id}`,
     title: `Check that ${name} is the tenant's ${t.catalog.format} table at ${t.location}`,
-    query: Query.sql(`DESCRIBE TABLE EXTENDED ${quoteName(tableParts(t.table))}`),
+    query: Query.sql(sql`DESCRIBE TABLE EXTENDED ${sql.table(tableParts(t.table))}`),
+    columns: ['col_name', 'data_type', 'comment'],
     interpret: (rows) => {
       const value = (key: string) => rows.find((r) => r.col_name === key)?.data_type;
       const location = value('Location');
@@ -295,7 +298,7 @@ function inspectStep(t: Target): Step {
       ];
       return unknown.length ? { fail: new ConfigError(unknown) } : {};
     },
-  };
+  });
 }
 
 /**
@@ -330,14 +333,13 @@ function foreignFilesStep(t: Target): Step {
     .aggregate([], [outside('file_path', 'files')])
     .join(Query.table([...parts, 'all_manifests']).aggregate([], [outside('path', 'manifests')]), lit(true), 'inner')
     .join(Query.table([...parts, 'snapshots']).aggregate([], [outside('manifest_list', 'lists')]), lit(true), 'inner');
-  return {
-    kind: 'query',
+  return queryStep({
     id: `foreign-files-${t.id}`,
     title: `Check that every file ${name}'s snapshots reference lies under ${t.location} (expire_snapshots deletes what only expired snapshots reference, wherever it lies)`,
     query,
-    interpret: (rows) => {
-      const r = rows[0] ?? {};
-      const n = Number(r.files ?? 0) + Number(r.manifests ?? 0) + Number(r.lists ?? 0);
+    columns: ['files', 'manifests', 'lists'],
+    interpret: ([r]) => {
+      const n = Number(r?.files ?? 0) + Number(r?.manifests ?? 0) + Number(r?.lists ?? 0);
       if (n === 0) return {};
       // No path is named: it would be another table's, perhaps another tenant's.
       return {
@@ -349,11 +351,11 @@ function foreignFilesStep(t: Target): Step {
         ]),
       };
     },
-  };
+  });
 }
 
 /** Files and bytes of the table's current state (and its snapshots), from the table's metadata. */
-function measureStep(t: Target, when: 'before' | 'after', now: number): Step {
+function measureStep(t: Target, when: 'before' | 'after', now: Instant): Step {
   const name = displayTable(t.table);
   const parts = tableParts(t.table);
   let query: Query;
@@ -367,7 +369,7 @@ function measureStep(t: Target, when: 'before' | 'after', now: number): Step {
     const expirable = expire
       ? fn(
           'count_if',
-          and(gt(col('__rn'), lit(expire['retain-last'])), fn('<', col('committed_at'), cast(lit(cutoff(now, expire['older-than-hours'])), 'timestamp'))),
+          and(gt(col('__rn'), lit(expire['retain-last'])), fn('<', col('committed_at'), lit({ timestamp: cutoff(now, expire['older-than-hours']) }))),
         )
       : lit(0);
     const snapshots = Query.table([...parts, 'snapshots'])
@@ -375,56 +377,67 @@ function measureStep(t: Target, when: 'before' | 'after', now: number): Step {
       .aggregate([], [alias(fn('count', lit(1)), 'snapshots'), alias(expirable, 'expirable')]);
     query = files.join(snapshots, lit(true), 'inner');
   } else {
-    query = Query.sql(`DESCRIBE DETAIL ${quoteName(parts)}`).select(alias(col('numFiles'), 'files'), alias(col('sizeInBytes'), 'bytes'));
+    query = Query.sql(sql`DESCRIBE DETAIL ${sql.table(parts)}`).select(alias(col('numFiles'), 'files'), alias(col('sizeInBytes'), 'bytes'));
   }
-  return {
-    kind: 'query',
+  const iceberg = t.catalog.format === 'iceberg';
+  return queryStep({
     id: `measure-${when}-${t.id}`,
     title: `Measure ${name}'s files and bytes ${when} maintenance`,
     query,
-    interpret: (rows) => {
-      const r = rows[0] ?? {};
-      const metrics: Record<string, number> = { [`files${cap(when)}`]: Number(r.files ?? 0), [`bytes${cap(when)}`]: Number(r.bytes ?? 0) };
-      if (r.snapshots !== undefined) metrics[`snapshots${cap(when)}`] = Number(r.snapshots);
-      if (when === 'before' && t.spec['expire-snapshots']) metrics.snapshotsExpirable = Number(r.expirable ?? 0);
+    columns: iceberg ? (['files', 'bytes', 'snapshots', 'expirable'] as const) : (['files', 'bytes'] as const),
+    interpret: ([r]) => {
+      const metrics: Record<string, number> = { [`files${cap(when)}`]: Number(r?.files ?? 0), [`bytes${cap(when)}`]: Number(r?.bytes ?? 0) };
+      if (iceberg) metrics[`snapshots${cap(when)}`] = Number(r?.snapshots ?? 0);
+      if (when === 'before' && t.spec['expire-snapshots']) metrics.snapshotsExpirable = Number(r?.expirable ?? 0);
       return { output: { table: name, format: t.catalog.format, location: t.location, committed: when === 'after', metrics } };
     },
-  };
+  });
 }
 
 const cap = (s: string) => s[0]!.toUpperCase() + s.slice(1);
 
-/** A count from the one row of an earlier query step (0 when absent). */
-const fact = (facts: Facts, step: string) => Number(facts[step]?.[0]?.n ?? 0);
-
 /** Count the rows a read-only statement lists (an orphan dry run, VACUUM DRY RUN) into a metric. */
-function listingStep(t: Target, id: string, title: string, statement: string, metric: string): Step {
-  return {
-    kind: 'query',
+function listingStep(t: Target, id: string, title: string, statement: SqlText, metric: string) {
+  return queryStep({
     id,
     title,
     query: Query.sql(statement).aggregate([], [alias(fn('count', lit(1)), 'n')]),
-    interpret: (rows: Row[]) => ({ output: { table: displayTable(t.table), format: t.catalog.format, metrics: { [metric]: Number(rows[0]?.n ?? 0) } } }),
-  };
+    columns: ['n'],
+    interpret: ([r]) => ({ output: { table: displayTable(t.table), format: t.catalog.format, metrics: { [metric]: Number(r?.n ?? 0) } } }),
+  });
 }
 
-function icebergActions(t: Target, now: number, dryRun: boolean): Step[] {
+function icebergActions(t: Target, now: Instant, dryRun: boolean): Step[] {
   const s = t.spec;
   const name = displayTable(t.table);
   const steps: Step[] = [];
-  const command = (id: string, title: string, sql: string, when?: (f: Facts) => boolean): void => {
-    if (!dryRun) steps.push({ kind: 'command', id: `${id}-${t.id}`, title, command: sqlCommand(sql), ...(when ? { when } : {}) });
+  const command = (id: string, title: string, statement: SqlText, when?: (f: Facts) => boolean): void => {
+    if (!dryRun) steps.push({ kind: 'command', id: `${id}-${t.id}`, title, command: sqlCommand(statement), ...(when ? { when } : {}) });
   };
   if (s.compact) {
     const c = s.compact;
-    const args = [`strategy => ${sqlString(c.strategy === 'binpack' ? 'binpack' : 'sort')}`];
-    if (c.strategy === 'sort') args.push(`sort_order => ${sqlString((c['sort-by'] ?? []).map(sortTerm).join(', '))}`);
-    if (c.strategy === 'zorder') args.push(`sort_order => ${sqlString(`zorder(${(c['zorder-by'] ?? []).map(quoteIdentifier).join(', ')})`)}`);
+    const args = [sql`strategy => ${sql.value(c.strategy === 'binpack' ? 'binpack' : 'sort')}`];
+    if (c.strategy === 'sort') args.push(sql`sort_order => ${sql.quoted(sql.join((c['sort-by'] ?? []).map(sortTerm), sql`, `))}`);
+    if (c.strategy === 'zorder')
+      args.push(
+        sql`sort_order => ${sql.quoted(
+          sql`zorder(${sql.join(
+            (c['zorder-by'] ?? []).map((z) => sql.id(z)),
+            sql`, `,
+          )})`,
+        )}`,
+      );
     const options: [string, string][] = [];
     if (c['target-file-size-mb'] !== undefined) options.push(['target-file-size-bytes', String(c['target-file-size-mb'] * 1024 * 1024)]);
     if (c['min-input-files'] !== undefined) options.push(['min-input-files', String(c['min-input-files'])]);
     if (c['rewrite-all'] !== undefined) options.push(['rewrite-all', String(c['rewrite-all'])]);
-    if (options.length) args.push(`options => map(${options.flatMap(([k, v]) => [sqlString(k), sqlString(v)]).join(', ')})`);
+    if (options.length)
+      args.push(
+        sql`options => map(${sql.join(
+          options.flatMap(([k, v]) => [sql.value(k), sql.value(v)]),
+          sql`, `,
+        )})`,
+      );
     command('compact', `Compact ${name}'s data files (rewrite_data_files, ${c.strategy})`, procedure(t.table, 'rewrite_data_files', args));
   }
   if (s['rewrite-manifests']) command('rewrite-manifests', `Rewrite ${name}'s manifests`, procedure(t.table, 'rewrite_manifests', []));
@@ -434,69 +447,76 @@ function icebergActions(t: Target, now: number, dryRun: boolean): Step[] {
     command(
       'expire-snapshots',
       `Expire ${name}'s snapshots older than ${h} hours, keeping the newest ${expire['retain-last']}`,
-      procedure(t.table, 'expire_snapshots', [`older_than => ${timestampLiteral(cutoff(now, h))}`, `retain_last => ${expire['retain-last']}`]),
+      procedure(t.table, 'expire_snapshots', [
+        sql`older_than => ${sql.value({ timestamp: cutoff(now, h) })}`,
+        sql`retain_last => ${sql.value(expire['retain-last'])}`,
+      ]),
     );
   }
   const orphans = s['remove-orphan-files'];
   if (orphans) {
-    const olderThan = `older_than => ${timestampLiteral(cutoff(now, orphans['older-than-hours']))}`;
-    const find = `find-orphans-${t.id}`;
-    steps.push(
-      listingStep(
-        t,
-        find,
-        `List ${name}'s orphan files older than ${orphans['older-than-hours']} hours (a dry run)`,
-        procedure(t.table, 'remove_orphan_files', [olderThan, 'dry_run => true']),
-        'orphanFiles',
-      ),
+    const olderThan = sql`older_than => ${sql.value({ timestamp: cutoff(now, orphans['older-than-hours']) })}`;
+    const find = listingStep(
+      t,
+      `find-orphans-${t.id}`,
+      `List ${name}'s orphan files older than ${orphans['older-than-hours']} hours (a dry run)`,
+      procedure(t.table, 'remove_orphan_files', [olderThan, sql`dry_run => true`], 'reads'),
+      'orphanFiles',
     );
+    steps.push(find);
     command(
       'remove-orphans',
       `Remove ${name}'s orphan files older than ${orphans['older-than-hours']} hours`,
       procedure(t.table, 'remove_orphan_files', [olderThan]),
-      (f) => fact(f, find) > 0,
+      (f) => f.count(find.col('n')) > 0,
     );
   }
   return steps;
 }
 
-function sortTerm(f: { column: string; direction: 'asc' | 'desc'; nulls?: 'first' | 'last' | undefined }): string {
-  return `${quoteIdentifier(f.column)} ${f.direction.toUpperCase()}${f.nulls ? ` NULLS ${f.nulls.toUpperCase()}` : ''}`;
+function sortTerm(f: { column: string; direction: 'asc' | 'desc'; nulls?: 'first' | 'last' | undefined }): SqlText {
+  const direction = f.direction === 'desc' ? sql`DESC` : sql`ASC`;
+  const nulls = f.nulls === undefined ? sql`` : f.nulls === 'first' ? sql` NULLS FIRST` : sql` NULLS LAST`;
+  return sql`${sql.id(f.column)} ${direction}${nulls}`;
 }
 
 function deltaActions(t: Target, dryRun: boolean): Step[] {
   const s = t.spec;
   const name = displayTable(t.table);
-  const quoted = quoteName(tableParts(t.table));
+  const parts = tableParts(t.table);
   const steps: Step[] = [];
   if (s.compact && !dryRun) {
-    const zorder = s.compact.strategy === 'zorder' ? ` ZORDER BY (${(s.compact['zorder-by'] ?? []).map(quoteIdentifier).join(', ')})` : '';
+    const zorder =
+      s.compact.strategy === 'zorder'
+        ? sql` ZORDER BY (${sql.join(
+            (s.compact['zorder-by'] ?? []).map((z) => sql.id(z)),
+            sql`, `,
+          )})`
+        : undefined;
     steps.push({
       kind: 'command',
       id: `optimize-${t.id}`,
       title: `OPTIMIZE ${name}${zorder ? ` (zorder)` : ''}`,
-      command: sqlCommand(`OPTIMIZE ${quoted}${zorder}`),
+      command: sqlCommand(sql`OPTIMIZE ${sql.target(parts)}${zorder ?? sql``}`),
     });
   }
   if (s.vacuum) {
     const h = Math.trunc(s.vacuum['retain-hours']);
-    const find = `find-vacuum-${t.id}`;
-    steps.push(
-      listingStep(
-        t,
-        find,
-        `List the files VACUUM would delete from ${name} (retaining ${h} hours)`,
-        `VACUUM ${quoted} RETAIN ${h} HOURS DRY RUN`,
-        'vacuumFiles',
-      ),
+    const find = listingStep(
+      t,
+      `find-vacuum-${t.id}`,
+      `List the files VACUUM would delete from ${name} (retaining ${h} hours)`,
+      sql`VACUUM ${sql.table(parts)} RETAIN ${sql.value(h)} HOURS DRY RUN`,
+      'vacuumFiles',
     );
+    steps.push(find);
     if (!dryRun)
       steps.push({
         kind: 'command',
         id: `vacuum-${t.id}`,
         title: `VACUUM ${name}, retaining ${h} hours`,
-        when: (f) => fact(f, find) > 0,
-        command: sqlCommand(`VACUUM ${quoted} RETAIN ${h} HOURS`),
+        when: (f) => f.count(find.col('n')) > 0,
+        command: sqlCommand(sql`VACUUM ${sql.target(parts)} RETAIN ${sql.value(h)} HOURS`),
       });
   }
   return steps;

@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { DataError } from '../../core/errors.js';
-import { type TableName, displayTable, quoteIdentifier, quoteName, tableParts } from '../../core/naming.js';
+import { type TableName, displayTable, tableParts } from '../../core/naming.js';
 import { catalogName, columnName, columnTypeName, expression, isoDate, name, tableName } from '../../core/config/validate.js';
 import {
   type Expr,
@@ -27,7 +27,9 @@ import { configExpr } from '../../spark/plan/config-expression.js';
 import type { ConfigExpression } from '../../core/expression/index.js';
 import type { Cmd } from '../../spark/plan/commands.js';
 import { Query, sqlCommand } from '../../spark/plan/query.js';
-import type { ColumnSource, DatasetRef, Facts, JobContext, JobPlan, PlanLineage, SchemaDiff, Step } from '../template.js';
+import { sql } from '../../spark/plan/sql.js';
+import type { ColumnSource, DatasetRef, Facts, JobContext, JobPlan, PlanLineage, RowsStep, SchemaDiff, Step } from '../template.js';
+import { materializeStep, queryStep } from '../steps.js';
 import { createNamespaceStep, readCommitStep, tableProperties } from '../tables.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import {
@@ -40,8 +42,8 @@ import {
   checkBronzeCatalog,
   readBronze,
 } from '../layers/bronze.js';
-import { SILVER_FORMATS, type SilverFormat, silverCompanion, silverRef } from '../layers/silver.js';
-import { type WindowTable, baseCommitSteps, foreignCommits, windowCommitSteps } from '../commit-window.js';
+import { SILVER_FORMATS, type SilverFormat, type SilverRef, silverCompanion, silverRef } from '../layers/silver.js';
+import { type CommitWindow, commitWindow } from '../commit-window.js';
 import { LAKE_INTERNAL_PREFIX, checkSourceColumns, reservedIn } from '../source-columns.js';
 
 /**
@@ -342,15 +344,52 @@ function sequenceGreaterOf(a: Expr[], b: Expr[]): Expr {
   return xs.length === 0 ? head : or(head, and(eq(x, y), sequenceGreaterOf(xs, ys)));
 }
 
+/** The tables a merge touches: silver, its tombstones, bronze. */
+interface Tables {
+  readonly silver: SilverRef;
+  readonly tombstones: SilverRef;
+  readonly bronze: BronzeRef;
+}
+
+/**
+ * The plan, phase by phase as docs/templates/cdc-silver-merge.md tells it: resolve and check the
+ * batch (the one step with config logic), create what is missing, measure against silver and the
+ * tombstones, commit (tombstones first), take the second look where it can find something, forget
+ * expired tombstones, and read the commit the run left.
+ */
 function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   const silver = silverRef(ctx, spec.target);
-  const { catalog, table: target, location } = silver;
-  const tomb = silverCompanion(ctx, silver, TOMBSTONE_SUFFIX);
-  const tombstones = tomb.table;
-  const bronze = bronzeRef(ctx, spec.source, 'source');
+  const tables: Tables = { silver, tombstones: silverCompanion(ctx, silver, TOMBSTONE_SUFFIX), bronze: bronzeRef(ctx, spec.source, 'source') };
+  const batch = resolvePhase(tables, spec);
+  const measured = measurePhase(tables, spec);
+  const steps: Step[] = [
+    ...batch.steps,
+    ...createPhase(ctx, tables, spec),
+    ...measured.steps,
+    ...commitPhase(ctx, tables, spec, measured.measure),
+    ...secondLookPhase(ctx, tables, spec, measured),
+    ...expiryPhase(tables, spec),
+    readCommitStep(silver.table, silver.catalog.format),
+  ];
+  // Bronze columns that JDBC reported as varchar(n) (SQLite: varchar(0)) are text to silver: a
+  // Delta table created from them would enforce the length on every write.
+  const keyAndSeq = [...spec.keys, ...spec.sequence];
+  return { steps, sessionConf: BRONZE_SESSION_CONF, lineage: columnLineage(tables.bronze, silver.table, tables.tombstones.table, keyAndSeq, spec.types) };
+}
+
+/** The resolved batch's rows, kept by check-batch: the latest event per key and its delete flag. */
+const latest = (): Query => Query.materialized(BATCH).drop(...CHECK_COLUMNS);
+const silverColumns = (): Query => latest().drop(DELETE_FLAG);
+
+/**
+ * Read bronze once, resolve it to the latest event per key with its delete flag and the key's
+ * checks, and keep that on the server for the run (check-batch): every later step reads those rows.
+ * Only check-batch carries config logic (source.where, cdc.delete-when); the later steps add nothing
+ * from the config but names and types.
+ */
+function resolvePhase({ bronze }: Tables, spec: MergeSpec): { steps: Step[] } {
   const { keys, sequence } = spec;
   const keyAndSeq = [...keys, ...sequence];
-
   // Parquet bronze: exactly the selected partitions are listed and read; a bronze table: read
   // through its catalog, filtered by the literal dates. Without a selection, all of bronze.
   const read = readBronze(bronze, spec.snapshotDates);
@@ -367,79 +406,44 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   let events = read.rows;
   if (spec.where) events = events.filter(configExpr(spec.where));
   const payload = events.drop(...BRONZE_STAMPS);
-
-  // The latest event per key, with its delete flag and the key's checks, computed once (one scan of
-  // bronze, one sort) and kept on the server for the run; only silver columns (plus the flag) remain.
   let resolved = resolveBatch(payload, keys, sequence, spec.isDelete).drop(...spec.cdcOnly);
   if (spec.include) resolved = resolved.select(...[...new Set([...keyAndSeq, ...spec.include])], DELETE_FLAG, ...CHECK_COLUMNS);
   if (spec.exclude) resolved = resolved.drop(...spec.exclude);
   // Declared types: silver is created with them, and every later batch is cast to them.
   if (spec.types.length) resolved = resolved.withColumns(spec.types.map(([c, t]) => [c, cast(col(c), t)] as const));
-  const latest = Query.materialized(BATCH).drop(...CHECK_COLUMNS);
-  const silverColumns = latest.drop(DELETE_FLAG);
-
-  // Tombstones known before this run decide whether an upsert is newer than a delete.
-  const knownTombstones = Query.table(tableParts(tombstones))
-    .select(...keyAndSeq)
-    .as(TOMB);
-  const tombstoneMatch = and(...keys.map((k) => eqNullSafe(col(RESOLVED, k), col(TOMB, k))));
-  const withTombstones = latest.as(RESOLVED).join(knownTombstones, tombstoneMatch, 'left');
-  const afterTombstone = alias(or(isNull(col(TOMB, keys[0]!)), sequenceGreater(sequence, RESOLVED, TOMB)), AFTER_TOMBSTONE);
-  const source = withTombstones.select(star(RESOLVED), afterTombstone);
-  // measure also sees the known tombstone's sequence: it counts the rows the second look would find.
-  const measured = withTombstones.select(
-    star(RESOLVED),
-    afterTombstone,
-    alias(isNotNull(col(TOMB, keys[0]!)), HAS_TOMB),
-    ...sequence.map((s) => alias(col(TOMB, s), `${TOMB_SEQ}${s}`)),
-  );
-  // The second look is needed only if another writer committed to silver or the tombstones since
-  // this run's first read (base-commits), or if rows of the batch's keys were already older than
-  // their tombstone when measured (a run that died between its two merges): see find-resurrected.
-  const windowTables: WindowTable[] = [
-    { label: 'silver', table: target },
-    { label: 'tombstones', table: tombstones },
-  ];
-  const ownCommits = (facts: Facts) => ({
-    silver: fact(facts, 'measure', 'inserted') + fact(facts, 'measure', 'updated') + fact(facts, 'measure', 'deleted') > 0 ? 1 : 0,
-    tombstones: fact(facts, 'measure', 'tombstones') > 0 ? 1 : 0,
-  });
-  const needsSecondLook = (facts: Facts) =>
-    fact(facts, 'measure', 'stale') > 0 || foreignCommits(facts, catalog.format, windowTables, ctx.attempt, ownCommits(facts)).length > 0;
-
-  const newerThanRow = sequenceGreater(sequence, SOURCE, target.table);
-  // Only check-batch carries config logic (source.where, cdc.delete-when): every later step reads
-  // the rows it resolved, not bronze, and adds nothing from the config but names and types.
-  const untrusted = spec.untrusted.length ? { untrusted: spec.untrusted } : {};
-  const steps: Step[] = [
-    ...read.checks,
-    checkColumns,
-    {
-      kind: 'materialize',
-      id: 'check-batch',
-      ...untrusted,
-      title: `Resolve and check the CDC batch in ${bronze.name}: latest event per key, events, NULL keys or sequences, ambiguous ties`,
-      name: BATCH,
-      query: resolved,
-      check: batchChecks(Query.materialized(BATCH)),
-      interpret: (rows) => {
-        const r = rows[0] ?? {};
-        const events = Number(r.events ?? 0);
-        if (events === 0) return { skip: `no CDC events in ${bronze.name}${spec.where ? ' matching source.where' : ''}` };
-        if (Number(r.null_groups ?? 0) > 0)
-          return {
-            fail: new DataError(`CDC events have a NULL in cdc.primary-key or cdc.sequence-by, e.g. ${String(r.null_example)}`, { code: 'CDC_NULL_KEY' }),
-          };
-        if (Number(r.ties ?? 0) > 0)
-          return {
-            fail: new DataError(
-              `${Number(r.ties)} key(s) have different CDC events at the same sequence (which is latest cannot be told), e.g. ${String(r.tie_example)}`,
-              { code: 'CDC_AMBIGUOUS_SEQUENCE' },
-            ),
-          };
-        return { metrics: { rowsRead: events } };
-      },
+  const check = materializeStep({
+    id: 'check-batch',
+    ...(spec.untrusted.length ? { untrusted: spec.untrusted } : {}),
+    title: `Resolve and check the CDC batch in ${bronze.name}: latest event per key, events, NULL keys or sequences, ambiguous ties`,
+    name: BATCH,
+    query: resolved,
+    check: batchChecks(Query.materialized(BATCH)),
+    columns: ['events', 'null_groups', 'null_example', 'ties', 'tie_example'],
+    interpret: ([r]) => {
+      const events = Number(r?.events ?? 0);
+      if (events === 0) return { skip: `no CDC events in ${bronze.name}${spec.where ? ' matching source.where' : ''}` };
+      if (Number(r?.null_groups ?? 0) > 0)
+        return {
+          fail: new DataError(`CDC events have a NULL in cdc.primary-key or cdc.sequence-by, e.g. ${String(r?.null_example)}`, { code: 'CDC_NULL_KEY' }),
+        };
+      if (Number(r?.ties ?? 0) > 0)
+        return {
+          fail: new DataError(
+            `${Number(r?.ties)} key(s) have different CDC events at the same sequence (which is latest cannot be told), e.g. ${String(r?.tie_example)}`,
+            { code: 'CDC_AMBIGUOUS_SEQUENCE' },
+          ),
+        };
+      return { metrics: { rowsRead: events } };
     },
+  });
+  return { steps: [...read.checks, checkColumns, check] };
+}
+
+/** Namespace, silver and tombstone tables on first run, from the batch's columns; then silver's schema is fixed. */
+function createPhase(ctx: JobContext, { silver, tombstones }: Tables, spec: MergeSpec): Step[] {
+  const { catalog, table: target, location } = silver;
+  const keyAndSeq = [...spec.keys, ...spec.sequence];
+  return [
     createNamespaceStep(target),
     {
       kind: 'ensureTable',
@@ -448,53 +452,104 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       table: target,
       location,
       configPath: 'target.table',
-      create: silverColumns.limit(0).writeTo(tableParts(target), 'create', { provider: catalog.format, properties: tableProperties(catalog.format, location) }),
+      create: silverColumns()
+        .limit(0)
+        .writeTo(tableParts(target), 'create', { provider: catalog.format, properties: tableProperties(catalog.format, location) }),
     },
     {
       kind: 'ensureTable',
       id: 'create-tombstones',
-      title: `Create ${displayTable(tombstones)} if missing`,
-      table: tombstones,
-      location: tomb.location,
+      title: `Create ${displayTable(tombstones.table)} if missing`,
+      table: tombstones.table,
+      location: tombstones.location,
       configPath: 'target.table',
-      create: latest
+      create: latest()
         .select(...keyAndSeq, alias(fn('current_timestamp'), DELETED_AT), alias(lit(ctx.runId), RUN_ID))
         .limit(0)
-        .writeTo(tableParts(tombstones), 'create', { provider: catalog.format, properties: tableProperties(catalog.format, tomb.location) }),
+        .writeTo(tableParts(tombstones.table), 'create', { provider: catalog.format, properties: tableProperties(catalog.format, tombstones.location) }),
     },
     {
       kind: 'compareSchemas',
       id: 'check-schema',
       title: `Compare the batch's columns with ${displayTable(target)}`,
-      source: silverColumns,
+      source: silverColumns(),
       table: target,
       interpret: (diff) => schemaDecision(diff, displayTable(target), tableParts(target), spec.schemaEvolution),
     },
-    ...baseCommitSteps(catalog.format, windowTables),
-    {
-      kind: 'query',
-      id: 'measure',
-      title: 'Count the inserts, updates, deletes, tombstones and late events of this batch',
-      query: measure(measured, target, keys, sequence),
-      interpret: (rows) => {
-        const r = rows[0] ?? {};
-        const metrics = { inserted: Number(r.inserted ?? 0), updated: Number(r.updated ?? 0), deleted: Number(r.deleted ?? 0), late: Number(r.late ?? 0) };
-        const changes = metrics.inserted + metrics.updated + metrics.deleted;
-        return {
-          output: { table: displayTable(target), format: catalog.format, location, committed: changes + Number(r.tombstones ?? 0) > 0, metrics },
-          metrics: { rowsWritten: changes },
-        };
-      },
+  ];
+}
+
+const MEASURE_COLUMNS = ['inserted', 'updated', 'deleted', 'late', 'tombstones', 'stale'] as const;
+
+/** The batch joined to the tombstones known before this run: they decide whether an upsert is newer than a delete. */
+function withKnownTombstones({ tombstones }: Tables, spec: MergeSpec) {
+  const { keys, sequence } = spec;
+  const known = Query.table(tableParts(tombstones.table))
+    .select(...keys, ...sequence)
+    .as(TOMB);
+  const joined = latest()
+    .as(RESOLVED)
+    .join(known, and(...keys.map((k) => eqNullSafe(col(RESOLVED, k), col(TOMB, k)))), 'left');
+  const afterTombstone = alias(or(isNull(col(TOMB, keys[0]!)), sequenceGreater(sequence, RESOLVED, TOMB)), AFTER_TOMBSTONE);
+  return { joined, afterTombstone };
+}
+
+/**
+ * Record the tables' current commits (the base of the commit window), then count what the merge
+ * will insert, update and delete, the late events, the new tombstones and the stale rows.
+ */
+function measurePhase(tables: Tables, spec: MergeSpec) {
+  const { catalog, table: target, location } = tables.silver;
+  const window = commitWindow(catalog.format, [
+    { label: 'silver', table: target },
+    { label: 'tombstones', table: tables.tombstones.table },
+  ]);
+  const { joined, afterTombstone } = withKnownTombstones(tables, spec);
+  // measure also sees the known tombstone's sequence: it counts the rows the second look would find.
+  const measured = joined.select(
+    star(RESOLVED),
+    afterTombstone,
+    alias(isNotNull(col(TOMB, spec.keys[0]!)), HAS_TOMB),
+    ...spec.sequence.map((s) => alias(col(TOMB, s), `${TOMB_SEQ}${s}`)),
+  );
+  const measure = queryStep({
+    id: 'measure',
+    title: 'Count the inserts, updates, deletes, tombstones and late events of this batch',
+    query: measureQuery(measured, target, spec.keys, spec.sequence),
+    columns: MEASURE_COLUMNS,
+    interpret: ([r]) => {
+      const metrics = { inserted: Number(r?.inserted ?? 0), updated: Number(r?.updated ?? 0), deleted: Number(r?.deleted ?? 0), late: Number(r?.late ?? 0) };
+      const changes = metrics.inserted + metrics.updated + metrics.deleted;
+      return {
+        output: { table: displayTable(target), format: catalog.format, location, committed: changes + Number(r?.tombstones ?? 0) > 0, metrics },
+        metrics: { rowsWritten: changes },
+      };
     },
+  });
+  return { steps: [...window.base, measure], measure, window };
+}
+
+/** Rows measure found the merge changes in silver. */
+const silverChanges = (facts: Facts, m: RowsStep<(typeof MEASURE_COLUMNS)[number]>) =>
+  facts.count(m.col('inserted')) + facts.count(m.col('updated')) + facts.count(m.col('deleted'));
+
+/** Tombstones first: if the run dies between the two merges, a rerun still deletes the rows. Each MERGE only when it changes something. */
+function commitPhase(ctx: JobContext, tables: Tables, spec: MergeSpec, measure: RowsStep<(typeof MEASURE_COLUMNS)[number]>): Step[] {
+  const { keys, sequence } = spec;
+  const target = tables.silver.table;
+  const tombstones = tables.tombstones.table;
+  const { joined, afterTombstone } = withKnownTombstones(tables, spec);
+  const source = joined.select(star(RESOLVED), afterTombstone);
+  const newerThanRow = sequenceGreater(sequence, SOURCE, target.table);
+  return [
     {
-      // Tombstones first: if the run dies between the two merges, a rerun still deletes the rows.
       kind: 'command',
       id: 'record-tombstones',
       title: `Record the deleted keys in ${displayTable(tombstones)}`,
-      when: (facts) => fact(facts, 'measure', 'tombstones') > 0,
-      command: latest
+      when: (facts) => facts.count(measure.col('tombstones')) > 0,
+      command: latest()
         .filter(col(DELETE_FLAG))
-        .select(...keyAndSeq, alias(fn('current_timestamp'), DELETED_AT), alias(lit(ctx.runId), RUN_ID))
+        .select(...keys, ...sequence, alias(fn('current_timestamp'), DELETED_AT), alias(lit(ctx.runId), RUN_ID))
         .as(SOURCE)
         .mergeInto(tableParts(tombstones), and(...keys.map((k) => eqNullSafe(col(tombstones.table, k), col(SOURCE, k)))), {
           whenMatched: [{ action: 'updateAll', condition: sequenceGreater(sequence, SOURCE, tombstones.table) }],
@@ -506,7 +561,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       id: 'merge',
       title: `MERGE the latest event per key into ${displayTable(target)}`,
       // A rerun of an applied batch changes no row: no MERGE, so no new snapshot or version.
-      when: (facts) => fact(facts, 'measure', 'inserted') + fact(facts, 'measure', 'updated') + fact(facts, 'measure', 'deleted') > 0,
+      when: (facts) => silverChanges(facts, measure) > 0,
       command: source.as(SOURCE).mergeInto(tableParts(target), and(...keys.map((k) => eqNullSafe(col(target.table, k), col(SOURCE, k)))), {
         whenMatched: [
           { action: 'delete', condition: and(col(SOURCE, DELETE_FLAG), newerThanRow) },
@@ -515,60 +570,81 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
         whenNotMatched: [{ action: 'insertAll', condition: and(not(col(SOURCE, DELETE_FLAG)), col(SOURCE, AFTER_TOMBSTONE)) }],
       }),
     },
-    ...windowCommitSteps(catalog.format, windowTables),
-    {
-      // The merge decided on the tombstones as they were when it started. A run that recorded a
-      // newer tombstone for one of our keys and deleted the row just before our merge committed
-      // could not see our insert; we could not see its tombstone. Looking again now, after our
-      // commit, closes that window: its tombstone is visible to us, or its merge comes after ours
-      // and deletes the row itself. Also heals a run that died between its two merges. When no
-      // other writer committed in the window and measure found no such row, the look would find
-      // nothing (its tables are then exactly what measure read plus this run's commits): skipped.
-      kind: 'query',
-      id: 'find-resurrected',
-      when: needsSecondLook,
-      title: `Look for rows of this batch's keys that a newer tombstone deletes`,
-      query: resurrected(latest, target, tombstones, keys, sequence).aggregate([], [alias(fn('count', lit(1)), 'rows')]),
-      interpret: (rows) => {
-        const n = Number(rows[0]?.rows ?? 0);
-        return n > 0 ? { output: { table: displayTable(target), format: catalog.format, committed: true, metrics: { repaired: n } } } : {};
-      },
+  ];
+}
+
+/**
+ * The merge decided on the tombstones as they were when it started. A run that recorded a newer
+ * tombstone for one of our keys and deleted the row just before our merge committed could not see
+ * our insert; we could not see its tombstone. Looking again after our commit closes that window,
+ * and heals a run that died between its two merges. The look is skipped when no other writer
+ * committed in the window and measure found no stale row (docs/templates/cdc-silver-merge.md).
+ */
+function secondLookPhase(
+  ctx: JobContext,
+  tables: Tables,
+  spec: MergeSpec,
+  { measure, window }: { measure: RowsStep<(typeof MEASURE_COLUMNS)[number]>; window: CommitWindow },
+): Step[] {
+  const { catalog, table: target } = tables.silver;
+  const tombstones = tables.tombstones.table;
+  const { keys, sequence } = spec;
+  const ownCommits = (facts: Facts) => ({
+    silver: silverChanges(facts, measure) > 0 ? 1 : 0,
+    tombstones: facts.count(measure.col('tombstones')) > 0 ? 1 : 0,
+  });
+  const find = queryStep({
+    id: 'find-resurrected',
+    when: (facts) => facts.count(measure.col('stale')) > 0 || window.foreignCommits(facts, ctx.attempt, ownCommits(facts)).length > 0,
+    title: `Look for rows of this batch's keys that a newer tombstone deletes`,
+    query: resurrected(latest(), target, tombstones, keys, sequence).aggregate([], [alias(fn('count', lit(1)), 'rows')]),
+    columns: ['rows'],
+    interpret: ([r]) => {
+      const n = Number(r?.rows ?? 0);
+      return n > 0 ? { output: { table: displayTable(target), format: catalog.format, committed: true, metrics: { repaired: n } } } : {};
     },
+  });
+  return [
+    ...window.after,
+    find,
     {
       kind: 'command',
       id: 'delete-resurrected',
       title: `Delete the rows of ${displayTable(target)} that a newer tombstone deletes`,
-      when: (facts) => fact(facts, 'find-resurrected', 'rows') > 0,
-      command: resurrected(latest, target, tombstones, keys, sequence)
+      when: (facts) => facts.count(find.col('rows')) > 0,
+      command: resurrected(latest(), target, tombstones, keys, sequence)
         .as(SOURCE)
         .mergeInto(tableParts(target), and(...keys.map((k) => eqNullSafe(col(target.table, k), col(SOURCE, k)))), {
           whenMatched: [{ action: 'delete', condition: sequenceGreater(sequence, SOURCE, target.table) }],
         }),
     },
-    {
-      kind: 'query',
-      id: 'count-expired',
-      title: `Count tombstones older than ${spec.tombstoneRetentionDays} days`,
-      query: Query.table(tableParts(tombstones))
-        .filter(expired(spec.tombstoneRetentionDays))
-        .aggregate([], [alias(fn('count', lit(1)), 'rows')]),
-      interpret: () => ({}),
-    },
+  ];
+}
+
+/** Tombstones older than cdc.tombstone-retention-days are forgotten, when there are any. */
+function expiryPhase({ tombstones }: Tables, spec: MergeSpec): Step[] {
+  const days = spec.tombstoneRetentionDays;
+  const count = queryStep({
+    id: 'count-expired',
+    title: `Count tombstones older than ${days} days`,
+    query: Query.table(tableParts(tombstones.table))
+      .filter(expired(days))
+      .aggregate([], [alias(fn('count', lit(1)), 'rows')]),
+    columns: ['rows'],
+    interpret: () => ({}),
+  });
+  return [
+    count,
     {
       kind: 'command',
       id: 'expire-tombstones',
-      title: `Forget tombstones older than ${spec.tombstoneRetentionDays} days`,
-      when: (facts) => fact(facts, 'count-expired', 'rows') > 0,
-      // The number of days is a validated integer; no text from config enters this statement.
+      title: `Forget tombstones older than ${days} days`,
+      when: (facts) => facts.count(count.col('rows')) > 0,
       command: sqlCommand(
-        `DELETE FROM ${quoteName(tableParts(tombstones))} WHERE ${quoteIdentifier(DELETED_AT)} < current_timestamp() - make_dt_interval(${Math.trunc(spec.tombstoneRetentionDays)})`,
+        sql`DELETE FROM ${sql.target(tableParts(tombstones.table))} WHERE ${sql.id(DELETED_AT)} < current_timestamp() - make_dt_interval(${sql.value(Math.trunc(days))})`,
       ),
     },
-    readCommitStep(target, catalog.format),
   ];
-  // Bronze columns that JDBC reported as varchar(n) (SQLite: varchar(0)) are text to silver: a
-  // Delta table created from them would enforce the length on every write.
-  return { steps, sessionConf: BRONZE_SESSION_CONF, lineage: columnLineage(bronze, target, tombstones, keyAndSeq, spec.types) };
 }
 
 /**
@@ -612,13 +688,12 @@ export function schemaDecision(diff: SchemaDiff, table: string, parts: string[],
         { code: 'SCHEMA_CHANGED' },
       ),
     };
-  const columns = diff.added.map((f) => `${quoteIdentifier(f.name)} ${f.type}`).join(', ');
-  return { commands: [sqlCommand(`ALTER TABLE ${quoteName(parts)} ADD COLUMNS (${columns})`)] };
-}
-
-/** A number from the one row of an earlier query step (0 when absent). */
-function fact(facts: Facts, step: string, column: string): number {
-  return Number(facts[step]?.[0]?.[column] ?? 0);
+  // A type as Spark reported it for the batch's own column: Spark's type syntax, not config text.
+  const columns = sql.join(
+    diff.added.map((f) => sql`${sql.id(f.name)} ${sql.sparkType(f.type)}`),
+    sql`, `,
+  );
+  return { commands: [sqlCommand(sql`ALTER TABLE ${sql.target(parts)} ADD COLUMNS (${columns})`)] };
 }
 
 /** Tombstones past the retention period. */
@@ -717,7 +792,7 @@ function batchChecks(resolved: Query): Query {
  * ignores because silver or a tombstone already holds a newer or equal sequence for the key (late
  * or replayed events), and which rows are already older than their key's tombstone (stale).
  */
-function measure(source: Query, target: TableName, keys: string[], sequence: string[]): Query {
+function measureQuery(source: Query, target: TableName, keys: string[], sequence: string[]): Query {
   const present = '__lake_present';
   const existing = Query.table(tableParts(target))
     .select(...keys.map((k) => col(k)), ...sequence.map((s) => col(s)), alias(lit(true), present))

@@ -107,7 +107,7 @@ function plan(ctx: JobContext, spec: DvHubSpec): JobPlan {
     ghost: spec['ghost-record']
       ? [
           [hk, lit(zeroKey(algorithm))],
-          [LOAD_DATE, lit({ timestamp: new Date(GHOST_LOAD_DATE) })],
+          [LOAD_DATE, lit({ timestamp: GHOST_LOAD_DATE })],
           [RECORD_SOURCE, lit(GHOST_RECORD_SOURCE)],
         ]
       : undefined,

@@ -86,7 +86,7 @@ function plan(ctx: JobContext, spec: DvLinkSpec): JobPlan {
       ? [
           [lhk, zero],
           ...hubs.map((h) => [h['hash-key'], zero] as const),
-          [LOAD_DATE, lit({ timestamp: new Date(GHOST_LOAD_DATE) })],
+          [LOAD_DATE, lit({ timestamp: GHOST_LOAD_DATE })],
           [RECORD_SOURCE, lit(GHOST_RECORD_SOURCE)],
         ]
       : undefined,

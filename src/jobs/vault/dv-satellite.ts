@@ -5,6 +5,7 @@ import { columnName } from '../../core/config/validate.js';
 import { type Expr, type SortOrder, alias, col, desc, eq, fn, isNull, lit, not, or, over } from '../../spark/plan/expressions.js';
 import { Query } from '../../spark/plan/query.js';
 import type { JobContext, JobPlan, Step } from '../template.js';
+import { queryStep } from '../steps.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { silverRef } from '../layers/silver.js';
 import { RESERVED_COLUMNS, checkDistinctColumns, columnList } from './columns.js';
@@ -125,7 +126,7 @@ function plan(ctx: JobContext, spec: DvSatelliteSpec): JobPlan {
     ghost: spec['ghost-record']
       ? [
           [hk, zero],
-          [LOAD_DATE, lit({ timestamp: new Date(GHOST_LOAD_DATE) })],
+          [LOAD_DATE, lit({ timestamp: GHOST_LOAD_DATE })],
           [LOAD_SEQ, lit(1)],
           [HASHDIFF, zero],
           [RECORD_SOURCE, lit(GHOST_RECORD_SOURCE)],
@@ -148,8 +149,7 @@ function batchCheck(changes: Query, hk: string, ords: string[], untrusted: strin
     [alias(fn('count', lit(1)), '__n'), alias(fn('max', ords.length ? or(...ords.map((o) => isNull(col(o)))) : lit(false)), '__null')],
   );
   const example = (cond: Expr) => fn('max', fn('if', cond, col(hk), lit(null)));
-  return {
-    kind: 'query',
+  return queryStep({
     id: 'check-batch',
     ...(untrusted.length ? { untrusted } : {}),
     title: `Check the changes in ${from}: NULL order values, different payloads at one position of a key`,
@@ -162,8 +162,8 @@ function batchCheck(changes: Query, hk: string, ords: string[], untrusted: strin
         alias(example(fn('>', col('__n'), lit(1))), 'tie_example'),
       ],
     ),
-    interpret: (rows) => {
-      const r = rows[0] ?? {};
+    columns: ['nulls', 'null_example', 'ties', 'tie_example'],
+    interpret: ([r = {}]) => {
       if (Number(r.nulls ?? 0) > 0)
         return { fail: new DataError(`satellite.order-by is NULL in changes of the key with hash ${String(r.null_example)}`, { code: 'SAT_NULL_ORDER' }) };
       if (Number(r.ties ?? 0) > 0)
@@ -175,7 +175,7 @@ function batchCheck(changes: Query, hk: string, ords: string[], untrusted: strin
         };
       return {};
     },
-  };
+  });
 }
 
 export const dvSatellite = defineTemplate({

@@ -1,10 +1,12 @@
 import { z } from 'zod';
 import { catalogName, tableName } from '../../core/config/validate.js';
 import { DataError, UsageError } from '../../core/errors.js';
+import { type Instant, instant, parseInstant } from '../../core/instant.js';
 import { displayTable, tableParts } from '../../core/naming.js';
 import { type Expr, alias, col, fn, lit } from '../../spark/plan/expressions.js';
 import { Query } from '../../spark/plan/query.js';
-import type { Facts, JobContext, SchemaDiff, Step } from '../template.js';
+import type { JobContext, SchemaDiff, Step } from '../template.js';
+import { queryStep } from '../steps.js';
 import { createNamespaceStep, readCommitStep, tableProperties } from '../tables.js';
 import { SILVER_FORMATS, type SilverRef } from '../layers/silver.js';
 
@@ -22,7 +24,7 @@ export const LOAD_DATE = 'load_date';
 export const RECORD_SOURCE = 'record_source';
 
 /** The ghost record's load date and record source, as Data Vault 2.0 writes them. */
-export const GHOST_LOAD_DATE = '1900-01-01T00:00:00Z';
+export const GHOST_LOAD_DATE: Instant = parseInstant('1900-01-01T00:00:00Z')!;
 export const GHOST_RECORD_SOURCE = 'SYSTEM';
 
 const SOURCE = '__source';
@@ -41,20 +43,14 @@ export const vaultTarget = (kind: 'hub' | 'link' | 'satellite') =>
     .describe(`The ${kind} table the rows are inserted into (insert-only, by a MERGE on its key).`);
 
 /**
- * The load date of the run: `--logical-date` as a date (midnight UTC) or an ISO timestamp with an
- * offset (`{{ ts }}`). Without one, or with another form, the plan's first step stops the run (64):
- * a load date taken from the clock would make every rerun a new load.
+ * The load date of the run: `--logical-date` (a date is its midnight UTC, a timestamp itself; the
+ * loader refused any other form, 64). Without one, the plan's first step stops the run (64): a load
+ * date taken from the clock would make every rerun a new load.
  */
-export function loadDate(ctx: JobContext): { value: Date; check: Step[] } {
-  const given = ctx.logicalDate;
-  const parsed = given === undefined ? undefined : parseLogicalDate(given);
-  if (parsed) return { value: parsed, check: [] };
-  const message =
-    given === undefined
-      ? 'a raw vault load needs --logical-date (Airflow: {{ ds }}): it is the load_date of every row it inserts'
-      : `--logical-date ${JSON.stringify(given)} is neither a date (2026-07-05) nor an ISO timestamp with an offset (2026-07-05T00:00:00+00:00)`;
+export function loadDate(ctx: JobContext): { value: Instant; check: Step[] } {
+  if (ctx.logicalDate) return { value: ctx.logicalDate.instant, check: [] };
   return {
-    value: new Date(0),
+    value: instant(0n),
     check: [
       {
         // Fails before any other step; `plan` and `validate` still show the plan.
@@ -62,21 +58,12 @@ export function loadDate(ctx: JobContext): { value: Date; check: Step[] } {
         id: 'check-load-date',
         title: 'Check --logical-date, the load date',
         paths: [],
-        interpret: () => ({ fail: new UsageError(message) }),
+        interpret: () => ({
+          fail: new UsageError('a raw vault load needs --logical-date (Airflow: {{ ds }}): it is the load_date of every row it inserts'),
+        }),
       },
     ],
   };
-}
-
-export function parseLogicalDate(text: string): Date | undefined {
-  const date = /^(\d{4})-(\d{2})-(\d{2})$/.exec(text);
-  const stamp = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?(Z|[+-]\d{2}:\d{2})$/.test(text);
-  if (!date && !stamp) return undefined;
-  const d = new Date(date ? `${text}T00:00:00Z` : text);
-  if (Number.isNaN(d.getTime())) return undefined;
-  // Reject dates the calendar lacks (2026-02-30 would roll over to March).
-  if (date && !d.toISOString().startsWith(text)) return undefined;
-  return d;
 }
 
 export interface VaultTableLoad {
@@ -108,8 +95,23 @@ export function vaultLoadSteps(load: VaultTableLoad): Step[] {
   const format = target.catalog.format;
   const untrusted = load.untrusted.length ? { untrusted: [...load.untrusted] } : {};
   const onKey = (left: string, right: string) => key.map((k) => fn('<=>', col(left, k), col(right, k))).reduce((a, b) => fn('and', a, b));
+  const ids = load.batches.map((_, i) => (load.batches.length === 1 ? '' : `-${i}`));
+  // The config logic of each batch (its source's where) is judged before anything is created,
+  // unless one of the checks already carries it.
+  const judged: Step[] =
+    load.untrusted.length && !load.checks.some((c) => c.untrusted?.length)
+      ? load.batches.map((batch, i) => ({
+          kind: 'checkColumns',
+          id: `check-batch${ids[i]}`,
+          ...untrusted,
+          title: `Analyse the ${load.what}s${batch.from ? ` of ${batch.from}` : ''} (reads no row): the tenant read policy judges their config logic before anything is created`,
+          source: batch.rows,
+          interpret: () => ({}),
+        }))
+      : [];
   const steps: Step[] = [
     ...load.checks,
+    ...judged,
     createNamespaceStep(target.table),
     {
       kind: 'ensureTable',
@@ -131,46 +133,29 @@ export function vaultLoadSteps(load: VaultTableLoad): Step[] {
       interpret: (diff) => ({ ...(schemaProblem(diff, name) ? { fail: schemaProblem(diff, name)! } : {}) }),
     },
   ];
-  const ids = load.batches.map((_, i) => (load.batches.length === 1 ? '' : `-${i}`));
-  steps.push({
-    kind: 'query',
-    id: 'measure',
-    ...untrusted,
-    title: `Count the ${load.what}s of this batch that ${name} does not hold yet`,
-    query: measure(load.batches, parts, key),
-    interpret: (rows) => {
-      const r = rows[0] ?? {};
-      const candidates = load.batches.reduce((n, _, i) => n + Number(r[`candidates_${i}`] ?? 0), 0);
-      const inserted = load.batches.reduce((n, _, i) => n + Number(r[`inserted_${i}`] ?? 0), 0);
-      return {
-        output: { table: name, format, location: target.location, committed: inserted > 0, metrics: { candidates, inserted } },
-        metrics: { rowsRead: candidates, rowsWritten: inserted },
-      };
-    },
-  });
+  const counted = measureStep(load, name, parts, untrusted);
+  steps.push(counted);
   if (load.ghost) {
     const ghost = ghostRow(load.shape, load.ghost);
-    steps.push(
-      {
-        kind: 'query',
-        id: 'find-ghost',
-        ...untrusted,
-        title: `Look for the ghost record (the zero key) in ${name}`,
-        query: Query.table(parts)
-          .join(ghost.select(...key), key as string[], 'left_semi')
-          .aggregate([], [alias(fn('count', lit(1)), 'rows')]),
-        // Reported here, after the batch's count: the output says committed when either is written.
-        interpret: (rows) => (Number(rows[0]?.rows ?? 0) === 0 ? { output: { table: name, format, committed: true, metrics: { ghost: 1 } } } : {}),
-      },
-      {
-        kind: 'command',
-        id: 'insert-ghost',
-        ...untrusted,
-        title: `Insert the ghost record into ${name}`,
-        when: (facts) => fact(facts, 'find-ghost', 'rows') === 0,
-        command: ghost.as(SOURCE).mergeInto(parts, onKey(target.table.table, SOURCE), { whenNotMatched: [{ action: 'insertAll' }] }),
-      },
-    );
+    const found = queryStep({
+      id: 'find-ghost',
+      ...untrusted,
+      title: `Look for the ghost record (the zero key) in ${name}`,
+      query: Query.table(parts)
+        .join(ghost.select(...key), key as string[], 'left_semi')
+        .aggregate([], [alias(fn('count', lit(1)), 'rows')]),
+      columns: ['rows'],
+      // Reported here, after the batch's count: the output says committed when either is written.
+      interpret: ([r]) => (Number(r?.rows ?? 0) === 0 ? { output: { table: name, format, committed: true, metrics: { ghost: 1 } } } : {}),
+    });
+    steps.push(found, {
+      kind: 'command',
+      id: 'insert-ghost',
+      ...untrusted,
+      title: `Insert the ghost record into ${name}`,
+      when: (facts) => facts.count(found.col('rows')) === 0,
+      command: ghost.as(SOURCE).mergeInto(parts, onKey(target.table.table, SOURCE), { whenNotMatched: [{ action: 'insertAll' }] }),
+    });
   }
   load.batches.forEach((batch, i) =>
     steps.push({
@@ -179,7 +164,7 @@ export function vaultLoadSteps(load: VaultTableLoad): Step[] {
       ...untrusted,
       title: `MERGE the new ${load.what}s${batch.from ? ` of ${batch.from}` : ''} into ${name} (insert only, on ${key.join(', ')})`,
       // A rerun finds every row present: no MERGE, so no new snapshot or version.
-      when: (facts) => fact(facts, 'measure', `inserted_${i}`) > 0,
+      when: (facts) => facts.count(counted.col(`inserted_${i}`)) > 0,
       command: batch.rows.as(SOURCE).mergeInto(parts, onKey(target.table.table, SOURCE), {
         // Spark rewrites an Iceberg MERGE with only an insert clause into a plain append, which
         // Iceberg commits without checking what was added meanwhile: two concurrent loads would
@@ -192,6 +177,26 @@ export function vaultLoadSteps(load: VaultTableLoad): Step[] {
   );
   steps.push(readCommitStep(target.table, format));
   return steps;
+}
+
+/** Count what the inserts, run in order, will add: per batch `candidates_<i>` and `inserted_<i>`. */
+function measureStep(load: VaultTableLoad, name: string, parts: string[], untrusted: { untrusted?: string[] }) {
+  const { format } = load.target.catalog;
+  return queryStep({
+    id: 'measure',
+    ...untrusted,
+    title: `Count the ${load.what}s of this batch that ${name} does not hold yet`,
+    query: measure(load.batches, parts, load.key),
+    columns: load.batches.flatMap((_, i) => [`candidates_${i}`, `inserted_${i}`]),
+    interpret: ([r]) => {
+      const candidates = load.batches.reduce((n, _, i) => n + Number(r?.[`candidates_${i}`] ?? 0), 0);
+      const inserted = load.batches.reduce((n, _, i) => n + Number(r?.[`inserted_${i}`] ?? 0), 0);
+      return {
+        output: { table: name, format, location: load.target.location, committed: inserted > 0, metrics: { candidates, inserted } },
+        metrics: { rowsRead: candidates, rowsWritten: inserted },
+      };
+    },
+  });
 }
 
 /**
@@ -233,9 +238,4 @@ function schemaProblem(diff: SchemaDiff, table: string): DataError | undefined {
   return new DataError(`the batch's columns differ from ${table}: ${parts.join(', ')}; a vault table's columns are fixed (load into a new table)`, {
     code: 'SCHEMA_CHANGED',
   });
-}
-
-/** A number from the one row of an earlier query step (0 when absent). */
-export function fact(facts: Facts, step: string, column: string): number {
-  return Number(facts[step]?.[0]?.[column] ?? 0);
 }

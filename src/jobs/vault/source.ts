@@ -5,6 +5,7 @@ import type { ConfigExpression } from '../../core/expression/index.js';
 import { configExpr } from '../../spark/plan/config-expression.js';
 import { Query } from '../../spark/plan/query.js';
 import type { JobContext, Step } from '../template.js';
+import { withId } from '../steps.js';
 import { BRONZE_FORMATS, bronzeRef, readBronze } from '../layers/bronze.js';
 import { silverRef } from '../layers/silver.js';
 
@@ -90,7 +91,7 @@ export function readSource(ctx: JobContext, s: SourceSpec, path: string): VaultS
     rows = read.rows;
     label = ref.name;
     // Each source probes its own dates: ids must be unique within a plan.
-    checks = read.checks.map((c) => ({ ...c, id: `${c.id}-${stepSuffix(path)}` }));
+    checks = read.checks.map((c) => withId(c, `${c.id}-${stepSuffix(path)}`));
   }
   if (s.where) rows = rows.filter(configExpr(s.where));
   return { rows, checks, name: label, untrusted: s.where ? [`${path}.where`] : [] };

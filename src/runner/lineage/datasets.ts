@@ -1,16 +1,16 @@
 import type { TenantContext } from '../../core/tenant.js';
 import { LAYERS, type Layer } from '../../core/naming.js';
-import { type DatasetRef, type JobPlan, stepTouches } from '../../jobs/template.js';
+import type { DatasetRef, JobPlan } from '../../jobs/template.js';
+import { stepTouches } from '../steps/index.js';
 import type { OptionValue } from '../../spark/plan/relations.js';
-import type { Touch } from '../../spark/plan/touches.js';
+import { type Touch, baseTable } from '../../spark/plan/touches.js';
 import type { Field } from '../../spark/types.js';
 import { type DatasetId, jdbcDataset, kafkaDatasets, locationDataset } from './naming.js';
 
 /**
  * The datasets of a run, derived from its plan steps for every template alike: what each step's
  * relations read (catalog tables, files, JDBC tables, Kafka topics) and what its commands write.
- * Nothing here looks at a template's name; SQL text (a `sql` relation or command) is not analysed,
- * so it names no dataset.
+ * Nothing here looks at a template's name; SQL text names the tables its `sql` tag holds.
  */
 
 export interface PlanDataset {
@@ -48,7 +48,7 @@ export function planDatasets(plan: JobPlan, naming: NamingContext): PlanDatasets
     for (const t of touched.reads) reads.push(...touchDatasets(t, 'read', naming));
     for (const t of touched.writes) writes.push(...touchDatasets(t, 'write', naming));
   }
-  // What the template declares beyond its steps (SQL-text procedures, for one).
+  // What the template declares beyond its steps.
   const declared = plan.lineage?.datasets;
   const found = (ref: DatasetRef): Found => (ref.kind === 'table' ? tableDataset(ref.table.split('.'), naming) : pathDataset(ref.path));
   for (const ref of declared?.inputs ?? []) reads.push(found(ref));
@@ -133,7 +133,7 @@ function pathDataset(path: string, format?: string, fields?: readonly Field[]): 
  */
 function tableDataset(named: readonly string[], naming: NamingContext, location?: string, format?: string): Found {
   // An Iceberg metadata table (`<table>.snapshots`) is a read of its table's metadata, not a dataset.
-  const parts = named.length === 4 && ICEBERG_METADATA_TABLES.has(named[3]!.toLowerCase()) ? named.slice(0, 3) : named;
+  const parts = baseTable(named);
   const table = parts.join('.');
   const ref: DatasetRef = { kind: 'table', table };
   const [catalog, ...rest] = parts;
@@ -145,25 +145,6 @@ function tableDataset(named: readonly string[], naming: NamingContext, location?
     : { id: byName, ref, ...(format ? { format } : {}) };
   return { key: refKey(ref), dataset };
 }
-
-const ICEBERG_METADATA_TABLES = new Set([
-  'history',
-  'metadata_log_entries',
-  'snapshots',
-  'entries',
-  'files',
-  'data_files',
-  'delete_files',
-  'manifests',
-  'partitions',
-  'refs',
-  'position_deletes',
-  'all_data_files',
-  'all_delete_files',
-  'all_files',
-  'all_manifests',
-  'all_entries',
-]);
 
 /** `<storage-root>/<layer>/<table>` for the tenant's own `<catalog>.<tenant>_<layer>.<table>`. */
 function tenantLocation(parts: readonly string[], tenant: TenantContext): string | undefined {

@@ -3,7 +3,13 @@ import type { Extension, OptionValue, Rel } from './relations.js';
 
 /** Command nodes: statements that change something. */
 export type Cmd =
-  | { readonly kind: 'sqlCommand'; readonly query: string; readonly args: Readonly<Record<string, Expr>> }
+  /** A SQL statement, written with the `sql` tag (sql.ts), with the tables it names. */
+  | {
+      readonly kind: 'sqlCommand';
+      readonly query: string;
+      readonly reads: readonly (readonly string[])[];
+      readonly writes: readonly (readonly string[])[];
+    }
   | {
       /** DataFrameWriter (v1): files at a path, or a session-catalog table. */
       readonly kind: 'write';

@@ -94,7 +94,7 @@ export function relation(rel: Rel, opts: CompileOptions): Relation {
   const e = (x: Expr) => expression(x, opts);
   switch (rel.kind) {
     case 'sql':
-      return create(RelationSchema, { relType: { case: 'sql', value: { query: rel.query, namedArguments: mapValues(rel.args, e) } } });
+      return create(RelationSchema, { relType: { case: 'sql', value: { query: rel.query } } });
     case 'table':
       return create(RelationSchema, {
         relType: {
@@ -248,7 +248,7 @@ export function literal(v: LiteralValue, opts: CompileOptions): Expression_Liter
   if ('double' in v) return lt({ case: 'double', value: v.double });
   if ('decimal' in v) return lt({ case: 'decimal', value: { value: v.decimal, precision: v.precision, scale: v.scale } });
   if ('date' in v) return lt({ case: 'date', value: Math.round(Date.parse(`${v.date}T00:00:00Z`) / DAY_MS) });
-  if ('timestamp' in v) return lt({ case: 'timestamp', value: BigInt(v.timestamp.getTime()) * 1000n });
+  if ('timestamp' in v) return lt({ case: 'timestamp', value: v.timestamp.micros });
   return lt({ case: 'string', value: opts.reveal ? v.secret.reveal() : redacted });
 }
 
@@ -258,7 +258,7 @@ export function command(cmd: Cmd, opts: CompileOptions): Command {
   switch (cmd.kind) {
     case 'sqlCommand':
       return create(CommandSchema, {
-        commandType: { case: 'sqlCommand', value: { input: r({ kind: 'sql', query: cmd.query, args: cmd.args }) } },
+        commandType: { case: 'sqlCommand', value: { input: r({ kind: 'sql', query: cmd.query, reads: cmd.reads }) } },
       });
     case 'write':
       return create(CommandSchema, {

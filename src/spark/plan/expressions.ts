@@ -1,3 +1,4 @@
+import type { Instant } from '../../core/instant.js';
 import type { Secret } from '../../core/secrets.js';
 
 /**
@@ -18,7 +19,8 @@ export type LiteralValue =
   /** A DOUBLE even when the value is whole (a bare number that is whole becomes an INT or BIGINT). */
   | { readonly double: number }
   | { readonly date: string }
-  | { readonly timestamp: Date }
+  /** An instant at Spark's precision (microseconds). */
+  | { readonly timestamp: Instant }
   | { readonly secret: Secret };
 
 export type Expr =

@@ -1,3 +1,4 @@
+import { instantText } from '../../core/instant.js';
 import type { Cmd, MergeAction } from './commands.js';
 import type { Expr, LiteralValue, SortOrder } from './expressions.js';
 import type { Extension, OptionValue, Rel } from './relations.js';
@@ -45,7 +46,7 @@ function render(tree: Tree): string {
 function relTree(rel: Rel): Tree {
   switch (rel.kind) {
     case 'sql':
-      return { line: `Sql ${JSON.stringify(rel.query)}${args(rel.args)}` };
+      return { line: `Sql ${JSON.stringify(rel.query)}` };
     case 'table':
       return { line: `Table ${name(rel.parts)}${options(rel.options)}` };
     case 'source':
@@ -86,7 +87,7 @@ function relTree(rel: Rel): Tree {
 function cmdTree(cmd: Cmd): Tree {
   switch (cmd.kind) {
     case 'sqlCommand':
-      return { line: `SqlCommand ${JSON.stringify(cmd.query)}${args(cmd.args)}` };
+      return { line: `SqlCommand ${JSON.stringify(cmd.query)}` };
     case 'write': {
       const target = cmd.path !== undefined ? cmd.path : cmd.table ? name(cmd.table) : '?';
       const partitions = cmd.partitionBy.length ? ` partitionBy [${cmd.partitionBy.map(ident).join(', ')}]` : '';
@@ -205,7 +206,7 @@ function literal(v: LiteralValue): string {
   if (typeof v === 'bigint') return `${v}L`;
   if ('secret' in v) return REDACTED;
   if ('date' in v) return `DATE '${v.date}'`;
-  if ('timestamp' in v) return `TIMESTAMP '${v.timestamp.toISOString()}'`;
+  if ('timestamp' in v) return `TIMESTAMP '${instantText(v.timestamp)}'`;
   if ('double' in v) return `${v.double}D`;
   return `${v.decimal}BD`;
 }
@@ -236,9 +237,4 @@ function options(o: Readonly<Record<string, OptionValue>>): string {
 function properties(p: Readonly<Record<string, string>>): string {
   const entries = Object.entries(p);
   return entries.length ? ` properties {${entries.map(([k, v]) => `${k}=${v}`).join(', ')}}` : '';
-}
-
-function args(a: Readonly<Record<string, Expr>>): string {
-  const entries = Object.entries(a);
-  return entries.length ? ` args {${entries.map(([k, v]) => `${k}=${formatExpr(v)}`).join(', ')}}` : '';
 }

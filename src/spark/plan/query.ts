@@ -1,6 +1,7 @@
 import type { Cmd, MergeAction } from './commands.js';
 import { type Expr, type SortOrder, col } from './expressions.js';
 import type { Extension, JoinType, OptionValue, Rel } from './relations.js';
+import type { SqlText } from './sql.js';
 
 /**
  * An immutable query builder in the style of a DataFrame: every method returns a new `Query`
@@ -15,9 +16,9 @@ export class Query {
     return new Query(Object.freeze(rel));
   }
 
-  /** SQL with named parameters (`:name`), whose values are sent as literals, never spliced. */
-  static sql(query: string, args: Record<string, Expr> = {}): Query {
-    return Query.of({ kind: 'sql', query, args: Object.freeze({ ...args }) });
+  /** A query written with the `sql` tag (sql.ts). */
+  static sql(text: SqlText): Query {
+    return Query.of({ kind: 'sql', query: text.text, reads: text.reads });
   }
 
   static table(parts: readonly string[], options: Record<string, string> = {}): Query {
@@ -193,5 +194,5 @@ function freezeExtension(x: Extension): Extension {
 /** A command a plugin of the Spark Connect server runs (spark-plugins/). */
 export const extensionCommand = (x: Extension): Cmd => Object.freeze({ kind: 'extension', ...freezeExtension(x) });
 
-export const sqlCommand = (query: string, args: Record<string, Expr> = {}): Cmd =>
-  Object.freeze({ kind: 'sqlCommand', query, args: Object.freeze({ ...args }) });
+/** A statement written with the `sql` tag (sql.ts). */
+export const sqlCommand = (text: SqlText): Cmd => Object.freeze({ kind: 'sqlCommand', query: text.text, reads: text.reads, writes: text.writes });

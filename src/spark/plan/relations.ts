@@ -2,7 +2,8 @@ import type { Expr, SortOrder } from './expressions.js';
 
 /** Relation nodes: what a query reads and how it transforms it. Frozen, built by `query.ts`. */
 export type Rel =
-  | { readonly kind: 'sql'; readonly query: string; readonly args: Readonly<Record<string, Expr>> }
+  /** SQL text, written with the `sql` tag (sql.ts): the tables it names are what it reads. */
+  | { readonly kind: 'sql'; readonly query: string; readonly reads: readonly (readonly string[])[] }
   | { readonly kind: 'table'; readonly parts: readonly string[]; readonly options: Readonly<Record<string, string>> }
   | {
       readonly kind: 'source';

@@ -5,7 +5,7 @@ import type { OptionValue, Rel } from './relations.js';
  * What plan nodes read and write, found by one walk of the relation and command trees. `plan` and
  * `validate` list it for people (src/app/plan-view.ts) and lineage names it as OpenLineage datasets
  * (src/runner/lineage/datasets.ts): each maps a touch to its own shape, neither walks the trees.
- * SQL text (a `sql` relation or command) is not analysed, so it touches nothing here.
+ * SQL text (a `sql` relation or command) touches the tables its `sql` tag names (sql.ts).
  */
 export type Touch =
   /** A catalog table, with what the node says of its format and location. */
@@ -40,9 +40,10 @@ export function relTouches(rel: Rel): Touch[] {
       return [{ kind: 'source', format: rel.format, paths: rel.paths, options: rel.options, ...(rel.schema ? { schema: rel.schema } : {}) }];
     // Rows an earlier step materialised: that step's relation names what they were read from.
     case 'materialized':
-    case 'sql':
     case 'range':
       return [];
+    case 'sql':
+      return rel.reads.map((parts) => ({ kind: 'table', parts }));
     // A server plugin's relation names the tables it reads.
     case 'extension':
       return rel.reads.map((parts) => ({ kind: 'table', parts }));
@@ -57,7 +58,7 @@ export function relTouches(rel: Rel): Touch[] {
 export function cmdTouches(cmd: Cmd): Touches {
   switch (cmd.kind) {
     case 'sqlCommand':
-      return NO_TOUCHES;
+      return { reads: cmd.reads.map((parts) => ({ kind: 'table', parts })), writes: cmd.writes.map((parts) => ({ kind: 'table', parts })) };
     case 'write':
       return {
         reads: relTouches(cmd.input),
@@ -89,4 +90,29 @@ export function cmdTouches(cmd: Cmd): Touches {
     case 'extension':
       return { reads: cmd.reads.map((parts) => ({ kind: 'table', parts })), writes: cmd.writes.map((parts) => ({ kind: 'table', parts })) };
   }
+}
+
+/** The tables Iceberg derives from a table's metadata (`<table>.snapshots`): a read of that table. */
+const ICEBERG_METADATA_TABLES: ReadonlySet<string> = new Set([
+  'history',
+  'metadata_log_entries',
+  'snapshots',
+  'entries',
+  'files',
+  'data_files',
+  'delete_files',
+  'manifests',
+  'partitions',
+  'refs',
+  'position_deletes',
+  'all_data_files',
+  'all_delete_files',
+  'all_files',
+  'all_manifests',
+  'all_entries',
+]);
+
+/** The table a name refers to: an Iceberg metadata table's own table, else the name itself. */
+export function baseTable(parts: readonly string[]): readonly string[] {
+  return parts.length === 4 && ICEBERG_METADATA_TABLES.has(parts[3]!.toLowerCase()) ? parts.slice(0, 3) : parts;
 }

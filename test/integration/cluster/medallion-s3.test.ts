@@ -1,11 +1,11 @@
 import { execFileSync } from 'node:child_process';
+import { testCommand } from '../../support/sql.js';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { parseConnectionString } from '../../../src/spark/connection.js';
 import { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { sqlCommand } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
 import { QUICKSTART_ORDERS, writeOrderEvents } from '../../support/shop-source.js';
 import {
@@ -178,7 +178,7 @@ describe('the medallion chain on S3 through the standalone cluster', () => {
     const spec = parseConnectionString(remote);
     if (spec.kind !== 'remote') throw new Error(remote);
     const client = SparkConnectClient.connect(spec, { userAgent: 'lakehouse-jobs-tests' });
-    const sql = (q: string) => client.execute(compileCommandPlan(sqlCommand(q), { reveal: true }));
+    const sql = (q: string) => client.execute(compileCommandPlan(testCommand(q), { reveal: true }));
     try {
       await sql(`CREATE NAMESPACE IF NOT EXISTS lake.${ns('silver')}`);
       for (const t of ['orders_2025', 'orders_history'])

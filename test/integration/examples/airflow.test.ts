@@ -4,9 +4,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { sqlCommand } from '../../../src/spark/plan/query.js';
 import { type OrderEvent, QUICKSTART_ORDERS, writeOrderEvents } from '../../support/shop-source.js';
 import { connect, lakeHome, readIcebergWithPyIceberg, remote, repoRoot } from '../../support/stack.js';
+import { testCommand } from '../../support/sql.js';
 
 /**
  * The orchestrator examples against the real libraries, without a server or cluster: Airflow and
@@ -135,7 +135,7 @@ describe('the Airflow DAG runs for real: its three pods as Airflow renders them,
     const client = connect();
     try {
       for (const t of ['acme_silver.shop_orders', 'acme_silver.shop_orders__cdc_tombstones', 'acme_gold.shop_customer_orders_daily'])
-        await client.execute(compileCommandPlan(sqlCommand(`DROP TABLE IF EXISTS lake.${t} PURGE`), { reveal: true }));
+        await client.execute(compileCommandPlan(testCommand(`DROP TABLE IF EXISTS lake.${t} PURGE`), { reveal: true }));
     } finally {
       await client.releaseSession().catch(() => undefined);
       client.close();

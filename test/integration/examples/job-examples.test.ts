@@ -2,10 +2,10 @@ import { execFileSync, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
-import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import { createTopic, produce, recordKey } from '../../support/kafka.js';
 import { QUICKSTART_ORDERS, writeOrderEvents } from '../../support/shop-source.js';
 import { connect, lakeHome, readDeltaWithDeltaRs, readIcebergWithPyIceberg, repoRoot } from '../../support/stack.js';
+import { testQuery, testCommand } from '../../support/sql.js';
 
 /**
  * Every job example in configs/examples/ runs as its comment says: `scripts/lakehouse-jobs` with
@@ -181,7 +181,7 @@ describe('configs/examples, run as their comments say', () => {
 
   it('iceberg-zero-copy-append.v1.conf appends lake.acme_silver.orders_2025 to orders_history by reference; a rerun appends nothing', async () => {
     const client = connect();
-    const sql = (q: string) => client.execute(compileCommandPlan(sqlCommand(q), { reveal: true }));
+    const sql = (q: string) => client.execute(compileCommandPlan(testCommand(q), { reveal: true }));
     try {
       await sql('CREATE NAMESPACE IF NOT EXISTS lake.acme_silver');
       for (const t of ['orders_2025', 'orders_history'])
@@ -190,7 +190,7 @@ describe('configs/examples, run as their comments say', () => {
         );
       const [count] =
         (
-          await client.execute(compileRelationPlan(Query.sql('SELECT count(*) AS n FROM lake.acme_silver.orders_2025').rel, { reveal: true }))
+          await client.execute(compileRelationPlan(testQuery('SELECT count(*) AS n FROM lake.acme_silver.orders_2025').rel, { reveal: true }))
         ).table?.toArray() ?? [];
       if (Number(count?.n) === 0) await sql("INSERT INTO lake.acme_silver.orders_2025 VALUES (1, 'PAID'), (2, 'SHIPPED')");
     } finally {

@@ -3,9 +3,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, runCli } from '../../support/stack.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * The seed project's v1 configs, unchanged, on the embedded default (no --env): the platform
@@ -27,7 +27,7 @@ target { table = "orders", catalog = "hms" }
 beforeAll(async () => {
   dir = tempFiles({ 'seed-cdc.conf': SEED_CDC });
   client = connect();
-  const q = Query.sql(`SELECT *, 'x' AS _lake_tenant, 'seed' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'2026-07-05' AS _snapshot_date
+  const q = testQuery(`SELECT *, 'x' AS _lake_tenant, 'seed' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'2026-07-05' AS _snapshot_date
     FROM VALUES (1, 1, 'c', 'one'), (1, 2, 'u', 'one*'), (2, 1, 'c', 'two'), (3, 1, 'c', 'three'), (3, 2, 'd', 'three') AS t(id, ts, op, name)`);
   await client.execute(
     compileCommandPlan(q.writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }), { reveal: true }),

@@ -3,10 +3,10 @@ import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, readIcebergWithPyIceberg, remote, repoRoot } from '../../support/stack.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * The real container image, built with podman from a base made of Debian packages
@@ -111,11 +111,11 @@ beforeAll(async () => {
   for (const name of Object.keys(files)) chmodSync(join(dir, name), 0o644);
   client = connect();
   await client.execute(
-    compileCommandPlan(Query.sql(BRONZE).writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'overwrite', partitionBy: ['_snapshot_date'] }), {
+    compileCommandPlan(testQuery(BRONZE).writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'overwrite', partitionBy: ['_snapshot_date'] }), {
       reveal: true,
     }),
   );
-  const events = Query.sql(`SELECT id, TIMESTAMP'2026-07-05 00:00:00' AS ts, 'x' AS v FROM range(2000000)`).writeFiles(
+  const events = testQuery(`SELECT id, TIMESTAMP'2026-07-05 00:00:00' AS ts, 'x' AS v FROM range(2000000)`).writeFiles(
     `${tenant.root}/bronze/events`,
     'parquet',
     { mode: 'overwrite' },
@@ -238,7 +238,7 @@ describe('container image', () => {
     // The interrupted operation no longer holds the server.
     const q0 = Date.now();
     const { compileRelationPlan } = await import('../../../src/spark/plan/compile.js');
-    expect((await client.execute(compileRelationPlan(Query.sql('SELECT 1 AS one').rel, { reveal: true }))).rowCount).toBe(1);
+    expect((await client.execute(compileRelationPlan(testQuery('SELECT 1 AS one').rel, { reveal: true }))).rowCount).toBe(1);
     expect(Date.now() - q0).toBeLessThan(10_000);
   });
 

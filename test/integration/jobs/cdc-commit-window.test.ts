@@ -3,10 +3,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
 import { pausePoint, runInProcess } from '../../support/in-process.js';
+import { testQuery, testCommand } from '../../support/sql.js';
 
 /**
  * cdc-silver-merge looks a second time for resurrected rows (find-resurrected) only when it has to:
@@ -69,7 +69,7 @@ async function foreignTombstone(format: 'iceberg' | 'delta', table: string, id: 
     'spark.databricks.delta.commitInfo.userMetadata': JSON.stringify({ 'lakehouse-jobs': { runId } }),
   });
   const tombstones = `\`${catalogOf(format)}\`.\`${tenant.id}_silver\`.\`${table}__cdc_tombstones\``;
-  await client.execute(compileCommandPlan(sqlCommand(`INSERT INTO ${tombstones} VALUES (${id}, ${ts}, current_timestamp(), '${runId}')`), { reveal: true }));
+  await client.execute(compileCommandPlan(testCommand(`INSERT INTO ${tombstones} VALUES (${id}, ${ts}, current_timestamp(), '${runId}')`), { reveal: true }));
 }
 
 /** The table with DAY0 applied. */
@@ -87,7 +87,7 @@ beforeAll(async () => {
   client = connect();
   for (const [date, rows] of Object.entries(batches)) {
     const values = rows.map(([id, ts, op, v]) => `(${id}, ${ts}, '${op}', '${v}')`).join(', ');
-    const q = Query.sql(
+    const q = testQuery(
       `SELECT *, 'x' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'${date}' AS _snapshot_date FROM VALUES ${values} AS t(id, ts, op, v)`,
     );
     await client.execute(
@@ -167,7 +167,7 @@ describe('the status after a rollback (iceberg)', () => {
     expect((await run('iceberg', table, X, `it-window-${table}-x`)).code).toBe(0);
     expect(icebergSnapshotSummary(`${tenant.id}_silver`, table).snapshot_id).not.toBe(day0);
     // An operator rolls silver back to DAY0's snapshot; X's snapshot stays the latest committed.
-    await client.execute(compileCommandPlan(sqlCommand(`CALL lake.system.rollback_to_snapshot('${tenant.id}_silver.${table}', ${day0})`), { reveal: true }));
+    await client.execute(compileCommandPlan(testCommand(`CALL lake.system.rollback_to_snapshot('${tenant.id}_silver.${table}', ${day0})`), { reveal: true }));
     // DAY0 again changes nothing: no commit, and the status pins what silver is now.
     const again = await runJob(join(dir, `${table}.conf`), join(dir, 'platform.conf'), ['--set', `source.snapshot-date=${DAY0}`]);
     expect(again.code, again.stderr).toBe(0);

@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Step } from '../../../src/jobs/template.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg } from '../../support/stack.js';
 import { type Outcome, pausePoint, runInProcess } from '../../support/in-process.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * Two cdc-silver-merge runs on one target, interleaved step by step and deterministically: run X
@@ -128,7 +128,7 @@ beforeAll(async () => {
   });
   setupClient = connect();
   for (const [date, rows] of Object.entries(batches)) {
-    const q = Query.sql(
+    const q = testQuery(
       `SELECT *, 'x' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'${date}' AS _snapshot_date FROM VALUES ${rowsSql(rows)} AS t(id, ts, op, v)`,
     );
     await setupClient.execute(

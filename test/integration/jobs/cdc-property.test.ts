@@ -6,10 +6,10 @@ import { executePlan } from '../../../src/runner/executor.js';
 import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
 import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, useClient } from '../../support/stack.js';
 import { mulberry32, shuffledIndices } from '../../support/random.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * The merge's contract as a property: random CDC histories (inserts, updates, deletes, exact
@@ -102,7 +102,7 @@ async function mergeHistory(seed: number, format: 'iceberg' | 'delta') {
   const events = history(seed);
   const tenant = freshTenant();
   const values = events.map((e) => `(${e.id}, '${e.region}', ${e.s1}, ${e.s2}, '${e.op}', ${e.v}, '${e.note}', DATE'2026-01-0${e.batch + 1}')`).join(',\n');
-  const bronze = Query.sql(`SELECT *, 'x' AS _lake_tenant, 'prop' AS _lake_source, current_timestamp() AS _lake_ingested_at
+  const bronze = testQuery(`SELECT *, 'x' AS _lake_tenant, 'prop' AS _lake_source, current_timestamp() AS _lake_ingested_at
     FROM VALUES ${values} AS t(id, region, s1, s2, op, v, note, _snapshot_date)`);
   await client.execute(
     compileCommandPlan(bronze.writeFiles(`${tenant.root}/bronze/events`, 'parquet', { mode: 'overwrite', partitionBy: ['_snapshot_date'] }), { reveal: true }),

@@ -2,9 +2,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, deltaLastCommit, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * cdc-silver-merge v2 through the CLI: a two-column sequence, delete-when, excluded columns, schema
@@ -34,7 +34,7 @@ target { table = "accounts", format = ${format}, catalog = "${catalog}" }
 `;
 
   async function bronze(select: string, date: string) {
-    const q = Query.sql(
+    const q = testQuery(
       `SELECT *, 'x' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'${date}' AS _snapshot_date FROM (${select})`,
     );
     await client.execute(

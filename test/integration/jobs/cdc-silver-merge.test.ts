@@ -2,10 +2,10 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, icebergSnapshotSummary, readIcebergWithPyIceberg, remote, runCli } from '../../support/stack.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * The example job end to end through the real CLI on the real local Spark Connect server: bronze
@@ -74,7 +74,7 @@ async function run(day: string) {
 
 /** Append CDC rows `(id, name, amount, ts, op, snapshot_date)` to bronze. */
 async function appendBronze(values: string) {
-  const q = Query.sql(`SELECT id, name, CAST(amount AS DECIMAL(12,2)) AS amount, CAST(ts AS TIMESTAMP) AS ts, op,
+  const q = testQuery(`SELECT id, name, CAST(amount AS DECIMAL(12,2)) AS amount, CAST(ts AS TIMESTAMP) AS ts, op,
     'x' AS _lake_tenant, 'it.orders' AS _lake_source, current_timestamp() AS _lake_ingested_at, CAST(d AS DATE) AS _snapshot_date
     FROM VALUES ${values} AS t(id, name, amount, ts, op, d)`);
   await client.execute(
@@ -91,7 +91,7 @@ function silver() {
 beforeAll(async () => {
   dir = tempFiles({ 'job.conf': jobConfig(), 'platform.conf': platform() });
   client = connect();
-  const write = Query.sql(BRONZE).writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'overwrite', partitionBy: ['_snapshot_date'] });
+  const write = testQuery(BRONZE).writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'overwrite', partitionBy: ['_snapshot_date'] });
   await client.execute(compileCommandPlan(write, { reveal: true }));
 });
 
@@ -251,7 +251,7 @@ describe('cdc-silver-merge v1 on the real stack', () => {
   });
 
   it('rejects a batch with a NULL key (65), writing nothing', async () => {
-    const write = Query.sql(
+    const write = testQuery(
       `SELECT CAST(NULL AS INT) AS id, 'x' AS name, CAST(1 AS DECIMAL(12,2)) AS amount, TIMESTAMP'2026-07-08 00:00:00' AS ts, 'c' AS op, DATE'2026-07-08' AS _snapshot_date`,
     ).writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] });
     await client.execute(compileCommandPlan(write, { reveal: true }));

@@ -3,10 +3,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Step } from '../../../src/jobs/template.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg } from '../../support/stack.js';
 import { type Outcome, pausePoint, runInProcess } from '../../support/in-process.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * Two dv-hub loads of the same batch into one hub, interleaved deterministically with the
@@ -40,7 +40,7 @@ beforeAll(async () => {
     'platform.conf': `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }\ntenants { ${tenant.id} { storage-roots = ["${tenant.root}"] } }`,
   });
   setupClient = connect();
-  const q = Query.sql(
+  const q = testQuery(
     `SELECT *, 'x' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'${DAY}' AS _snapshot_date FROM VALUES ${KEYS.map((k) => `('${k}')`).join(', ')} AS t(customer)`,
   );
   await setupClient.execute(

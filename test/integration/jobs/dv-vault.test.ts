@@ -4,9 +4,9 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, repoRoot, runCli, runJob } from '../../support/stack.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * The raw vault templates through the CLI on Iceberg and on Delta, read back with PyIceberg and
@@ -32,7 +32,7 @@ let client: SparkConnectClient;
 const SLOW = 1_200_000;
 
 async function bronze(root: string, table: string, select: string, date: string) {
-  const q = Query.sql(
+  const q = testQuery(
     `SELECT *, 'x' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'${date}' AS _snapshot_date FROM (${select})`,
   );
   await client.execute(

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { pino } from 'pino';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
@@ -8,11 +9,11 @@ import { tenantContext } from '../../../src/core/tenant.js';
 import { emptyReport, executePlan } from '../../../src/runner/executor.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileRelationPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import type { JobPlan, Step } from '../../../src/jobs/template.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * gold-publish through the CLI on the real server: the tenant's SQL over its silver tables into
@@ -29,7 +30,7 @@ const victim = freshTenant();
 let client: SparkConnectClient;
 let dir: string;
 
-const sql = (text: string) => client.execute(compileRelationPlan(Query.sql(text).rel, { reveal: true }));
+const sql = (text: string) => client.execute(compileRelationPlan(testQuery(text).rel, { reveal: true }));
 
 const job = (name: string, body: string) => `
 job    { template = "gold-publish", schema-version = 1, name = "${name}" }
@@ -173,6 +174,18 @@ describe('gold-publish on Iceberg: replace-range, quarantine, warn, idempotent r
   });
 });
 
+/** The daily plan with its transform text replaced: what a hole in the screen would let through. */
+function withTransform(plan: JobPlan, text: string): JobPlan {
+  const swap = (node: unknown): unknown => {
+    if (Array.isArray(node)) return node.map(swap);
+    if (typeof node !== 'object' || node === null) return node;
+    const n = node as { kind?: string };
+    if (n.kind === 'sql' && 'reads' in n && !String((n as unknown as { query: string }).query).startsWith('DESCRIBE')) return { ...n, query: text };
+    return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, typeof v === 'function' ? v : swap(v)]));
+  };
+  return { ...plan, steps: plan.steps.map((s) => swap(s) as Step) };
+}
+
 describe('gold-publish: hostile transforms (78, the table unchanged)', () => {
   it('the screen refuses another tenant’s table with the config path, before Spark is asked', async () => {
     const r = await run('other-tenant.conf', '2026-07-05');
@@ -180,18 +193,6 @@ describe('gold-publish: hostile transforms (78, the table unchanged)', () => {
     expect(r.status.error.issues[0]).toMatchObject({ path: 'transform.sql', message: expect.stringContaining('three-part names are not allowed') });
     expect(r.stdout + r.stderr).not.toContain('secret');
   });
-
-  /** The daily plan with its transform text replaced: what a hole in the screen would let through. */
-  function withTransform(plan: JobPlan, text: string): JobPlan {
-    const swap = (node: unknown): unknown => {
-      if (Array.isArray(node)) return node.map(swap);
-      if (typeof node !== 'object' || node === null) return node;
-      const n = node as { kind?: string };
-      if (n.kind === 'sql' && 'args' in n && !String((n as unknown as { query: string }).query).startsWith('DESCRIBE')) return { ...n, query: text };
-      return Object.fromEntries(Object.entries(node).map(([k, v]) => [k, typeof v === 'function' ? v : swap(v)]));
-    };
-    return { ...plan, steps: plan.steps.map((s) => swap(s) as Step) };
-  }
 
   const hostile: [string, (v: string) => string, RegExp][] = [
     [
@@ -248,6 +249,46 @@ describe('gold-publish: hostile transforms (78, the table unchanged)', () => {
       expect(report.completedSteps).not.toContain('publish');
       expect(snapshotOf()).toEqual(before);
     });
+});
+
+describe('gold-publish: the tenant’s SQL is judged before anything is created', () => {
+  it('a transform the tenant read policy refuses leaves no gold namespace or table behind (78)', async () => {
+    const fresh = freshTenant();
+    const files = tempFiles({
+      'platform.conf': `catalogs { lake { format = iceberg, default = true } }\ntenants { ${fresh.id} { storage-roots = ["${fresh.root}"] } }`,
+      'job.conf': daily('[{ name = "positive", type = expression, expr = "revenue > 0", action = quarantine }]')
+        .replaceAll(tenant.root, fresh.root)
+        .replaceAll(tenant.id, fresh.id),
+    });
+    const loaded = await loadJob({
+      configFile: join(files, 'job.conf'),
+      envFile: join(files, 'platform.conf'),
+      overrides: [],
+      env: {},
+      runId: 'it-judge-first',
+      logicalDate: '2026-07-05',
+    });
+    const hostile = `SELECT DATE'2026-07-05' AS sale_date, reflect('java.lang.System', 'getProperty', 'user.home') AS customer, 1L AS orders, 1.0 AS revenue`;
+    const report = emptyReport();
+    const err = await executePlan(withTransform(loaded.plan, hostile), {
+      session: client,
+      logger: pino({ level: 'silent' }),
+      tags: ['it-gold-judge-first'],
+      signal: new AbortController().signal,
+      policy: tenantReadPolicy(loaded.platform, loaded.tenant),
+      catalogs: ['lake'],
+      report,
+    }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((err as ConfigError).exitCode).toBe(78);
+    expect(report.failedStep).toBe('check-source-columns');
+    expect(report.completedSteps).toEqual([]);
+    const namespaces = (await sql('SHOW NAMESPACES IN lake')).table!.toArray().map((r) => String((r as { namespace: unknown }).namespace));
+    expect(namespaces).not.toContain(`${fresh.id}_gold`);
+    expect(existsSync(`${fresh.root.replace(/^file:\/\//, '')}/gold`)).toBe(false);
+  });
 });
 
 describe('gold-publish on Delta: full-refresh with drop, then merge', () => {

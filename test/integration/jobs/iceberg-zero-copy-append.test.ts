@@ -3,7 +3,6 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
-import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { MARKER } from '../../../src/jobs/ops/iceberg-zero-copy-append.js';
 import { loadJob } from '../../../src/runner/load-job.js';
@@ -13,6 +12,7 @@ import { executePlan } from '../../../src/runner/executor.js';
 import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, lakeHome, readIcebergWithPyIceberg, repoRoot, runJob } from '../../support/stack.js';
+import { testQuery, testCommand } from '../../support/sql.js';
 
 /**
  * iceberg-zero-copy-append through the real CLI on the local stack (whose server runs the
@@ -33,7 +33,7 @@ tenants { ${tenant.id} { storage-roots = ["${tenant.root}"] } }
 `;
 
 async function sql(statement: string): Promise<void> {
-  await client.execute(compileCommandPlan(sqlCommand(statement), { reveal: true }));
+  await client.execute(compileCommandPlan(testCommand(statement), { reveal: true }));
 }
 
 /** An Iceberg v2 table of the tenant's silver layer at its layout location (or `location`). */
@@ -265,7 +265,7 @@ describe('iceberg-zero-copy-append on the real stack', { timeout: 900_000 }, () 
     // Partition pruning in the target sees the partition tuples the source recorded. This test's
     // session caches Iceberg tables (the runner's does not): it loaded psame_dst before the run.
     await sql(`REFRESH TABLE lake.${ns}.psame_dst`);
-    const only2 = await client.execute(compileRelationPlan(Query.sql(`SELECT count(*) AS n FROM lake.${ns}.psame_dst WHERE id = 2`).rel, { reveal: true }));
+    const only2 = await client.execute(compileRelationPlan(testQuery(`SELECT count(*) AS n FROM lake.${ns}.psame_dst WHERE id = 2`).rel, { reveal: true }));
     expect(Number(only2.table?.toArray()[0]?.n)).toBe(1);
   });
 
@@ -274,7 +274,7 @@ describe('iceberg-zero-copy-append on the real stack', { timeout: 900_000 }, () 
     // here by importing them (add_files); appending it would adopt those files into our table.
     await client.execute(
       compileCommandPlan(
-        sqlCommand(`INSERT OVERWRITE DIRECTORY '${other.root}/private/secrets' USING parquet SELECT CAST(7 AS BIGINT) AS id, 'secret' AS name`),
+        testCommand(`INSERT OVERWRITE DIRECTORY '${other.root}/private/secrets' USING parquet SELECT CAST(7 AS BIGINT) AS id, 'secret' AS name`),
         { reveal: true },
       ),
     );

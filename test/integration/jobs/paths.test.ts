@@ -6,10 +6,10 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { rows } from '../../../src/spark/arrow.js';
 import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
 import { type Storage, connect, freshTenant, remote, runCli, runJob } from '../../support/stack.js';
 import { filesUnder, makeFolder, writeFileAt } from '../../support/storage.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * Literal paths on the real server: bronze is read by the exact partitions selected, so a corrupt
@@ -24,12 +24,12 @@ let client: SparkConnectClient;
 let dir: string;
 
 const sql = async (text: string) => {
-  const r = await client.execute(compileRelationPlan(Query.sql(text).rel, { reveal: true }));
+  const r = await client.execute(compileRelationPlan(testQuery(text).rel, { reveal: true }));
   return r.table ? rows(r.table) : [];
 };
 
 async function bronze(root: string, date: string, select = `SELECT * FROM VALUES (1, 1, 'c', 'one'), (2, 1, 'c', 'two') AS t(id, ts, op, name)`) {
-  const q = Query.sql(
+  const q = testQuery(
     `SELECT *, 'it' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'${date}' AS _snapshot_date FROM (${select})`,
   );
   await client.execute(
@@ -75,7 +75,7 @@ describe('bronze partitions', () => {
     writeFileSync(join(partition('2026-09-01'), 'part-99999-corrupt.snappy.parquet'), 'this is not parquet');
     await client.execute(
       compileCommandPlan(
-        Query.sql(`SELECT 'x' AS id, 9 AS ts, 'c' AS op, 'bad' AS name`).writeFiles(`file://${join(dir, 'mistyped')}`, 'parquet', { mode: 'overwrite' }),
+        testQuery(`SELECT 'x' AS id, 9 AS ts, 'c' AS op, 'bad' AS name`).writeFiles(`file://${join(dir, 'mistyped')}`, 'parquet', { mode: 'overwrite' }),
         {
           reveal: true,
         },

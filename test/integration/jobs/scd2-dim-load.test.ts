@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { sqlCommand } from '../../../src/spark/plan/query.js';
 import { connect, freshTenant, useClient } from '../../support/stack.js';
 import { load, readDimension, silverTable } from './scd2-support.js';
+import { testCommand } from '../../support/sql.js';
 
 /**
  * scd2-dim-load on the real server: v1 on Iceberg (versions, an unchanged reload, a late
@@ -91,7 +91,7 @@ target    { table = "dim_customers" }`;
       // A dimension changed outside the template (a second current version) is refused before any write.
       await client.execute(
         compileCommandPlan(
-          sqlCommand(
+          testCommand(
             `INSERT INTO lake.${tenant.id}_gold.dim_customers SELECT id, tier, name, _dim_key + 1, _scd_effective_from + INTERVAL 1 HOUR, NULL, true, false FROM lake.${tenant.id}_gold.dim_customers WHERE id = 2`,
           ),
           { reveal: true },
@@ -105,6 +105,36 @@ target    { table = "dim_customers" }`;
         /already breaks the SCD2 invariants \(it was changed outside this template\); nothing was written: multiple current \(2\), overlaps \(1\), e\.g\. key \{"id":2\}/,
       );
       expect(readDimension(tenant, 'iceberg', 'dim_customers')).toEqual(corrupted);
+    },
+    LOADS_TIMEOUT,
+  );
+});
+
+describe('scd2-dim-load: instants keep their microseconds', () => {
+  const tenant = freshTenant();
+  const config = (at: string) => `
+job       { template = "scd2-dim-load", schema-version = 1 }
+tenant    { id = "${tenant.id}", storage-root = "${tenant.root}" }
+source    { table = "accounts" }
+dimension { natural-key = ["id"], effective-at = "${at}" }
+target    { table = "dim_accounts" }`;
+
+  it(
+    'a version opened at .100100 starts there, and a load 300 µs later is the next version (once a JavaScript Date made it .100000 and refused it, 65 SCD2_CONFLICT)',
+    async () => {
+      await silverTable(client, tenant, 'iceberg', 'accounts', `SELECT * FROM VALUES (1, 'open') AS t(id, state)`);
+      expect(await load(client, tenant, config('2026-07-05T06:00:00.100100Z'))).toMatchObject({ code: 0, outputs: [{ metrics: { inserted: 1 } }] });
+      await silverTable(client, tenant, 'iceberg', 'accounts', `SELECT * FROM VALUES (1, 'closed') AS t(id, state)`);
+      expect(await load(client, tenant, config('2026-07-05T06:00:00.100400Z'))).toMatchObject({
+        code: 0,
+        outputs: [{ committed: true, metrics: { inserted: 1, updated: 1 } }],
+      });
+      // Read back by PyIceberg, to the microsecond.
+      const rows = readDimension(tenant, 'iceberg', 'dim_accounts').map((r) => [r.state, String(r._scd_effective_from), String(r._scd_effective_to)]);
+      expect(rows).toEqual([
+        ['open', expect.stringMatching(/^2026-07-05[ T]06:00:00\.100100/), expect.stringMatching(/^2026-07-05[ T]06:00:00\.100400/)],
+        ['closed', expect.stringMatching(/^2026-07-05[ T]06:00:00\.100400/), 'null'],
+      ]);
     },
     LOADS_TIMEOUT,
   );

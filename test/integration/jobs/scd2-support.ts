@@ -6,10 +6,10 @@ import { executePlan } from '../../../src/runner/executor.js';
 import type { Step } from '../../../src/jobs/template.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import { tempFiles } from '../../support/files.js';
 import { readDeltaWithDeltaRs, readIcebergWithPyIceberg } from '../../support/stack.js';
+import { testQuery, testCommand } from '../../support/sql.js';
 
 /** Helpers of the scd2-dim-load integration tests: a tenant's silver source, loads run in process, read-back by a second engine. */
 
@@ -28,10 +28,10 @@ export async function silverTable(
   select: string,
 ): Promise<void> {
   const parts = [catalogOf(format), `${tenant.id}_silver`, name];
-  await client.execute(compileCommandPlan(sqlCommand(`CREATE NAMESPACE IF NOT EXISTS ${parts[0]}.${parts[1]}`), { reveal: true }));
+  await client.execute(compileCommandPlan(testCommand(`CREATE NAMESPACE IF NOT EXISTS ${parts[0]}.${parts[1]}`), { reveal: true }));
   const props: Record<string, string> =
     format === 'iceberg' ? { location: `${tenant.root}/silver/${name}`, 'format-version': '2' } : { location: `${tenant.root}/silver/${name}` };
-  await client.execute(compileCommandPlan(Query.sql(select).writeTo(parts, 'create_or_replace', { provider: format, properties: props }), { reveal: true }));
+  await client.execute(compileCommandPlan(testQuery(select).writeTo(parts, 'create_or_replace', { provider: format, properties: props }), { reveal: true }));
 }
 
 export interface LoadResult {

@@ -2,10 +2,10 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import { BRONZE_STAMPS } from '../../../src/jobs/layers/bronze.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, icebergSnapshotSummary, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * Silver's schema is fixed when it is created: a batch whose column changed type (bronze `amount`
@@ -34,7 +34,7 @@ async function bronze(select: string, date: string) {
     _lake_ingested_at: 'current_timestamp()',
     _snapshot_date: `DATE'${date}'`,
   };
-  const q = Query.sql(`SELECT *, ${BRONZE_STAMPS.map((c) => `${stamps[c]} AS ${c}`).join(', ')} FROM (${select})`);
+  const q = testQuery(`SELECT *, ${BRONZE_STAMPS.map((c) => `${stamps[c]} AS ${c}`).join(', ')} FROM (${select})`);
   await client.execute(
     compileCommandPlan(q.writeFiles(`${tenant.root}/bronze/payments_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }), { reveal: true }),
   );

@@ -3,9 +3,9 @@ import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import { freshTenant, readIcebergWithPyIceberg, useClient } from '../../support/stack.js';
 import { load, readDimension, silverTable } from './scd2-support.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * Source data whose column names are a template's own: the data is not trusted for shape, and a
@@ -68,7 +68,7 @@ cdc    { primary-key = ["id"], sequence-by = ["seq"], op-column = "op" }
 target { table = "orders" }`;
 
   async function bronze(tenant: { root: string }, select: string) {
-    const q = Query.sql(
+    const q = testQuery(
       `SELECT *, 'x' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'2026-08-01' AS _snapshot_date FROM (${select})`,
     );
     await client.execute(
@@ -167,7 +167,7 @@ target    { table = "sat_order", catalog = "lake", format = iceberg }`;
     '%s as satellite.payload is refused (78 at its path) before Spark is called',
     async (column) => {
       const tenant = freshTenant();
-      const q = Query.sql(
+      const q = testQuery(
         `SELECT *, 'x' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'2026-09-01' AS _snapshot_date FROM VALUES (1, 'new', 'p1'), (2, 'paid', 'p2') AS t(id, status, ${column})`,
       );
       await client.execute(

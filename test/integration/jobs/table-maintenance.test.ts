@@ -11,7 +11,6 @@ import { sessionSettings, tagFor } from '../../../src/runner/run.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
-import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import { tempFiles } from '../../support/files.js';
 import {
   type Storage,
@@ -25,6 +24,7 @@ import {
   runJob,
 } from '../../support/stack.js';
 import { fileExists, filesUnder, writeFileAt } from '../../support/storage.js';
+import { testQuery, testCommand } from '../../support/sql.js';
 
 /**
  * table-maintenance on the local stack: many small files compacted (Iceberg and Delta), snapshots
@@ -41,7 +41,7 @@ let dir: string;
 let client: SparkConnectClient;
 const logger = createLogger('silent');
 
-const sql = (text: string) => client.execute(compileCommandPlan(sqlCommand(text), { reveal: true }));
+const sql = (text: string) => client.execute(compileCommandPlan(testCommand(text), { reveal: true }));
 
 interface Stats {
   files: number;
@@ -487,7 +487,7 @@ describe.each(['iceberg', 'delta'] as const)('with cdc-silver-merge on %s', (for
     const rowsSql = (rows: [number, number, string, string][]) => rows.map(([id, ts, op, v]) => `(${id}, ${ts}, '${op}', '${v}')`).join(', ');
     if (format === 'iceberg')
       for (const [date, rows] of Object.entries(batches)) {
-        const q = Query.sql(
+        const q = testQuery(
           `SELECT *, 'x' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'${date}' AS _snapshot_date FROM VALUES ${rowsSql(rows)} AS t(id, ts, op, v)`,
         );
         await client.execute(

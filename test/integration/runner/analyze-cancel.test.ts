@@ -5,6 +5,7 @@ import { Query } from '../../../src/spark/plan/query.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { connect } from '../spark/support.js';
 import { freshTenant } from '../../support/stack.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * The run's signal ends an AnalyzePlan in progress on the real server at once (the run's SIGTERM
@@ -17,7 +18,7 @@ let writer: SparkConnectClient;
 
 beforeAll(async () => {
   writer = connect();
-  const rows = Query.sql(`SELECT id, sha2(CAST(id AS STRING), 256) AS v, named_struct('a', id, 'b', CAST(id AS STRING)) AS s FROM range(3000000)`);
+  const rows = testQuery(`SELECT id, sha2(CAST(id AS STRING), 256) AS v, named_struct('a', id, 'b', CAST(id AS STRING)) AS s FROM range(3000000)`);
   await writer.execute(compileCommandPlan(rows.writeFiles(json, 'json', { mode: 'overwrite' }), { reveal: true }));
 });
 

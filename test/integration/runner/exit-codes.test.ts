@@ -3,11 +3,12 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
-import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
+import { Query } from '../../../src/spark/plan/query.js';
 import { SparkError } from '../../../src/spark/errors.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, remote, repoRoot, runCli, runJob } from '../../support/stack.js';
+import { testQuery, testCommand } from '../../support/sql.js';
 
 /**
  * Failures from the real server get their documented exit codes: bad source files 65 (naming the
@@ -52,7 +53,7 @@ target { table = "events", catalog = "lake" }
 }
 
 async function writeBronze(path: string, select: string) {
-  await client.execute(compileCommandPlan(Query.sql(select).writeFiles(path, 'parquet', { mode: 'append' }), { reveal: true }));
+  await client.execute(compileCommandPlan(testQuery(select).writeFiles(path, 'parquet', { mode: 'append' }), { reveal: true }));
 }
 
 const EVENT = `SELECT 1L AS id, TIMESTAMP'2026-07-05 08:00:00' AS ts`;
@@ -158,7 +159,7 @@ describe('commit conflicts exit 75 (retryable)', () => {
       const merge = (c: SparkConnectClient, tag: string) =>
         c.execute(
           compileCommandPlan(
-            sqlCommand(
+            testCommand(
               `MERGE INTO ${table} t USING (SELECT id, '${tag}${round}' AS v FROM range(0, 200)) s ON t.id = s.id ` +
                 `WHEN MATCHED THEN UPDATE SET v = s.v WHEN NOT MATCHED THEN INSERT *`,
             ),
@@ -176,13 +177,13 @@ describe('commit conflicts exit 75 (retryable)', () => {
   it('Iceberg: "Found conflicting files" of the loser is COMMIT_CONFLICT', async () => {
     const ns = `it_conflict_${Date.now()}`;
     const table = `lake.${ns}.t`;
-    await client.execute(compileCommandPlan(sqlCommand(`CREATE NAMESPACE IF NOT EXISTS lake.${ns}`), { reveal: true }));
+    await client.execute(compileCommandPlan(testCommand(`CREATE NAMESPACE IF NOT EXISTS lake.${ns}`), { reveal: true }));
     await client.execute(
-      compileCommandPlan(sqlCommand(`CREATE TABLE ${table} (id BIGINT, v STRING) USING iceberg TBLPROPERTIES ('write.merge.mode' = 'copy-on-write')`), {
+      compileCommandPlan(testCommand(`CREATE TABLE ${table} (id BIGINT, v STRING) USING iceberg TBLPROPERTIES ('write.merge.mode' = 'copy-on-write')`), {
         reveal: true,
       }),
     );
-    await client.execute(compileCommandPlan(sqlCommand(`INSERT INTO ${table} SELECT id, 'x' FROM range(200)`), { reveal: true }));
+    await client.execute(compileCommandPlan(testCommand(`INSERT INTO ${table} SELECT id, 'x' FROM range(200)`), { reveal: true }));
     const e = await conflict(table);
     console.log('iceberg conflict:', e.classes[0], e.message.slice(0, 120));
     expect(e).toMatchObject({ exitCode: 75, code: 'COMMIT_CONFLICT', retryable: true, category: 'transient' });
@@ -191,8 +192,8 @@ describe('commit conflicts exit 75 (retryable)', () => {
   it('Delta: DELTA_CONCURRENT_* of the loser is COMMIT_CONFLICT', async () => {
     const t = freshTenant();
     const table = `delta.\`${t.root}/t\``;
-    await client.execute(compileCommandPlan(sqlCommand(`CREATE TABLE ${table} (id BIGINT, v STRING) USING delta`), { reveal: true }));
-    await client.execute(compileCommandPlan(sqlCommand(`INSERT INTO ${table} SELECT id, 'x' FROM range(200)`), { reveal: true }));
+    await client.execute(compileCommandPlan(testCommand(`CREATE TABLE ${table} (id BIGINT, v STRING) USING delta`), { reveal: true }));
+    await client.execute(compileCommandPlan(testCommand(`INSERT INTO ${table} SELECT id, 'x' FROM range(200)`), { reveal: true }));
     const e = await conflict(table);
     console.log('delta conflict:', e.errorClass, e.classes[0]);
     expect(e).toMatchObject({ exitCode: 75, code: 'COMMIT_CONFLICT', retryable: true, category: 'transient' });

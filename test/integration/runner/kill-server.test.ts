@@ -3,11 +3,11 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { connect } from '../spark/support.js';
 import { tempFiles } from '../../support/files.js';
 import { freshTenant, readIcebergWithPyIceberg, remote, repoRoot, spawnCli } from '../../support/stack.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * `kill -9` of the Spark Connect server in the middle of a cdc-silver-merge run, on a server of its
@@ -49,7 +49,7 @@ describe('kill -9 of the server mid-run', () => {
     // the tombstone step (which runs before the MERGE) commits something.
     await client.execute(
       compileCommandPlan(
-        Query.sql(
+        testQuery(
           `SELECT id, TIMESTAMP'2026-07-05 08:00:00' AS ts, sha2(CAST(id AS STRING), 256) AS v, IF(id % 1000 = 0, 'd', 'c') AS op FROM range(1500000)`,
         ).writeFiles(`${tenant.root}/bronze/events`, 'parquet', { mode: 'overwrite' }),
         { reveal: true },

@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, remote, runCli } from '../../support/stack.js';
+import { testQuery, testCommand } from '../../support/sql.js';
 
 /** Messages a person acts on, from the real server: the config path, not Spark's plan text. */
 let client: SparkConnectClient;
@@ -39,7 +39,7 @@ describe('messages from a real run', () => {
     const job = cdcJob("stauts = 'open'");
     const select = `SELECT 1L AS id, TIMESTAMP'2026-07-05 08:00:00' AS ts, 'open' AS status`;
     await client.execute(
-      compileCommandPlan(Query.sql(select).writeFiles(`${job.bronze}/_snapshot_date=2026-07-05`, 'parquet', { mode: 'append' }), { reveal: true }),
+      compileCommandPlan(testQuery(select).writeFiles(`${job.bronze}/_snapshot_date=2026-07-05`, 'parquet', { mode: 'append' }), { reveal: true }),
     );
     const statusFile = join(job.dir, 'status.json');
     const r = await runCli(['--config', job.job, '--env', job.platform, '--remote', remote(), '--status-file', statusFile]);
@@ -55,7 +55,7 @@ describe('messages from a real run', () => {
     const job = cdcJob("status = 'open'");
     const select = `SELECT 1L AS id, TIMESTAMP'2026-07-05 08:00:00' AS ts, 'open' AS status`;
     await client.execute(
-      compileCommandPlan(Query.sql(select).writeFiles(`${job.bronze}/_snapshot_date=2026-07-05`, 'parquet', { mode: 'append' }), { reveal: true }),
+      compileCommandPlan(testQuery(select).writeFiles(`${job.bronze}/_snapshot_date=2026-07-05`, 'parquet', { mode: 'append' }), { reveal: true }),
     );
     const r = await runCli(['plan', '--explain', '--config', job.job, '--env', job.platform, '--remote', remote()]);
     expect(r.code, r.stderr).toBe(0);
@@ -66,10 +66,10 @@ describe('messages from a real run', () => {
 
   it('plan --explain judges a step carrying tenant SQL by the tenant read policy first: refused (78), nothing explained', async () => {
     const tenant = freshTenant();
-    await client.execute(compileCommandPlan(sqlCommand(`CREATE NAMESPACE IF NOT EXISTS lake.${tenant.id}_silver`), { reveal: true }));
+    await client.execute(compileCommandPlan(testCommand(`CREATE NAMESPACE IF NOT EXISTS lake.${tenant.id}_silver`), { reveal: true }));
     await client.execute(
       compileCommandPlan(
-        Query.sql('SELECT 1L AS id').writeTo(['lake', `${tenant.id}_silver`, 'orders'], 'create', { properties: { location: `${tenant.root}/silver/orders` } }),
+        testQuery('SELECT 1L AS id').writeTo(['lake', `${tenant.id}_silver`, 'orders'], 'create', { properties: { location: `${tenant.root}/silver/orders` } }),
         { reveal: true },
       ),
     );

@@ -3,11 +3,11 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 import { templates } from '../../../src/jobs/registry.js';
 import { tempFiles } from '../../support/files.js';
 import { type RecordId, createTopic, kafkaBootstrap, produce, recordKey } from '../../support/kafka.js';
 import { connect, freshTenant, readDeltaWithDeltaRs, icebergRestUri, icebergSnapshotSummary, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
+import { testQuery, testCommand } from '../../support/sql.js';
 
 /**
  * Every template that writes or maintains Iceberg tables, run through the CLI against the stack's
@@ -31,12 +31,12 @@ let client: SparkConnectClient;
 let dir: string;
 
 async function sql(statement: string): Promise<void> {
-  await client.execute(compileCommandPlan(sqlCommand(statement), { reveal: true }));
+  await client.execute(compileCommandPlan(testCommand(statement), { reveal: true }));
 }
 
 /** A parquet bronze snapshot as jdbc-snapshot-ingest v1 writes it (the stamps and `_snapshot_date`). */
 async function bronze(table: string, select: string, date: string): Promise<void> {
-  const q = Query.sql(
+  const q = testQuery(
     `SELECT *, 'x' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'${date}' AS _snapshot_date FROM (${select})`,
   );
   await client.execute(

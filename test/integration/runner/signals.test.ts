@@ -2,10 +2,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, remote, spawnCli } from '../../support/stack.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * SIGTERM/SIGINT during a long Spark operation: the run interrupts its operations on the server (by
@@ -29,7 +29,7 @@ target { table = "events", catalog = "lake" }
 beforeAll(async () => {
   dir = tempFiles({ 'job.conf': slowJob });
   client = connect();
-  const write = Query.sql(`SELECT id, TIMESTAMP'2026-07-05 00:00:00' AS ts, 'x' AS v FROM range(2000000)`).writeFiles(
+  const write = testQuery(`SELECT id, TIMESTAMP'2026-07-05 00:00:00' AS ts, 'x' AS v FROM range(2000000)`).writeFiles(
     `${tenant.root}/bronze/events`,
     'parquet',
     { mode: 'overwrite' },
@@ -78,7 +78,7 @@ describe('signals', () => {
   it('the interrupted operation no longer holds the server: a new query answers at once', async () => {
     const started = Date.now();
     const r = await client.execute(
-      (await import('../../../src/spark/plan/compile.js')).compileRelationPlan(Query.sql('SELECT 1 AS one').rel, { reveal: true }),
+      (await import('../../../src/spark/plan/compile.js')).compileRelationPlan(testQuery('SELECT 1 AS one').rel, { reveal: true }),
     );
     expect(r.rowCount).toBe(1);
     expect(Date.now() - started).toBeLessThan(10_000);

@@ -1,9 +1,9 @@
 import { execFile } from 'node:child_process';
+import { testQuery } from '../../support/sql.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { tempFiles } from '../../support/files.js';
 import { freshTenant, remote, repoRoot, runCli, useClient } from '../../support/stack.js';
@@ -52,7 +52,7 @@ target { table = "events", catalog = "lake" }
       'platform.conf': `catalogs { lake { format = iceberg, default = true } }`,
     });
     const select = `SELECT id, TIMESTAMP'2026-07-05 08:00:00' + make_interval(0, 0, 0, 0, 0, 0, id) AS ts, 'c' AS op FROM range(3)`;
-    await client.execute(compileCommandPlan(Query.sql(select).writeFiles(`${tenant.root}/bronze/events`, 'parquet', { mode: 'append' }), { reveal: true }));
+    await client.execute(compileCommandPlan(testQuery(select).writeFiles(`${tenant.root}/bronze/events`, 'parquet', { mode: 'append' }), { reveal: true }));
     const statusFile = join(dir, 'status.json');
     const job = ['--config', join(dir, 'job.conf'), '--env', join(dir, 'platform.conf'), '--remote', remote()];
 

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { queryStep } from '../../../src/jobs/steps.js';
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
@@ -18,6 +19,7 @@ import type { Rel } from '../../../src/spark/plan/relations.js';
 import { type TenantReadPolicy, checkStepPolicy, tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, remote, runCli } from '../../support/stack.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * The second wall on the real server: a tenant's plans that read another tenant's Iceberg, Delta or
@@ -38,7 +40,7 @@ const durations: Record<string, number> = {};
 let client: SparkConnectClient;
 let dir: string;
 
-const sql = (text: string) => client.execute(compileRelationPlan(Query.sql(text).rel, { reveal: true }));
+const sql = (text: string) => client.execute(compileRelationPlan(testQuery(text).rel, { reveal: true }));
 const bronzePath = `${acme.root}/bronze/orders_cdc`;
 const bronze = () => Query.read('parquet', { paths: [bronzePath] });
 const V = { iceberg: `lake.${victim.id}_silver.t`, delta: `spark_catalog.${victim.id}_silver.d`, files: `${victim.root}/bronze/p` };
@@ -53,11 +55,11 @@ beforeAll(async () => {
   await sql(`CREATE TABLE ${V.delta} (id INT, name STRING) USING delta LOCATION '${victim.root}/silver/d'`);
   await sql(`INSERT INTO ${V.delta} VALUES (1, '${CANARY}')`);
   await client.execute(
-    compileCommandPlan(Query.sql(`SELECT 1 AS id, '${CANARY}' AS name`).writeFiles(V.files, 'parquet', { mode: 'overwrite' }), { reveal: true }),
+    compileCommandPlan(testQuery(`SELECT 1 AS id, '${CANARY}' AS name`).writeFiles(V.files, 'parquet', { mode: 'overwrite' }), { reveal: true }),
   );
   await client.execute(compileCommandPlan(Query.table(V.iceberg.split('.')).createView('victim_view'), { reveal: true }));
   // The attacker: its own bronze CDC events and an Iceberg table.
-  const events = Query.sql(
+  const events = testQuery(
     `SELECT id, name, CAST(ts AS TIMESTAMP) AS ts, op, '${acme.id}' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'2026-07-05' AS _snapshot_date
      FROM VALUES (1, 'one', '2026-07-05 08:00:00', 'c'), (2, 'two', '2026-07-05 09:00:00', 'd') AS t(id, name, ts, op)`,
   );
@@ -98,24 +100,24 @@ async function refused(name: string, rel: Rel, p: TenantReadPolicy = policy): Pr
  * SQL over the tenant's own table: hostile text that the expression grammar would refuse at
  * validate, sent anyway, to prove the second wall holds on its own.
  */
-const ownSql = (select: string, where?: string) => Query.sql(`SELECT ${select} FROM lake.${acme.id}_silver.o${where ? ` WHERE ${where}` : ''}`);
+const ownSql = (select: string, where?: string) => testQuery(`SELECT ${select} FROM lake.${acme.id}_silver.o${where ? ` WHERE ${where}` : ''}`);
 
 describe('plans reading another tenant’s data are refused, without the canary', () => {
   const outside = (t: string) => `table ${t} is outside the tenant's namespaces`;
 
   it.each([
-    ['EXISTS (TABLE …)', () => Query.sql(`SELECT * FROM lake.${acme.id}_silver.o WHERE EXISTS (TABLE ${V.iceberg})`), outside(V.iceberg)],
+    ['EXISTS (TABLE …)', () => testQuery(`SELECT * FROM lake.${acme.id}_silver.o WHERE EXISTS (TABLE ${V.iceberg})`), outside(V.iceberg)],
     ['IN (TABLE …)', () => ownSql('*', `(id, name) IN (TABLE ${V.iceberg})`), outside(V.iceberg)],
     ['a scalar subquery', () => ownSql('*', `name = (SELECT max(name) FROM ${V.iceberg})`), outside(V.iceberg)],
-    ['pipe syntax', () => Query.sql(`FROM ${V.iceberg} |> WHERE id = 1 |> SELECT name`), outside(V.iceberg)],
+    ['pipe syntax', () => testQuery(`FROM ${V.iceberg} |> WHERE id = 1 |> SELECT name`), outside(V.iceberg)],
     [
       'LATERAL',
-      () => Query.sql(`SELECT * FROM lake.${acme.id}_silver.o, LATERAL (SELECT name AS n FROM ${V.iceberg} v WHERE v.id = o.id)`),
+      () => testQuery(`SELECT * FROM lake.${acme.id}_silver.o, LATERAL (SELECT name AS n FROM ${V.iceberg} v WHERE v.id = o.id)`),
       outside(V.iceberg),
     ],
-    ['a CTE', () => Query.sql(`WITH x AS (SELECT * FROM ${V.iceberg}) SELECT * FROM x`), outside(V.iceberg)],
-    ['IDENTIFIER(…)', () => Query.sql(`SELECT * FROM IDENTIFIER('${V.iceberg}')`), outside(V.iceberg)],
-    ['a view over the other tenant’s table', () => Query.sql('SELECT * FROM victim_view'), outside(V.iceberg)],
+    ['a CTE', () => testQuery(`WITH x AS (SELECT * FROM ${V.iceberg}) SELECT * FROM x`), outside(V.iceberg)],
+    ['IDENTIFIER(…)', () => testQuery(`SELECT * FROM IDENTIFIER('${V.iceberg}')`), outside(V.iceberg)],
+    ['a view over the other tenant’s table', () => testQuery('SELECT * FROM victim_view'), outside(V.iceberg)],
     ['the other tenant’s Delta table', () => Query.table(V.delta.split('.')), outside(V.delta)],
     ['reflect', () => ownSql('*', `reflect('java.lang.System', 'getenv', 'HOME') IS NOT NULL`), 'function reflect is not allowed'],
     ['java_method', () => ownSql(`java_method('java.lang.System', 'getProperty', 'user.home') AS h`), 'function java_method is not allowed'],
@@ -138,12 +140,12 @@ describe('plans reading another tenant’s data are refused, without the canary'
     ['a source path of the other tenant', () => Query.read('parquet', { paths: [V.files] }), `path ${V.files} is outside the tenant's storage roots`],
     ['a source path climbing out', () => Query.read('parquet', { paths: [`${acme.root}/../${basename(victim.root)}/bronze/p`] }), 'is outside the tenant'],
     ['a source path with glob characters', () => Query.read('parquet', { paths: [`${acme.root}/../*/bronze/p`] }), 'contains glob characters'],
-    ['parquet.`path` in SQL', () => Query.sql(`SELECT * FROM parquet.\`${V.files}\``), "file(s) outside the tenant's storage roots"],
-    ['a glob in SQL', () => Query.sql(`SELECT * FROM parquet.\`${victim.root}/bronze/*\``), "file(s) outside the tenant's storage roots"],
-    ['delta.`path`', () => Query.sql(`SELECT * FROM delta.\`${victim.root}/silver/d\``), "file(s) outside the tenant's storage roots"],
+    ['parquet.`path` in SQL', () => testQuery(`SELECT * FROM parquet.\`${V.files}\``), "file(s) outside the tenant's storage roots"],
+    ['a glob in SQL', () => testQuery(`SELECT * FROM parquet.\`${victim.root}/bronze/*\``), "file(s) outside the tenant's storage roots"],
+    ['delta.`path`', () => testQuery(`SELECT * FROM delta.\`${victim.root}/silver/d\``), "file(s) outside the tenant's storage roots"],
     [
       'read_files(…)',
-      () => Query.sql(`SELECT * FROM read_files('${V.files}', format => 'parquet')`),
+      () => testQuery(`SELECT * FROM read_files('${V.files}', format => 'parquet')`),
       'the plan does not analyse (UNRESOLVABLE_TABLE_VALUED_FUNCTION)',
     ],
     ['a column list mismatch quoting the other table', () => ownSql('*', `id IN (TABLE ${V.iceberg})`), 'the plan does not analyse (DATATYPE_MISMATCH'],
@@ -158,7 +160,7 @@ describe('plans reading another tenant’s data are refused, without the canary'
       tenants: { [acme.id]: { 'storage-roots': [acme.root], 'read-namespaces': [`lake.${victim.id}_silver`, `spark_catalog.${victim.id}_silver`] } },
     });
     const granted = tenantReadPolicy(granting, tenantContext(acme.id, acme.root));
-    const rel = Query.sql(`SELECT * FROM lake.${acme.id}_silver.o WHERE EXISTS (TABLE ${V.iceberg})`).rel;
+    const rel = testQuery(`SELECT * FROM lake.${acme.id}_silver.o WHERE EXISTS (TABLE ${V.iceberg})`).rel;
     await checkStepPolicy(client, [rel], granted, subject);
     // A grant names a namespace, not files: a Delta table there also needs its root in read-roots.
     const e = await refused('a granted Delta namespace without its root', Query.table(V.delta.split('.')).rel, granted);
@@ -171,8 +173,8 @@ describe('plans reading another tenant’s data are refused, without the canary'
   });
 
   it('nothing runs while the plan is checked: EXECUTE IMMEDIATE and SQL scripts are refused before they are sent', async () => {
-    await refused('EXECUTE IMMEDIATE', Query.sql(`EXECUTE IMMEDIATE 'DROP TABLE ${V.iceberg}'`).rel);
-    await refused('a SQL script', Query.sql(`BEGIN SELECT * FROM ${V.iceberg}; END`).rel);
+    await refused('EXECUTE IMMEDIATE', testQuery(`EXECUTE IMMEDIATE 'DROP TABLE ${V.iceberg}'`).rel);
+    await refused('a SQL script', testQuery(`BEGIN SELECT * FROM ${V.iceberg}; END`).rel);
     const rows = await client.execute(compileRelationPlan(Query.table(V.iceberg.split('.')).rel, { reveal: true }));
     expect(rows.table?.numRows).toBe(1);
     // And the session the step then runs in has scripting off.
@@ -184,7 +186,14 @@ describe('plans reading another tenant’s data are refused, without the canary'
     const e = await executePlan(
       {
         steps: [
-          { kind: 'query', id: 'probe', title: 'probe', query: Query.sql(`SELECT name FROM ${V.iceberg}`), interpret: () => ({}), untrusted: ['source.where'] },
+          queryStep({
+            id: 'probe',
+            title: 'probe',
+            query: testQuery(`SELECT name FROM ${V.iceberg}`),
+            columns: ['name'],
+            interpret: () => ({}),
+            untrusted: ['source.where'],
+          }),
         ],
       },
       { session: client, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal, policy },

@@ -10,6 +10,7 @@ import { Query } from '../../../src/spark/plan/query.js';
 import { readLikePattern } from '../../../src/core/expression/like.js';
 import { mulberry32 } from '../../support/random.js';
 import { connect } from './support.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * Config expressions, validated and compiled by us, evaluated by the real server on one in-plan
@@ -227,8 +228,8 @@ describe('config expressions on the real server', () => {
   });
 
   it('evaluates each expression as expected and as Spark SQL reads the same text', async () => {
-    const ours = await collect(Query.sql(ROW).select(...CASES.map(([text], i) => alias(configExpr(parse(text)), `c${i}`))));
-    const sparkSql = await collect(Query.sql(`SELECT ${CASES.map(([text], i) => `${text} AS c${i}`).join(', ')} FROM (${ROW})`));
+    const ours = await collect(testQuery(ROW).select(...CASES.map(([text], i) => alias(configExpr(parse(text)), `c${i}`))));
+    const sparkSql = await collect(testQuery(`SELECT ${CASES.map(([text], i) => `${text} AS c${i}`).join(', ')} FROM (${ROW})`));
     const got = CASES.map(([text], i) => [text, ours[`c${i}`]]);
     expect(got).toEqual(CASES.map(([text, expected]) => [text, expected]));
     const differs = CASES.flatMap(([text, , flag], i) =>
@@ -259,14 +260,14 @@ describe('config expressions on the real server', () => {
     const list = [...patterns];
     const ours = await client.execute(
       compileRelationPlan(
-        Query.sql(values)
+        testQuery(values)
           .select(col('id'), ...list.map((p, i) => alias(configExpr(parse(`v LIKE '${p}' ESCAPE '!'`)), `c${i}`)))
           .sort(asc(col('id'))).rel,
         { reveal: true },
       ),
     );
     const spark = await client.execute(
-      compileRelationPlan(Query.sql(`SELECT id, ${list.map((p, i) => `v LIKE '${p}' ESCAPE '!' AS c${i}`).join(', ')} FROM (${values}) ORDER BY id`).rel, {
+      compileRelationPlan(testQuery(`SELECT id, ${list.map((p, i) => `v LIKE '${p}' ESCAPE '!' AS c${i}`).join(', ')} FROM (${values}) ORDER BY id`).rel, {
         reveal: true,
       }),
     );
@@ -280,13 +281,13 @@ describe('config expressions on the real server', () => {
     // Both outcomes occur: the comparison is not all false (or all NULL).
     expect(a.flatMap((row) => list.map((_, i) => row[`c${i}`])).filter((v) => v === true).length).toBeGreaterThan(100);
     // A pattern that would backtrack for hours as a regular expression answers at once.
-    const long = await collect(Query.sql(`SELECT repeat('a', 100000) AS v`).select(alias(configExpr(parse("v LIKE '%a%a%a%a%a%a%a%a%a%a%a%a%b'")), 'm')));
+    const long = await collect(testQuery(`SELECT repeat('a', 100000) AS v`).select(alias(configExpr(parse("v LIKE '%a%a%a%a%a%a%a%a%a%a%a%a%b'")), 'm')));
     expect(long.m).toBe(false);
   });
 
   it('refuses names Spark reads as functions when the row has no such column', async () => {
     // Why the grammar refuses them even backticked: here Spark answers with the server's user.
-    const leaked = await collect(Query.sql(ROW).select(alias(col('current_user'), 'v')));
+    const leaked = await collect(testQuery(ROW).select(alias(col('current_user'), 'v')));
     expect(typeof leaked.v).toBe('string');
     for (const text of ['current_user', '`current_user`', "user = 'x'", '`current_date` > dt'])
       expect(expression('test').safeParse(text).error?.issues[0]?.message).toMatch(/cannot be a column name here/);

@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { factsOf } from '../../support/facts.js';
+import type { Row } from '../../../src/jobs/steps.js';
 import { ConfigError, DataError, InputMissingError, UsageError } from '../../../src/core/errors.js';
 import type { Step } from '../../../src/jobs/template.js';
 import { loadJob } from '../../../src/runner/load-job.js';
@@ -49,7 +51,9 @@ describe('cdc-silver-merge v1 config', () => {
       'read-snapshot',
     ]);
     // Writes that would change nothing are not sent: no empty commit on a rerun.
-    const when = Object.fromEntries(job.plan.steps.filter((s) => s.when).map((s) => [s.id, s.when!]));
+    const when = Object.fromEntries(
+      job.plan.steps.filter((s) => s.when).map((s) => [s.id, (byId: Record<string, Row[]>) => s.when!(factsOf(job.plan.steps, byId))]),
+    );
     expect(Object.keys(when)).toEqual(['record-tombstones', 'merge', 'find-resurrected', 'delete-resurrected', 'expire-tombstones']);
     // A rerun: nothing to write, no other writer since the first read, no stale row: no second look.
     const attempt = job.context.attempt!;

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { type WindowTable, baseCommitSteps, foreignCommits, windowCommitSteps } from '../../../src/jobs/commit-window.js';
+import { type WindowTable, commitWindow } from '../../../src/jobs/commit-window.js';
+import { type Row, StepFacts } from '../../../src/jobs/steps.js';
 
 const table = (name: string) => ({ catalog: 'lake', namespace: 'acme_silver', table: name });
 const tables: WindowTable[] = [
@@ -7,6 +8,14 @@ const tables: WindowTable[] = [
   { label: 'tombstones', table: table('orders__cdc_tombstones') },
 ];
 const ME = 'attempt-1';
+
+/** The window's verdict on the rows its steps returned, by step id (a step without rows did not run). */
+function foreignCommits(byId: Record<string, Row[]>, format: 'iceberg' | 'delta', ts: WindowTable[], attempt: string | undefined, own: Record<string, number>) {
+  const window = commitWindow(format, ts);
+  const facts = new StepFacts();
+  for (const step of [...window.base, ...window.after]) if (byId[step.id]) facts.record(step, step.columns, byId[step.id]!);
+  return window.foreignCommits(facts, attempt, own);
+}
 
 describe('the commit window on Iceberg (snapshot parent chain)', () => {
   const snap = (tbl: string, commit: string, parent: string | null, attempt: string | null) => ({ tbl, commit, parent, attempt, current: false });
@@ -20,8 +29,8 @@ describe('the commit window on Iceberg (snapshot parent chain)', () => {
   const history = [snap('silver', '10', '9', 'old'), snap('tombstones', '20', null, 'old')];
 
   it('reads one step before and one after, both tables at once', () => {
-    expect(baseCommitSteps('iceberg', tables).map((s) => s.id)).toEqual(['base-commits']);
-    expect(windowCommitSteps('iceberg', tables).map((s) => s.id)).toEqual(['window-commits']);
+    expect(commitWindow('iceberg', tables).base.map((s) => s.id)).toEqual(['base-commits']);
+    expect(commitWindow('iceberg', tables).after.map((s) => s.id)).toEqual(['window-commits']);
   });
 
   it('is clean when the chain back to the base holds only this attempt’s commits, as many as it made', () => {
@@ -79,8 +88,8 @@ describe('the commit window on Delta (consecutive versions)', () => {
   const base = { 'base-commits-silver': [{ tbl: 'silver', commit: '4' }], 'base-commits-tombstones': [{ tbl: 'tombstones', commit: '2' }] };
 
   it('reads each table in its own step (DESCRIBE HISTORY is a command)', () => {
-    expect(baseCommitSteps('delta', tables).map((s) => s.id)).toEqual(['base-commits-silver', 'base-commits-tombstones']);
-    expect(windowCommitSteps('delta', tables).map((s) => s.id)).toEqual(['window-commits-silver', 'window-commits-tombstones']);
+    expect(commitWindow('delta', tables).base.map((s) => s.id)).toEqual(['base-commits-silver', 'base-commits-tombstones']);
+    expect(commitWindow('delta', tables).after.map((s) => s.id)).toEqual(['window-commits-silver', 'window-commits-tombstones']);
   });
 
   it('is clean when every version after the base carries this attempt’s nonce, no more than it made', () => {

@@ -1,4 +1,7 @@
 import { join } from 'node:path';
+import { factsOf } from '../../support/facts.js';
+import { formatPlan } from '../../../src/app/plan-view.js';
+import { parseIsoDate } from '../../../src/core/instant.js';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, DataError } from '../../../src/core/errors.js';
 import { loadJob } from '../../../src/runner/load-job.js';
@@ -269,8 +272,10 @@ describe('gold-publish config', () => {
         ]`,
       ),
     );
+    // The expressions are judged with the transform before anything is created.
     expect(job.plan.steps.map((s) => s.id)).toEqual([
       'check-source-columns',
+      'check-expectations',
       'create-namespace',
       'create-table',
       'create-quarantine',
@@ -282,8 +287,8 @@ describe('gold-publish config', () => {
     ]);
     expect(job.plan.steps.find((s) => s.id === 'check')!.untrusted).toEqual(['transform.sql', 'expectations[0].expr']);
     const q = job.plan.steps.find((s) => s.id === 'write-quarantine')!;
-    expect(q.when!({ check: [{ quarantined: 0, prev_quarantined: 0 }] })).toBe(false);
-    expect(q.when!({ check: [{ quarantined: 0, prev_quarantined: 3 }] })).toBe(true);
+    expect(q.when!(factsOf(job.plan.steps, { check: [{ quarantined: 0, prev_quarantined: 0 }] }))).toBe(false);
+    expect(q.when!(factsOf(job.plan.steps, { check: [{ quarantined: 0, prev_quarantined: 3 }] }))).toBe(true);
     const json = JSON.stringify(
       stepPlan(
         job.plan.steps.find((s) => s.id === 'check')!,
@@ -345,9 +350,10 @@ expectations = [
     );
   });
 
-  it('refuses a logical date that is not a date (it would become a DATE literal): 78 at logical-date', async () => {
-    const found = await issues(simple, { logicalDate: "2026-07-05' OR '1'='1" });
-    expect(found).toEqual([expect.objectContaining({ path: 'logical-date' })]);
+  it('refuses a logical date that is neither a date nor an instant (a bad command line, 64); a timestamp stands for its UTC date', async () => {
+    await expect(load(simple, { logicalDate: "2026-07-05' OR '1'='1" })).rejects.toMatchObject({ exitCode: 64 });
+    const job = await load(simple, { logicalDate: '2026-07-05T22:30:00-03:00' });
+    expect(formatPlan(job.plan)).toContain("DATE '2026-07-06'");
     const missing = await issues(simple, {});
     expect(missing[0]!.path).toBe('target.mode');
   });
@@ -383,8 +389,8 @@ expectations = [
 describe('gold-publish: judging the one pass', () => {
   const publish = {
     mode: 'replace-range' as const,
-    logicalDate: '2026-07-05',
-    range: { column: 'd', start: '2026-07-05', end: '2026-07-06', previous: '2026-07-04' },
+    logicalDate: parseIsoDate('2026-07-05')!,
+    range: { column: 'd', start: parseIsoDate('2026-07-05')!, end: parseIsoDate('2026-07-06')!, previous: parseIsoDate('2026-07-04')! },
   };
   const out = { table: 'lake.acme_gold.t', format: 'iceberg', location: 'file:///lake/acme/gold/t' };
   const exps: Expectation[] = [
@@ -427,9 +433,9 @@ describe('gold-publish: judging the one pass', () => {
   });
 
   it('a publish equal to what it replaces is a no-op', () => {
-    expect(noOp({ check: [{ written: 3, written_hash: '42', scope_rows: 3, scope_hash: '42' }] }, 'replace-range')).toBe(true);
-    expect(noOp({ check: [{ written: 3, written_hash: '42', scope_rows: 3, scope_hash: '43' }] }, 'full-refresh')).toBe(false);
-    expect(noOp({ check: [{ changed: 0 }] }, 'merge')).toBe(true);
-    expect(noOp({ check: [{ changed: 2 }] }, 'merge')).toBe(false);
+    expect(noOp({ written: 3, written_hash: '42', scope_rows: 3, scope_hash: '42' }, 'replace-range')).toBe(true);
+    expect(noOp({ written: 3, written_hash: '42', scope_rows: 3, scope_hash: '43' }, 'full-refresh')).toBe(false);
+    expect(noOp({ changed: 0 }, 'merge')).toBe(true);
+    expect(noOp({ changed: 2 }, 'merge')).toBe(false);
   });
 });

@@ -1,12 +1,13 @@
 import { join } from 'node:path';
+import { instant } from '../../../src/core/instant.js';
 import { BinaryReader } from '@bufbuild/protobuf/wire';
 import { describe, expect, it } from 'vitest';
 import { type LakehouseError } from '../../../src/core/errors.js';
 import { loadJob } from '../../../src/runner/load-job.js';
 import { configIssues as refusedIssues } from '../../support/load.js';
 import { formatPlan, planAccess } from '../../../src/app/plan-view.js';
-import { CHECK_TYPE, COMMIT_TYPE, judge, resolve, shouldAppend } from '../../../src/jobs/ops/iceberg-zero-copy-append.js';
-import type { Row, Step } from '../../../src/jobs/template.js';
+import { CHECK_COLUMNS, CHECK_TYPE, COMMIT_TYPE, judge, resolve, shouldAppend } from '../../../src/jobs/ops/iceberg-zero-copy-append.js';
+import type { Step, TypedRow } from '../../../src/jobs/template.js';
 import { tenantContext } from '../../../src/core/tenant.js';
 import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
 import { Query } from '../../../src/spark/plan/query.js';
@@ -158,13 +159,14 @@ describe('iceberg-zero-copy-append: judging the check', () => {
       throw new Error('unused');
     },
     runId: 'r',
+    clock: instant(0n),
   };
   const r = resolve(ctx, {
     tenant: { id: 'acme', 'storage-root': 'file:///lake/acme' },
     source: { table: 'src', layer: 'silver' },
     target: { table: 'dst', layer: 'silver' },
   });
-  const ok: Row = {
+  const ok: TypedRow<(typeof CHECK_COLUMNS)[number]> = {
     source_exists: true,
     target_exists: true,
     source_uuid: 'u',
@@ -183,7 +185,7 @@ describe('iceberg-zero-copy-append: judging the check', () => {
     format_problem: null,
     outside_roots: 0n,
   };
-  const failure = (row: Row) => {
+  const failure = (row: typeof ok) => {
     const e = judge(row, r).fail as LakehouseError & { path?: string; report(): { path?: string; code: string } };
     expect(e).toBeDefined();
     return { exit: e.exitCode, path: e.report().path, code: e.report().code, message: e.message };
@@ -200,7 +202,7 @@ describe('iceberg-zero-copy-append: judging the check', () => {
       },
       metrics: { rowsRead: 0, rowsWritten: 42 },
     });
-    expect(shouldAppend({ check: [ok] })).toBe(true);
+    expect(shouldAppend(ok)).toBe(true);
   });
 
   it('each refusal: exit code, config path, code', () => {
@@ -229,7 +231,7 @@ describe('iceberg-zero-copy-append: judging the check', () => {
     expect(judge({ ...ok, source_snapshot_id: null, data_files: 0n }, r).skip).toBeDefined();
     const again = { ...ok, already_appended: true };
     expect(judge(again, r).output).toMatchObject({ committed: false, metrics: { alreadyAppended: 1 } });
-    expect(shouldAppend({ check: [again] })).toBe(false);
-    expect(shouldAppend({})).toBe(false);
+    expect(shouldAppend(again)).toBe(false);
+    expect(shouldAppend(undefined)).toBe(false);
   });
 });

@@ -1,4 +1,5 @@
 import { existsSync, readFileSync } from 'node:fs';
+import { instant } from '../../../src/core/instant.js';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { z } from 'zod';
@@ -84,6 +85,7 @@ describe('the catalog', () => {
 const ctx: JobContext = {
   tenant: tenantContext('acme', 'file:///lake/acme'),
   runId: 'r',
+  clock: instant(0n),
   catalog: (n) => ({ name: n ?? 'lake', format: 'iceberg' }),
   jdbcConnection: () => {
     throw new Error('unused');

@@ -1,4 +1,5 @@
 import { join } from 'node:path';
+import { factsOf } from '../../support/facts.js';
 import { toJson } from '@bufbuild/protobuf';
 import { describe, expect, it } from 'vitest';
 import { loadJob } from '../../../src/runner/load-job.js';
@@ -286,7 +287,7 @@ describe('scd2-dim-load steps read their rows', () => {
     });
     expect(interpret(steps, 'measure', { inserted: 0, updated: 0, deleted: 0 }).output).toMatchObject({ committed: false });
     const merge = step(steps, 'merge');
-    expect(merge.when!({ measure: [{ inserted: 0, updated: 0, deleted: 0 }] })).toBe(false);
-    expect(merge.when!({ measure: [{ inserted: 0, updated: 1, deleted: 0 }] })).toBe(true);
+    expect(merge.when!(factsOf(steps, { measure: [{ inserted: 0, updated: 0, deleted: 0 }] }))).toBe(false);
+    expect(merge.when!(factsOf(steps, { measure: [{ inserted: 0, updated: 1, deleted: 0 }] }))).toBe(true);
   });
 });

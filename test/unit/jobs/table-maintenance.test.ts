@@ -1,8 +1,9 @@
 import { join } from 'node:path';
+import { factsOf } from '../../support/facts.js';
 import { describe, expect, it } from 'vitest';
 import { loadJob } from '../../../src/runner/load-job.js';
 import { ConfigError } from '../../../src/core/errors.js';
-import { formatPlan } from '../../../src/app/plan-view.js';
+import { formatPlan, planAccess } from '../../../src/app/plan-view.js';
 import { locationPrefixes } from '../../../src/jobs/ops/table-maintenance.js';
 import { tempFiles } from '../../support/files.js';
 
@@ -41,7 +42,8 @@ async function issues(config: string, opts: Parameters<typeof load>[1] = {}) {
   return (err as ConfigError).issues.map((i) => `${i.path}: ${i.message}`);
 }
 
-const sqlOf = (step: { kind: string; command?: unknown; query?: unknown }) => JSON.stringify(step.kind === 'command' ? step.command : step.query);
+const sqlOf = (step: { kind: string; command?: unknown; query?: unknown }) =>
+  JSON.stringify(step.kind === 'command' ? step.command : step.query, (_, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
 
 describe('table-maintenance plan', () => {
   it('inspects and measures every table first, then acts, then measures again', async () => {
@@ -97,8 +99,21 @@ describe('table-maintenance plan', () => {
     expect(text).toContain("CALL `lake`.`system`.`rewrite_data_files`(table => '`acme_bronze`.`raw`', strategy => 'sort', sort_order => 'zorder(`a`)')");
     expect(text).toContain("CALL `lake`.`system`.`rewrite_data_files`(table => '`acme_silver`.`x`', strategy => 'binpack')");
     const remove = job.plan.steps.find((s) => s.id === 'remove-orphans-0')!;
-    expect(remove.when?.({ 'find-orphans-0': [{ n: 0 }] })).toBe(false);
-    expect(remove.when?.({ 'find-orphans-0': [{ n: 2 }] })).toBe(true);
+    expect(remove.when?.(factsOf(job.plan.steps, { 'find-orphans-0': [{ n: 0 }] }))).toBe(false);
+    expect(remove.when?.(factsOf(job.plan.steps, { 'find-orphans-0': [{ n: 2 }] }))).toBe(true);
+  });
+
+  it('validate and plan list what its SQL statements read and change (the sql tag names their tables)', async () => {
+    const changed = (set: string[] = []) =>
+      load(`${header}\ntables = [ ${iceberg}, ${delta} ]`, { set }).then((job) => {
+        const access = planAccess(job.plan);
+        return { reads: access.reads.map((a) => ('table' in a ? a.table : a.path)), writes: access.writes.map((a) => ('table' in a ? a.table : a.path)) };
+      });
+    const run = await changed();
+    expect(run.writes.sort()).toEqual(['lake.acme_silver.orders', 'spark_catalog.acme_gold.daily']);
+    const dry = await changed(['dry-run=true']);
+    expect(dry.writes).toEqual([]);
+    expect(dry.reads.sort()).toEqual(['lake.acme_silver.orders', 'spark_catalog.acme_gold.daily']);
   });
 
   it('a dry run sends nothing that changes a table', async () => {

@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { queryStep } from '../../../src/jobs/steps.js';
 import { ConfigError } from '../../../src/core/errors.js';
 import { configColumnError } from '../../../src/runner/config-column.js';
 import { SparkError, type SparkFailure } from '../../../src/spark/errors.js';
@@ -17,14 +18,14 @@ const failure = (over: Partial<SparkFailure> = {}): SparkFailure => ({
   causes: [],
   ...over,
 });
-const step: Step = {
+const step: Step = queryStep({
   id: 'check-batch',
   title: 'check',
-  kind: 'query',
   query: Query.table(['lake', 'n', 't']),
+  columns: [],
   interpret: () => ({}),
   untrusted: ['source.where', 'cdc.delete-when'],
-};
+});
 const config = { source: { where: { text: "stauts = 'active'", ast: {} } }, cdc: { 'delete-when': { text: 'op = 1', ast: {} } } };
 
 describe('an expression naming a column its input lacks', () => {

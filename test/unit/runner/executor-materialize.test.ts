@@ -1,4 +1,5 @@
 import { tableFromArrays } from 'apache-arrow';
+import { materializeStep } from '../../../src/jobs/steps.js';
 import pino from 'pino';
 import { describe, expect, it } from 'vitest';
 import { toJson } from '@bufbuild/protobuf';
@@ -15,15 +16,15 @@ import type { JobPlan, Step } from '../../../src/jobs/template.js';
  * success, after a failing step, and after a step that throws.
  */
 
-const resolve: Step = {
-  kind: 'materialize',
+const resolve: Step = materializeStep({
   id: 'check-batch',
   title: 'resolve',
   name: 'batch',
   query: Query.table(['lake', 'acme_bronze', 'events']).filter(col('id')),
   check: Query.materialized('batch').aggregate([], [col('n')]),
+  columns: ['n'],
   interpret: (rows) => (Number(rows[0]?.n ?? 0) > 1 ? { fail: new DataError('too many', { code: 'X' }) } : { metrics: { rowsRead: Number(rows[0]?.n ?? 0) } }),
-};
+});
 const merge: Step = {
   kind: 'command',
   id: 'merge',

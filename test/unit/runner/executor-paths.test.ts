@@ -5,10 +5,10 @@ import { toJson } from '@bufbuild/protobuf';
 import { ConfigError } from '../../../src/core/errors.js';
 import { executePlan, type SparkSession } from '../../../src/runner/executor.js';
 import { SparkError } from '../../../src/spark/errors.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import { type Plan, PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
 import type { JobPlan } from '../../../src/jobs/template.js';
 import { listedPath } from '../../support/listing.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * ensureTable checks where an existing table lives: a table found by name at another location fails
@@ -27,11 +27,11 @@ const plan: JobPlan = {
       table,
       location: expected,
       configPath: 'target.table',
-      create: Query.sql('SELECT 1 AS id')
+      create: testQuery('SELECT 1 AS id')
         .limit(0)
         .writeTo(['lake', 'acme_silver', 'orders'], 'create', { provider: 'iceberg', properties: { location: expected } }),
     },
-    { kind: 'command', id: 'write', title: 'write', command: Query.sql('SELECT 1 AS id').writeTo(['lake', 'acme_silver', 'orders'], 'append') },
+    { kind: 'command', id: 'write', title: 'write', command: testQuery('SELECT 1 AS id').writeTo(['lake', 'acme_silver', 'orders'], 'append') },
   ],
 };
 
@@ -123,7 +123,7 @@ describe('ensureTable locations', () => {
     const create = plan.steps[0] as Extract<JobPlan['steps'][number], { kind: 'ensureTable' }>;
     const p: JobPlan = {
       steps: [
-        { ...create, create: Query.sql('SELECT 1 AS id').limit(0).writeTo(['lake', 'acme_silver', 'orders'], 'create', { provider, properties: {} }) },
+        { ...create, create: testQuery('SELECT 1 AS id').limit(0).writeTo(['lake', 'acme_silver', 'orders'], 'create', { provider, properties: {} }) },
         plan.steps[1]!,
       ],
     };
@@ -185,7 +185,7 @@ describe('probePaths', () => {
         paths,
         interpret: (missing) => (missing.length ? { skip: `missing ${missing.join(' ')}` } : {}),
       },
-      { kind: 'command', id: 'write', title: 'write', command: Query.sql('SELECT 1 AS id').writeTo(['lake', 'acme_silver', 'orders'], 'append') },
+      { kind: 'command', id: 'write', title: 'write', command: testQuery('SELECT 1 AS id').writeTo(['lake', 'acme_silver', 'orders'], 'append') },
     ],
   });
 

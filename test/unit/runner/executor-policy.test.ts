@@ -1,4 +1,5 @@
 import { tableFromArrays } from 'apache-arrow';
+import { queryStep } from '../../../src/jobs/steps.js';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -43,16 +44,17 @@ function session(explain: string) {
   return { s, log };
 }
 
-const query = (untrusted?: string[]): Step => ({
-  kind: 'query',
-  id: 'probe',
-  title: 'probe',
-  query: Query.table(['lake', 'acme_silver', 'o'])
-    .filter(gt(col('id'), lit(0)))
-    .select(alias(lit(1), 'one')),
-  interpret: () => ({}),
-  ...(untrusted ? { untrusted } : {}),
-});
+const query = (untrusted?: string[]): Step =>
+  queryStep({
+    id: 'probe',
+    title: 'probe',
+    query: Query.table(['lake', 'acme_silver', 'o'])
+      .filter(gt(col('id'), lit(0)))
+      .select(alias(lit(1), 'one')),
+    columns: ['one'],
+    interpret: () => ({}),
+    ...(untrusted ? { untrusted } : {}),
+  });
 const run = (plan: JobPlan, s: SparkSession, withPolicy = true) =>
   executePlan(plan, { session: s, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal, ...(withPolicy ? { policy } : {}) });
 

@@ -1,4 +1,5 @@
 import { EventEmitter } from 'node:events';
+import { queryStep } from '../../../src/jobs/steps.js';
 import { createServer, type Server, type Socket } from 'node:net';
 import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
@@ -10,12 +11,13 @@ import { tableFromArrays } from 'apache-arrow';
 import { CancelledError, cliFailure, ConfigError, DataError, ExitCode, UsageError } from '../../../src/core/errors.js';
 import { SparkError } from '../../../src/spark/errors.js';
 import { DataTypeSchema, type DataType } from '../../../src/spark/proto/gen/spark/connect/types_pb.js';
-import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
+import { Query } from '../../../src/spark/plan/query.js';
 import { emptyReport, executePlan, type SparkSession } from '../../../src/runner/executor.js';
 import { runJob, type RunRequest } from '../../../src/runner/run.js';
 import type { JobPlan } from '../../../src/jobs/template.js';
 import { tempFiles } from '../../support/files.js';
 import { repoRoot } from '../../support/stack.js';
+import { testQuery, testCommand } from '../../support/sql.js';
 
 const config = join(repoRoot, 'configs/examples/cdc-silver-merge.v1.conf');
 const platform = join(repoRoot, 'configs/examples/platform-local.conf');
@@ -128,16 +130,16 @@ describe('the cancel grace period', () => {
 describe('the execution report', () => {
   const plan: JobPlan = {
     steps: [
-      {
-        kind: 'query',
+      queryStep({
         id: 'measure',
         title: 'measure',
-        query: Query.sql('SELECT 1'),
+        query: testQuery('SELECT 1'),
+        columns: [],
         interpret: () => ({ output: { table: 'lake.t', format: 'iceberg', metrics: { inserted: 2 } } }),
-      },
-      { kind: 'command', id: 'record-tombstones', title: 'tombstones', command: sqlCommand('MERGE INTO a') },
-      { kind: 'command', id: 'merge', title: 'merge', command: sqlCommand('MERGE INTO b') },
-      { kind: 'command', id: 'expire', title: 'expire', command: sqlCommand('DELETE FROM a') },
+      }),
+      { kind: 'command', id: 'record-tombstones', title: 'tombstones', command: testCommand('MERGE INTO a') },
+      { kind: 'command', id: 'merge', title: 'merge', command: testCommand('MERGE INTO b') },
+      { kind: 'command', id: 'expire', title: 'expire', command: testCommand('DELETE FROM a') },
     ],
   } as JobPlan;
 
@@ -177,13 +179,13 @@ describe('finding the bad source file', () => {
   const bronze = 'file:///lake/acme/bronze/events';
   const readPlan: JobPlan = {
     steps: [
-      {
-        kind: 'query',
+      queryStep({
         id: 'check-batch',
         title: 'check',
         query: Query.read('parquet', { paths: [bronze], options: { mergeSchema: 'true' } }).select('id'),
+        columns: ['id'],
         interpret: () => ({}),
-      },
+      }),
     ],
   } as JobPlan;
   const struct = (fields: Record<string, DataType['kind']['case']>): DataType =>

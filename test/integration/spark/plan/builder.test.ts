@@ -1,11 +1,13 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { parseInstant } from '../../../../src/core/instant.js';
 import { rows } from '../../../../src/spark/arrow.js';
 import type { SparkConnectClient } from '../../../../src/spark/client.js';
 import type { Cmd } from '../../../../src/spark/plan/commands.js';
 import { compileCommandPlan, compileRelationPlan } from '../../../../src/spark/plan/compile.js';
 import { alias, and, asc, col, desc, eq, eqNullSafe, fn, gt, isIn, isNull, lit, not, or, over, star } from '../../../../src/spark/plan/expressions.js';
-import { Query, sqlCommand } from '../../../../src/spark/plan/query.js';
+import { Query } from '../../../../src/spark/plan/query.js';
 import { connect, freshTenant, readIcebergWithPyIceberg } from '../../../support/stack.js';
+import { testQuery, testCommand } from '../../../support/sql.js';
 
 /**
  * Every relation and command of the plan builder, compiled by our compiler and run by the real
@@ -15,7 +17,7 @@ let client: SparkConnectClient;
 const tenant = freshTenant();
 const ns = `${tenant.id}_silver`;
 
-const people = Query.sql(
+const people = testQuery(
   `SELECT * FROM VALUES (1, 'ann', 'x', 10), (2, 'bob', 'y', 20), (3, 'cy', 'x', 30), (3, 'cy', 'x', 30), (4, NULL, NULL, 40) AS t(id, name, grp, score)`,
 );
 
@@ -72,7 +74,7 @@ describe('plan builder on the real server', () => {
   });
 
   it('joins with null-safe conditions, using-columns and anti joins', async () => {
-    const other = Query.sql(`SELECT * FROM VALUES ('x', 'ex'), (NULL, 'nothing') AS o(grp, label)`);
+    const other = testQuery(`SELECT * FROM VALUES ('x', 'ex'), (NULL, 'nothing') AS o(grp, label)`);
     const nullSafe = people
       .as('p')
       .join(other.as('o'), eqNullSafe(col('p', 'grp'), col('o', 'grp')), 'inner')
@@ -87,19 +89,19 @@ describe('plan builder on the real server', () => {
     expect(await collect(people.join(other, ['grp'], 'left_anti').select('id'))).toEqual([{ id: 2 }, { id: 4 }]);
   });
 
-  it('sends literals of every kind as values', async () => {
-    const q = Query.sql('SELECT 1 AS one').select(
+  it('sends literals of every kind as values (an instant to the microsecond)', async () => {
+    const q = testQuery('SELECT 1 AS one').select(
       alias(lit("it's; DROP"), 's'),
       alias(lit(2 ** 40), 'big'),
       alias(lit(1.5), 'dbl'),
       alias(lit({ decimal: '12345.67', precision: 12, scale: 2 }), 'dec'),
       alias(lit({ date: '2026-07-05' }), 'd'),
-      alias(lit({ timestamp: new Date('2026-07-05T01:02:03.456Z') }), 'ts'),
+      alias(lit({ timestamp: parseInstant('2026-07-05T01:02:03.456789Z')! }), 'ts'),
       alias(lit(null), 'nothing'),
       alias(isIn(lit('d'), [lit('c'), lit('d')]), 'found'),
     );
     expect(await collect(q)).toEqual([
-      { s: "it's; DROP", big: 2 ** 40, dbl: 1.5, dec: '12345.67', d: '2026-07-05', ts: '2026-07-05T01:02:03.456000Z', nothing: null, found: true },
+      { s: "it's; DROP", big: 2 ** 40, dbl: 1.5, dec: '12345.67', d: '2026-07-05', ts: '2026-07-05T01:02:03.456789Z', nothing: null, found: true },
     ]);
   });
 
@@ -108,7 +110,7 @@ describe('plan builder on the real server', () => {
     await run(people.writeFiles(path, 'parquet', { mode: 'overwrite', partitionBy: ['grp'] }));
     expect(await collect(Query.read('parquet', { paths: [path] }).aggregate([], [alias(fn('count', lit(1)), 'n')]))).toEqual([{ n: 5 }]);
 
-    await run(sqlCommand(`CREATE NAMESPACE IF NOT EXISTS lake.${ns}`));
+    await run(testCommand(`CREATE NAMESPACE IF NOT EXISTS lake.${ns}`));
     const table = ['lake', ns, 'people'];
     await run(
       people
@@ -117,7 +119,7 @@ describe('plan builder on the real server', () => {
         .writeTo(table, 'create', { provider: 'iceberg', properties: { location: `${tenant.root}/silver/people` } }),
     );
     await run(
-      Query.sql(`SELECT * FROM VALUES (2, 'bob', 'z', 21), (5, 'dee', 'x', 50) AS t(id, name, grp, score)`)
+      testQuery(`SELECT * FROM VALUES (2, 'bob', 'z', 21), (5, 'dee', 'x', 50) AS t(id, name, grp, score)`)
         .as('s')
         .mergeInto(table, eqNullSafe(col('people', 'id'), col('s', 'id')), {
           whenMatched: [
@@ -153,13 +155,13 @@ describe('plan builder on the real server', () => {
       { id: 3, name: 'cy', grp: 'x', score: 30 },
       { id: 5, name: 'dee', grp: 'x', score: 50 },
     ]);
-    const location = await collect(Query.sql(`SELECT file_path FROM lake.${ns}.people.files LIMIT 1`));
+    const location = await collect(testQuery(`SELECT file_path FROM lake.${ns}.people.files LIMIT 1`));
     expect(String(location[0]?.file_path)).toContain(`${tenant.root.replace('file://', '')}/silver/people/`);
   });
 
   it('appends with WriteOperationV2 and counts with star', async () => {
     const table = ['lake', ns, 'people'];
-    await run(Query.sql(`SELECT 6 AS id, 'eve' AS name, 'y' AS grp, 60 AS score`).writeTo(table, 'append'));
+    await run(testQuery(`SELECT 6 AS id, 'eve' AS name, 'y' AS grp, 60 AS score`).writeTo(table, 'append'));
     expect(await collect(Query.table(table).aggregate([], [alias(fn('count', star()), 'n')]))).toEqual([{ n: 5 }]);
   });
 });

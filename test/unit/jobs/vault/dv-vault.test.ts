@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { formatPlan } from '../../../../src/app/plan-view.js';
 import { createHash } from 'node:crypto';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -7,7 +8,6 @@ import { ConfigError } from '../../../../src/core/errors.js';
 import { loadJob } from '../../../../src/runner/load-job.js';
 import { col, fn, lit } from '../../../../src/spark/plan/expressions.js';
 import { DELIMITER, HASH_ALGORITHMS, NULL_TOKEN, type HashAlgorithm, hashOf, hashdiffColumns, keyPart, zeroKey } from '../../../../src/jobs/vault/hashing.js';
-import { parseLogicalDate } from '../../../../src/jobs/vault/load.js';
 import { tempFiles } from '../../../support/files.js';
 
 const repo = fileURLToPath(new URL('../../../../', import.meta.url));
@@ -108,18 +108,23 @@ describe('hash keys (hashing.ts)', () => {
     expect(hashdiffColumns(['status', 'amount', 'Zeta'])).toEqual(['Zeta', 'amount', 'status']);
   });
 
-  it('read the load date from --logical-date: a date or a timestamp with an offset, nothing else', () => {
-    expect(parseLogicalDate('2026-07-05')?.toISOString()).toBe('2026-07-05T00:00:00.000Z');
-    expect(parseLogicalDate('2026-07-05T10:00:00+02:00')?.toISOString()).toBe('2026-07-05T08:00:00.000Z');
-    for (const bad of ['2026-02-30', '2026-07-05T10:00:00', 'yesterday', '2026-7-5']) expect(parseLogicalDate(bad), bad).toBeUndefined();
+  it('read the load date from --logical-date: a date or a timestamp with an offset, nothing else (64)', async () => {
+    const at = (d: string) => load(hub, [], d).then((j) => formatPlan(j.plan));
+    expect(await at('2026-07-05')).toContain("TIMESTAMP '2026-07-05T00:00:00.000Z' AS load_date");
+    expect(await at('2026-07-05T10:00:00+02:00')).toContain("TIMESTAMP '2026-07-05T08:00:00.000Z' AS load_date");
+    for (const bad of ['2026-02-30', '2026-07-05T10:00:00', 'yesterday', '2026-7-5'])
+      await expect(load(hub, [], bad), bad).rejects.toMatchObject({ exitCode: 64 });
   });
 });
 
 describe('dv-hub', () => {
   it('plans the load date check, one insert per source in order, the ghost record; only steps with source logic are judged', async () => {
     const job = await load(hub);
+    // The sources' logic is judged (check-batch-<i>, reading no row) before anything is created.
     expect(job.plan.steps.map((s) => s.id)).toEqual([
       'probe-files-only-sources-0',
+      'check-batch-0',
+      'check-batch-1',
       'create-namespace',
       'create-table',
       'check-schema',
@@ -131,7 +136,17 @@ describe('dv-hub', () => {
       'read-snapshot',
     ]);
     const untrusted = job.plan.steps.filter((s) => s.untrusted).map((s) => s.id);
-    expect(untrusted).toEqual(['create-table', 'check-schema', 'measure', 'find-ghost', 'insert-ghost', 'insert-0', 'insert-1']);
+    expect(untrusted).toEqual([
+      'check-batch-0',
+      'check-batch-1',
+      'create-table',
+      'check-schema',
+      'measure',
+      'find-ghost',
+      'insert-ghost',
+      'insert-0',
+      'insert-1',
+    ]);
     expect(job.plan.steps.find((s) => s.id === 'measure')!.untrusted).toEqual(['sources[0].where']);
   });
 

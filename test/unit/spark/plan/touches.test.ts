@@ -2,8 +2,9 @@ import { describe, expect, it } from 'vitest';
 import type { Cmd } from '../../../../src/spark/plan/commands.js';
 import { Secret } from '../../../../src/core/secrets.js';
 import { col } from '../../../../src/spark/plan/expressions.js';
-import { Query, sqlCommand } from '../../../../src/spark/plan/query.js';
+import { Query } from '../../../../src/spark/plan/query.js';
 import { cmdTouches, relTouches } from '../../../../src/spark/plan/touches.js';
+import { testQuery, testCommand } from '../../../support/sql.js';
 
 describe('what plan nodes touch (one walk for plan listings and lineage)', () => {
   const src = Query.read('parquet', { paths: ['file:///a', 'file:///b'], options: { basePath: 'file:///' } }).join(Query.table(['lake', 'n', 't']), ['id']);
@@ -13,7 +14,7 @@ describe('what plan nodes touch (one walk for plan listings and lineage)', () =>
       { kind: 'source', format: 'parquet', paths: ['file:///a', 'file:///b'], options: { basePath: 'file:///' } },
       { kind: 'table', parts: ['lake', 'n', 't'] },
     ]);
-    expect(relTouches(Query.sql('SELECT * FROM lake.n.hidden').rel)).toEqual([]);
+    expect(relTouches(testQuery('SELECT * FROM lake.n.hidden').rel)).toEqual([]);
   });
 
   it('names what commands write: tables with their format and location, files, and sinks named by options', () => {
@@ -34,6 +35,6 @@ describe('what plan nodes touch (one walk for plan listings and lineage)', () =>
     };
     const jdbc = cmdTouches(sink);
     expect(jdbc.writes).toMatchObject([{ kind: 'source', format: 'jdbc', paths: [] }]);
-    expect(cmdTouches(sqlCommand('CREATE NAMESPACE x'))).toEqual({ reads: [], writes: [] });
+    expect(cmdTouches(testCommand('CREATE NAMESPACE x'))).toEqual({ reads: [], writes: [] });
   });
 });

@@ -6,7 +6,7 @@ import { ConfigError, ExitCode, InternalError } from '../../../../src/core/error
 import { tenantContext } from '../../../../src/core/tenant.js';
 import { SparkError } from '../../../../src/spark/errors.js';
 import { col, eq, fn, lit } from '../../../../src/spark/plan/expressions.js';
-import { Query, sqlCommand } from '../../../../src/spark/plan/query.js';
+import { Query } from '../../../../src/spark/plan/query.js';
 import {
   CHECK_EXCLUDED_RULES,
   EXCLUDED_RULES_KEY,
@@ -20,6 +20,7 @@ import {
   relTreeViolations,
   tenantReadPolicy,
 } from '../../../../src/spark/policy/index.js';
+import { testQuery, testCommand } from '../../../support/sql.js';
 
 const dir = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const fixture = (name: string) => readFileSync(`${dir}${name}.explain.txt`, 'utf8');
@@ -125,7 +126,7 @@ describe('checkStepPolicy', () => {
 
   it('refuses files outside the roots (file:/x and file:///x are one path), naming none of them', async () => {
     const files = ['file:/lake/beta/silver/d/part-0001.parquet', 'file:/lake/acme/bronze/x/part-0.parquet'];
-    const e = await refusal(checkStepPolicy(fakeSession(fixture('hostile.deltaPath'), files).session, [Query.sql('SELECT 1').rel], acme, subject));
+    const e = await refusal(checkStepPolicy(fakeSession(fixture('hostile.deltaPath'), files).session, [testQuery('SELECT 1').rel], acme, subject));
     expect(e.issues.map((i) => i.message)).toEqual([
       "refused by the tenant read policy (step check-batch): reads 1 file(s) outside the tenant's storage roots",
     ]);
@@ -154,7 +155,7 @@ describe('checkStepPolicy', () => {
       "DECLARE VARIABLE v STRING DEFAULT 'x'",
       'SELECTx',
     ]) {
-      const e = await refusal(checkStepPolicy(session, [Query.sql(text).rel], acme, subject));
+      const e = await refusal(checkStepPolicy(session, [testQuery(text).rel], acme, subject));
       expect(e.message, text).toContain('SQL text must be a query');
     }
     expect(calls.explain).toBe(0);
@@ -166,7 +167,7 @@ describe('checkStepPolicy', () => {
       'TABLE lake.acme_silver.o',
       '(SELECT 1)',
     ])
-      await checkStepPolicy(session, [Query.sql(text).rel], acme, subject);
+      await checkStepPolicy(session, [testQuery(text).rel], acme, subject);
     expect(calls.conf[0]).toMatchObject({ 'spark.sql.scripting.enabled': 'false' });
   });
 
@@ -274,7 +275,7 @@ describe('commandInputs', () => {
   });
 
   it('refuses (as a template bug) a SQL statement, which it cannot see into', () => {
-    expect(() => commandInputs(sqlCommand('DELETE FROM t'), subject)).toThrow(InternalError);
+    expect(() => commandInputs(testCommand('DELETE FROM t'), subject)).toThrow(InternalError);
   });
 });
 

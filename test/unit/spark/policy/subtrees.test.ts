@@ -16,6 +16,7 @@ import { Query } from '../../../../src/spark/plan/query.js';
 import { PolicyVerdicts, checkStepPolicy, configSubtrees, relationFingerprint } from '../../../../src/spark/policy/index.js';
 import { tempFiles } from '../../../support/files.js';
 import { listedPath, pathNotFound } from '../../../support/listing.js';
+import { testQuery } from '../../../support/sql.js';
 
 const dir = fileURLToPath(new URL('./fixtures/', import.meta.url));
 const fixture = (name: string) => readFileSync(`${dir}${name}.explain.txt`, 'utf8');
@@ -62,7 +63,7 @@ describe('configSubtrees: what of a relation carries config logic', () => {
 
   it('finds every such part of a join, and SQL text as config logic', () => {
     const a = bronze.filter(where('id > 0'));
-    const b = Query.sql('SELECT id FROM lake.acme_silver.orders');
+    const b = testQuery('SELECT id FROM lake.acme_silver.orders');
     expect(configSubtrees(a.join(b, ['id']).rel)).toEqual([a.rel, b.rel]);
   });
 
@@ -127,7 +128,7 @@ cdc    { primary-key = ["id"], sequence-by = ["ts"], delete-when = "op = 'd'" }
 target { table = "orders" }`;
   /** One-row answers of the query steps, so that every step runs (resurrected rows included). */
   const answers: Record<string, Record<string, bigint[]>> = {
-    'check-batch': { events: [10n], null_groups: [0n], ties: [0n] },
+    'check-batch': { events: [10n], null_groups: [0n], null_example: [0n], ties: [0n], tie_example: [0n] },
     // stale > 0: the second look runs whatever the commit window shows.
     measure: { inserted: [1n], updated: [1n], deleted: [1n], late: [0n], tombstones: [1n], stale: [1n] },
     'find-resurrected': { rows: [1n] },

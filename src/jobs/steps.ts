@@ -1,0 +1,255 @@
+import { InternalError, type LakehouseError } from '../core/errors.js';
+import type { TableName } from '../core/naming.js';
+import type { OutputReport } from '../core/status.js';
+import { outputColumns } from '../spark/plan/columns.js';
+import type { Cmd } from '../spark/plan/commands.js';
+import type { Query } from '../spark/plan/query.js';
+
+/**
+ * The steps a template's plan is made of, and how one step reads what an earlier one found: the
+ * query steps are built by `queryStep` / `materializeStep`, which return a typed handle over their
+ * own columns (`measure.col('inserted')`, rows typed by those columns). A misspelt column is a type
+ * error, a column the query does not produce fails when the plan is built, and rows that lack a
+ * declared column fail the run as a bug (70): never a silent 0.
+ */
+
+/** What a step's rows mean for the run: fail it, skip it, or add to its outputs and metrics. */
+export interface StepEffect {
+  fail?: LakehouseError;
+  skip?: string;
+  output?: OutputReport;
+  metrics?: { rowsRead?: number; rowsWritten?: number };
+}
+
+export type Row = Record<string, unknown>;
+
+/** A row of a step that declared the columns `C`. */
+export type TypedRow<C extends string> = { readonly [K in C]: unknown };
+
+export interface SchemaDiff {
+  /** Columns the source has and the table lacks, with their Spark SQL types. */
+  readonly added: readonly { readonly name: string; readonly type: string }[];
+  /** Columns the table has and the source lacks. */
+  readonly missing: readonly string[];
+  /** Columns both have, with different types (after `sameColumnType`). */
+  readonly changed: readonly { readonly name: string; readonly tableType: string; readonly sourceType: string }[];
+}
+
+/**
+ * Whether a source column's type is the table's: text is text whatever length a JDBC driver
+ * reported, and the integer widths a table format stores as int (Iceberg has no byte or short) are int.
+ */
+export function sameColumnType(tableType: string, sourceType: string): boolean {
+  const norm = (t: string) =>
+    t
+      .toLowerCase()
+      .replace(/\b(var)?char\(\d+\)/g, 'string')
+      .replace(/\b(tinyint|smallint|byte|short)\b/g, 'int')
+      .replace(/\binteger\b/g, 'int')
+      .replace(/\s+/g, '');
+  return norm(tableType) === norm(sourceType);
+}
+
+/**
+ * One micro-batch of a streaming query, from Spark's StreamingQueryProgress (the fields the
+ * templates use). Offsets are the sources' own JSON (Kafka: `{ "<topic>": { "<partition>": <offset> } }`).
+ */
+export interface StreamProgress {
+  readonly batchId: number;
+  readonly numInputRows: number;
+  readonly sources: readonly { readonly description: string; readonly startOffset?: unknown; readonly endOffset?: unknown; readonly numInputRows: number }[];
+}
+
+declare const columnRefBrand: unique symbol;
+
+/** One column of a query step's rows, as a later step reads it: made only by the step's `col`, never by hand. */
+export interface ColumnRef {
+  readonly step: string;
+  readonly column: string;
+  readonly [columnRefBrand]: true;
+}
+
+/** A step whose rows later steps read: its id, its declared columns, and references to them. */
+export interface RowsStep<C extends string> {
+  readonly id: string;
+  readonly columns: readonly C[];
+  /** This step's `column` (of its first row), for a later step's `when`. */
+  col(column: C): ColumnRef;
+}
+
+/** What the query steps that ran before found: what a later step's `when` decides on. */
+export interface Facts {
+  /** The rows of a step that ran; undefined when it did not (not needed, or not reached). */
+  rows<C extends string>(step: RowsStep<C>): readonly TypedRow<C>[] | undefined;
+  /** A count in a step's first row: 0 when the step did not run, found no row, or the value is NULL. */
+  count(ref: ColumnRef): number;
+}
+
+/** The facts of one run, recorded by the executor step by step. */
+export class StepFacts implements Facts {
+  readonly #rows = new Map<string, readonly Row[]>();
+
+  /**
+   * A step's rows, which must have exactly its declared columns: `columns` as the server named them
+   * (undefined only when it sent no schema, which it does for no rows).
+   */
+  record(step: RowsStep<string>, columns: readonly string[] | undefined, rows: readonly Row[]): void {
+    if (columns === undefined) {
+      if (rows.length) throw new InternalError(`step ${step.id} returned rows without their columns`);
+      this.#rows.set(step.id, rows);
+      return;
+    }
+    const declared = new Set(step.columns);
+    const got = new Set(columns);
+    const missing = step.columns.filter((c) => !got.has(c));
+    const extra = columns.filter((c) => !declared.has(c));
+    if (missing.length || extra.length)
+      throw new InternalError(
+        `step ${step.id} returned the columns ${JSON.stringify(columns)}, not its declared ${JSON.stringify(step.columns)}${missing.length ? ` (missing ${missing.join(', ')})` : ''}`,
+      );
+    this.#rows.set(step.id, rows);
+  }
+
+  rows<C extends string>(step: RowsStep<C>): readonly TypedRow<C>[] | undefined {
+    return this.#rows.get(step.id) as readonly TypedRow<C>[] | undefined;
+  }
+
+  count(ref: ColumnRef): number {
+    const row = this.#rows.get(ref.step)?.[0];
+    return Number(row?.[ref.column] ?? 0);
+  }
+}
+
+interface StepBase {
+  readonly id: string;
+  readonly title: string;
+  /**
+   * Run the step only when this holds for the earlier query steps' rows (a write that would change
+   * nothing is not sent: no empty commit). Without it the step always runs.
+   */
+  readonly when?: (facts: Facts) => boolean;
+  /**
+   * The config paths whose logic (a tenant's expression or SQL) the step carries: the executor
+   * checks its plan against the tenant read policy (src/spark/policy) before it runs it; a refusal
+   * names these paths (78).
+   */
+  readonly untrusted?: readonly string[];
+}
+
+/** Run a query and interpret its rows with a pure function; the rows become a fact for later steps. */
+export interface QueryStep<C extends string> extends StepBase, RowsStep<C> {
+  readonly kind: 'query';
+  readonly query: Query;
+  interpret(rows: readonly TypedRow<C>[]): StepEffect;
+}
+
+/**
+ * Compute `query` once and keep its rows on the server for the rest of the run (a local
+ * checkpoint), under `name`: later steps read them with `Query.materialized(name)`, and nothing that
+ * produced them runs again. Then run `check`, a query over them, and interpret its rows as a query
+ * step does. A later step reading them carries no config logic of its own for them: this step was judged.
+ */
+export interface MaterializeStep<C extends string> extends StepBase, RowsStep<C> {
+  readonly kind: 'materialize';
+  readonly name: string;
+  readonly query: Query;
+  readonly check: Query;
+  interpret(rows: readonly TypedRow<C>[]): StepEffect;
+}
+
+export type Step =
+  /** Run a command (DDL, write, MERGE). */
+  | (StepBase & { readonly kind: 'command'; readonly command: Cmd })
+  /**
+   * Create a table unless it exists. An existing table must be at `location` (the tenant's
+   * layout); a table found by name elsewhere fails the run with a ConfigError at `configPath`
+   * before anything is written to it (src/runner/table-guards.ts).
+   */
+  | (StepBase & {
+      readonly kind: 'ensureTable';
+      readonly table: TableName;
+      readonly location: string;
+      readonly configPath: string;
+      readonly create: Cmd;
+    })
+  /**
+   * Compare the columns a query produces with a table's columns (both as Spark reports them); the
+   * pure function decides: fail, or commands to run first (e.g. add the new columns).
+   */
+  | (StepBase & {
+      readonly kind: 'compareSchemas';
+      readonly source: Query;
+      readonly table: TableName;
+      readonly interpret: (diff: SchemaDiff) => { fail?: LakehouseError; commands?: Cmd[] };
+    })
+  /**
+   * Analyse the columns a query produces (nothing is read) and let the pure function decide on
+   * them: e.g. refuse a source whose column names are a template's own (docs/security.md).
+   */
+  | (StepBase & {
+      readonly kind: 'checkColumns';
+      readonly source: Query;
+      readonly interpret: (columns: readonly { readonly name: string; readonly type: string }[]) => StepEffect;
+    })
+  /**
+   * Check which of `paths` exist, by listing them (no file is read); the pure function decides what
+   * the missing ones mean (e.g. skip: the selected input is not there yet).
+   */
+  | (StepBase & { readonly kind: 'probePaths'; readonly paths: readonly string[]; readonly interpret: (missing: string[]) => StepEffect })
+  /**
+   * Run a streaming query (`writeStream`, trigger availableNow) until it ends by itself, then
+   * interpret the progress of its micro-batches. A cancelled run stops the query on the server.
+   */
+  | (StepBase & {
+      readonly kind: 'stream';
+      readonly command: Extract<Cmd, { kind: 'writeStream' }>;
+      readonly interpret: (progress: readonly StreamProgress[]) => StepEffect;
+    })
+  | QueryStep<string>
+  | MaterializeStep<string>;
+
+export type StepKind = Step['kind'];
+export type StepOf<K extends StepKind> = Extract<Step, { kind: K }>;
+
+type Definition<S> = Omit<S, 'kind' | 'col'>;
+
+/** A query step: its rows typed by `columns`, which must be what `query` produces. */
+export function queryStep<const C extends string>(def: Definition<QueryStep<C>>): QueryStep<C> {
+  checkColumns(def.id, def.columns, def.query);
+  return Object.freeze({ ...def, kind: 'query' as const, columns: Object.freeze([...def.columns]), col: columnRef(def.id, def.columns) });
+}
+
+/** A materialize step: `check`'s rows typed by `columns`. */
+export function materializeStep<const C extends string>(def: Definition<MaterializeStep<C>>): MaterializeStep<C> {
+  checkColumns(def.id, def.columns, def.check);
+  return Object.freeze({ ...def, kind: 'materialize' as const, columns: Object.freeze([...def.columns]), col: columnRef(def.id, def.columns) });
+}
+
+function columnRef<C extends string>(step: string, columns: readonly C[]): (column: C) => ColumnRef {
+  return (column) => {
+    // A column name computed at run time escapes the type: still never read as a silent 0.
+    if (!columns.includes(column)) throw new Error(`step ${step} has no column ${column} (it declares ${columns.join(', ')})`);
+    return Object.freeze({ step, column }) as unknown as ColumnRef;
+  };
+}
+
+/** Declared columns are distinct, and where the plan nodes name the query's columns they are those. */
+function checkColumns(step: string, declared: readonly string[], query: Query): void {
+  if (new Set(declared).size !== declared.length) throw new Error(`step ${step} declares a column twice: ${declared.join(', ')}`);
+  const produced = outputColumns(query.rel);
+  if (produced && (produced.length !== declared.length || produced.some((c) => !declared.includes(c))))
+    throw new Error(`step ${step} declares the columns ${declared.join(', ')}, but its query produces ${produced.join(', ')}`);
+}
+
+/** The same step under another id (a handle follows its step: its references name the new id). */
+export function withId<S extends Step>(step: S, id: string): S {
+  if (step.kind === 'query') {
+    const { kind: _kind, col: _col, ...def } = step as QueryStep<string>;
+    return queryStep({ ...def, id }) as unknown as S;
+  }
+  if (step.kind === 'materialize') {
+    const { kind: _kind, col: _col, ...def } = step as MaterializeStep<string>;
+    return materializeStep({ ...def, id }) as unknown as S;
+  }
+  return { ...step, id };
+}

@@ -1,0 +1,20 @@
+import type { StepOf } from '../../jobs/steps.js';
+import { formatRel } from '../../spark/plan/format.js';
+import { relTouches } from '../../spark/plan/touches.js';
+import { type StepKindModule, indent } from './kind.js';
+
+/** Analyse the columns a query produces (nothing is read); the step's function decides on them. */
+export const checkColumns: StepKindModule<StepOf<'checkColumns'>> = {
+  async run(step, run) {
+    await run.judge();
+    const columns = await run.schema(step.source.rel);
+    const effect = step.interpret(columns.map((f) => ({ name: f.name, type: f.type })));
+    if (effect.fail) throw effect.fail;
+    return effect.skip;
+  },
+  plan: (step) => ({ relation: step.source.rel }),
+  view: (step) => `CheckColumns (analyses, reads no row) of:\n${indent(formatRel(step.source.rel), 3)}`,
+  touches: (step) => ({ reads: relTouches(step.source.rel), writes: [] }),
+  explainable: (step) => step.source.rel,
+  policyInputs: (step) => ({ relations: [step.source.rel] }),
+};

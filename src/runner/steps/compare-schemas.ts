@@ -1,0 +1,32 @@
+import { displayTable, tableParts } from '../../core/naming.js';
+import { type StepOf, sameColumnType } from '../../jobs/steps.js';
+import { formatRel } from '../../spark/plan/format.js';
+import { Query } from '../../spark/plan/query.js';
+import { relTouches } from '../../spark/plan/touches.js';
+import { type StepKindModule, indent } from './kind.js';
+
+/** Compare the columns a query produces with a table's (both analysed, nothing read); the step's function decides. */
+export const compareSchemas: StepKindModule<StepOf<'compareSchemas'>> = {
+  async run(step, run) {
+    await run.judge();
+    const [incoming, table] = await Promise.all([run.schema(step.source.rel), run.schema(Query.table(tableParts(step.table)).rel, { reveal: false })]);
+    const have = new Map(table.map((f) => [f.name.toLowerCase(), f]));
+    const names = new Set(incoming.map((f) => f.name.toLowerCase()));
+    const decision = step.interpret({
+      added: incoming.filter((f) => !have.has(f.name.toLowerCase())),
+      missing: [...have.values()].filter((f) => !names.has(f.name.toLowerCase())).map((f) => f.name),
+      changed: incoming.flatMap((f) => {
+        const t = have.get(f.name.toLowerCase());
+        return t && !sameColumnType(t.type, f.type) ? [{ name: f.name, tableType: t.type, sourceType: f.type }] : [];
+      }),
+    });
+    if (decision.fail) throw decision.fail;
+    for (const command of decision.commands ?? []) await run.send({ command });
+    return undefined;
+  },
+  plan: (step) => ({ relation: step.source.rel }),
+  view: (step) => `CompareSchemas ${displayTable(step.table)} with:\n${indent(formatRel(step.source.rel), 3)}`,
+  touches: (step) => ({ reads: relTouches(step.source.rel), writes: [] }),
+  explainable: (step) => step.source.rel,
+  policyInputs: (step) => ({ relations: [step.source.rel] }),
+};

@@ -1,0 +1,40 @@
+import { displayTable, tableParts } from '../../core/naming.js';
+import type { StepOf } from '../../jobs/steps.js';
+import { formatCmd } from '../../spark/plan/format.js';
+import { checkLocation, checkLocationEmpty, checkOtherCatalogs, tableExists } from '../table-guards.js';
+import { type StepKindModule, indent } from './kind.js';
+
+/**
+ * Create a table unless it exists (probed by analysing its schema; a concurrent create is fine). A
+ * table that exists must be at the step's location; a new one only where nothing else is
+ * (table-guards.ts). Its plan is judged only when it is sent: an existing table needs no check.
+ */
+export const ensureTable: StepKindModule<StepOf<'ensureTable'>> = {
+  async run(step, run) {
+    if (await tableExists(run, tableParts(step.table))) {
+      run.logger.debug({ table: displayTable(step.table) }, 'table exists');
+      await checkLocation(step, run);
+      return undefined;
+    }
+    await checkOtherCatalogs(step, run);
+    await checkLocationEmpty(step, run);
+    await run.judge();
+    try {
+      await run.send({ command: step.create });
+    } catch (e) {
+      // Another run created it between our probe and our create: the state we wanted, if it is ours.
+      if (!run.errorClass(e)?.startsWith('TABLE_OR_VIEW_ALREADY_EXISTS')) throw run.at(e, step.configPath);
+      await checkLocation(step, run);
+    }
+    return undefined;
+  },
+  plan: (step) => ({ command: step.create }),
+  view: (step) => `EnsureTable ${displayTable(step.table)} at ${step.location}, if missing:\n${indent(formatCmd(step.create), 3)}`,
+  touches: (step) => {
+    const format = step.create.kind === 'writeV2' ? step.create.provider : undefined;
+    const parts = [step.table.catalog, step.table.namespace, step.table.table];
+    return { reads: [], writes: [{ kind: 'table', parts, location: step.location, ...(format ? { format } : {}) }] };
+  },
+  explainable: () => undefined,
+  policyInputs: (step) => ({ command: step.create }),
+};

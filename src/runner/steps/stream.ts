@@ -1,0 +1,95 @@
+import { InternalError } from '../../core/errors.js';
+import type { StepOf, StreamProgress } from '../../jobs/steps.js';
+import { formatCmd } from '../../spark/plan/format.js';
+import { cmdTouches } from '../../spark/plan/touches.js';
+import type { StepKindModule, StepRun } from './kind.js';
+
+/** How often a failed streaming query is started: once more, from its checkpoint. */
+const STREAM_ATTEMPTS = 2;
+
+/** How long one wait for a streaming query's end may take: well inside a call's answer deadline. */
+const STREAM_WAIT_MS = 30_000;
+
+/**
+ * Run a streaming query (availableNow) until it ends by itself, then interpret its micro-batches'
+ * progress. A query that failed on the server (not the connection, not a cancel) is started once
+ * more from its checkpoint, which lands nothing twice: it clears a failure of the first batch after
+ * a restart that Spark 4.1's Kafka source hits once that batch is committed (SPARK-55271: its
+ * progress metrics read offsets only a fresh batch sets). A real fault fails again.
+ */
+export const stream: StepKindModule<StepOf<'stream'>> = {
+  async run(step, run) {
+    await run.judge();
+    const progress: StreamProgress[] = [];
+    for (let attempt = 1; ; attempt++) {
+      const started = await run.send({ command: step.command });
+      const query = started.streamingQuery;
+      if (!query) throw new InternalError(`step ${step.id}: the server answered the stream's start without a query id`);
+      run.logger.info({ step: step.id, streamingQuery: query, attempt }, 'streaming query started');
+      try {
+        progress.push(...(await awaitStreamingQuery(query, run)));
+        break;
+      } catch (e) {
+        if (attempt >= STREAM_ATTEMPTS || run.signal.aborted || run.errorClass(e) !== 'STREAM_FAILED') throw e;
+        run.logger.warn({ step: step.id, streamingQuery: query, err: e }, 'streaming query failed; restarting it once from its checkpoint');
+      }
+    }
+    return run.effect(step.interpret(progress));
+  },
+  plan: (step) => ({ command: step.command }),
+  view: (step) => formatCmd(step.command),
+  touches: (step) => cmdTouches(step.command),
+  explainable: (step) => step.command.input,
+  policyInputs: (step) => ({ command: step.command }),
+};
+
+/**
+ * Wait until a streaming query ends (availableNow ends it once it caught up), then read its
+ * micro-batches' progress. A failed query makes the wait throw the query's error. When the run is
+ * cancelled or the wait fails otherwise, the query is stopped: it must not go on writing after the
+ * run that owns it ended (its checkpoint lets the next run resume where it stopped).
+ */
+async function awaitStreamingQuery(query: { id: string; runId: string }, run: StepRun): Promise<StreamProgress[]> {
+  try {
+    for (;;) {
+      const answer = await run.streaming(query, { await: { timeoutMs: STREAM_WAIT_MS } });
+      if (answer.terminated) break;
+      run.logger.debug({ streamingQuery: query.id }, 'streaming query still running');
+    }
+  } catch (e) {
+    try {
+      // Bounded: a cancelled run must still end within its grace period, answered or not.
+      const stop = run.streaming(query, 'stop');
+      await Promise.race([stop, new Promise((_, reject) => setTimeout(() => reject(new Error('no answer within 5 s')), 5_000).unref())]);
+      run.logger.info({ streamingQuery: query }, 'streaming query stopped');
+    } catch (stopError) {
+      run.logger.warn({ streamingQuery: query, err: stopError }, 'could not stop the streaming query');
+    }
+    throw e;
+  }
+  const answer = await run.streaming(query, 'recentProgress');
+  const docs = answer.recentProgress ?? [];
+  run.logger.info({ streamingQuery: query.id, batches: docs.length, answer: answer.recentProgress ? 'recentProgress' : 'none' }, 'streaming query ended');
+  return docs.map(parseProgress).filter((p) => p.numInputRows > 0 || p.sources.length > 0);
+}
+
+function parseProgress(doc: string): StreamProgress {
+  const p = JSON.parse(doc) as {
+    batchId?: number;
+    numInputRows?: number;
+    sources?: { description?: string; startOffset?: unknown; endOffset?: unknown; numInputRows?: number }[];
+  };
+  const offsets = (o: unknown) => (typeof o === 'string' ? (JSON.parse(o) as unknown) : o);
+  const sources = p.sources ?? [];
+  return {
+    batchId: Number(p.batchId ?? -1),
+    // Spark's JSON leaves the batch's own count out at times; its sources' counts add up to it.
+    numInputRows: Number(p.numInputRows ?? sources.reduce((n, s) => n + Number(s.numInputRows ?? 0), 0)),
+    sources: sources.map((s) => ({
+      description: String(s.description ?? ''),
+      ...(s.startOffset === undefined || s.startOffset === null ? {} : { startOffset: offsets(s.startOffset) }),
+      ...(s.endOffset === undefined || s.endOffset === null ? {} : { endOffset: offsets(s.endOffset) }),
+      numInputRows: Number(s.numInputRows ?? 0),
+    })),
+  };
+}

@@ -1,0 +1,129 @@
+import { ConfigError } from '../core/errors.js';
+import { displayTable, quoteName, sameLocation, tableParts } from '../core/naming.js';
+import type { StepOf } from '../jobs/steps.js';
+import { col, eq, lit } from '../spark/plan/expressions.js';
+import { Query } from '../spark/plan/query.js';
+import { sql } from '../spark/plan/sql.js';
+import type { StepRun } from './steps/kind.js';
+
+/**
+ * Where a table may be created and where a found one must be (docs/security.md, "One location
+ * holds one kind"): the ensureTable step's guards, each a refusal before anything is written.
+ */
+
+type EnsureTable = StepOf<'ensureTable'>;
+
+/** The files under `paths` as a relation whose analysis lists them and reads none (binaryFile's schema is fixed). */
+export function listing(paths: readonly string[], options?: Record<string, string>): Query {
+  return Query.read('binaryFile', { paths: [...paths], ...(options ? { options } : {}) });
+}
+
+export async function pathExists(run: StepRun, path: string): Promise<boolean> {
+  try {
+    await run.schema(listing([path]).rel, { reveal: false });
+    return true;
+  } catch (e) {
+    if (run.errorClass(e)?.startsWith('PATH_NOT_FOUND')) return false;
+    throw e;
+  }
+}
+
+export async function tableExists(run: StepRun, parts: readonly string[]): Promise<boolean> {
+  try {
+    await run.schema(Query.table(parts).rel, { reveal: false });
+    return true;
+  } catch (e) {
+    if (run.errorClass(e)?.startsWith('TABLE_OR_VIEW_NOT_FOUND')) return false;
+    throw e;
+  }
+}
+
+/** Where Spark says a table is (DESCRIBE TABLE EXTENDED's Location), if it says. */
+async function locationOf(run: StepRun, parts: readonly string[]): Promise<unknown> {
+  const describe = Query.sql(sql`DESCRIBE TABLE EXTENDED ${sql.table(parts)}`).filter(eq(col('col_name'), lit('Location')));
+  return (await run.rows(describe.rel, { reveal: false })).rows[0]?.data_type;
+}
+
+/**
+ * The catalog finds tables by name; the name alone would let a job write to a table left at an old
+ * lake home or at another tenant's path, and report the path it expected.
+ */
+export async function checkLocation(step: EnsureTable, run: StepRun): Promise<void> {
+  const actual = await locationOf(run, tableParts(step.table));
+  if (typeof actual === 'string' && sameLocation(actual, step.location)) return;
+  const where = typeof actual === 'string' && actual !== '' ? `at ${actual}` : 'without a location Spark reports';
+  throw new ConfigError([
+    {
+      path: step.configPath,
+      message: `table ${displayTable(step.table)} already exists ${where}, not at ${step.location} where the tenant's storage layout puts it; nothing was written to it (move or drop the table, or fix tenant.storage-root)`,
+    },
+  ]);
+}
+
+/**
+ * Before a table is created: the same namespace and name in the platform's other catalogs. The
+ * tenant's layout puts a layer's table at one location whatever its catalog, and Spark creates an
+ * Iceberg table on a directory holding a Delta table (or another catalog's Iceberg table) without
+ * complaint; both then write there, and one's maintenance deletes the other's files. Refused (78,
+ * TABLE_LOCATION_TAKEN) when such a table is at this location; a catalog the server does not have
+ * holds no table. A view there has no location and is no obstacle.
+ */
+export async function checkOtherCatalogs(step: EnsureTable, run: StepRun): Promise<void> {
+  for (const catalog of run.catalogs) {
+    if (catalog === step.table.catalog) continue;
+    const parts = [catalog, step.table.namespace, step.table.table];
+    let exists: boolean;
+    try {
+      exists = await tableExists(run, parts);
+    } catch (e) {
+      // Not a catalog of this server: Spark reads the name as a namespace of its session catalog.
+      if (run.errorClass(e)?.startsWith('REQUIRES_SINGLE_PART_NAMESPACE')) continue;
+      throw run.at(e, step.configPath);
+    }
+    if (!exists) continue;
+    const actual = await locationOf(run, parts);
+    if (typeof actual !== 'string' || !sameLocation(actual, step.location)) continue;
+    const other = quoteName(parts);
+    throw new ConfigError(
+      [
+        {
+          path: step.configPath,
+          message: `table ${displayTable(step.table)} cannot be created at ${step.location}: ${other} of catalog ${catalog} is there (the tenant's layout puts a layer's table at one location whatever its catalog, and two tables in one directory delete each other's files); nothing was written (name this table differently, or drop the other)`,
+        },
+      ],
+      { code: 'TABLE_LOCATION_TAKEN' },
+    );
+  }
+}
+
+/**
+ * Before a table is created: nothing else is at its location. A table created over files it does
+ * not own takes them for its own to delete (Iceberg's orphan-file removal, Delta's VACUUM), so a new
+ * table starts at an empty location: no `_delta_log` and no file Spark lists (hidden files, `_…`
+ * and `.…`, are not listed and do not count). Refused (78, TABLE_LOCATION_TAKEN); nothing is written.
+ */
+export async function checkLocationEmpty(step: EnsureTable, run: StepRun): Promise<void> {
+  const taken = (what: string) =>
+    new ConfigError(
+      [
+        {
+          path: step.configPath,
+          message: `table ${displayTable(step.table)} cannot be created at ${step.location}: ${what} already there (another format's table, a table dropped from its catalog without its files, or bronze parquet files), which the new table would take for its own and delete in its maintenance; a new table starts at an empty location, and nothing was written (move the files away, or name the table differently)`,
+        },
+      ],
+      { code: 'TABLE_LOCATION_TAKEN' },
+    );
+  if (await pathExists(run, `${step.location}/_delta_log`)) throw taken('a Delta table (_delta_log)');
+  const files = await filesUnder(run, step.location, step.configPath);
+  if (files.length > 0) throw taken(`${files.length} file(s)`);
+}
+
+/** The files Spark lists under `path`, recursively (none when it does not exist). */
+async function filesUnder(run: StepRun, path: string, configPath: string): Promise<string[]> {
+  try {
+    return await run.inputFiles(listing([path], { recursiveFileLookup: 'true' }).rel);
+  } catch (e) {
+    if (run.errorClass(e)?.startsWith('PATH_NOT_FOUND')) return [];
+    throw run.at(e, configPath);
+  }
+}

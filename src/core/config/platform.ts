@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { isSecretLikeName } from './hocon.js';
 import { storageUriProblem } from '../naming.js';
 import { catalogName, name, storageUri } from './validate.js';
+import { nullPrototype } from './own.js';
 
 /**
  * The platform config (`--env`), owned by the platform team: where Spark is, which catalogs exist,
@@ -70,7 +71,7 @@ const lineageSchema = z
     transports: z.array(lineageTransport).default([]),
     // The OpenLineage namespace of a catalog's table names (the symlink of a table's location), e.g.
     // `hive://metastore:9083`; by default the catalog's name.
-    'catalog-namespaces': z.record(catalogName(), z.string().min(1)).default({}),
+    'catalog-namespaces': z.record(catalogName(), z.string().min(1)).transform(nullPrototype).prefault({}),
   })
   .strict();
 
@@ -179,7 +180,7 @@ export const platformSchema = z
       })
       .strict()
       .default({}),
-    catalogs: z.record(catalogName(), catalogSchema).default({}),
+    catalogs: z.record(catalogName(), catalogSchema).transform(nullPrototype).prefault({}),
     tenants: z
       .record(
         name(),
@@ -214,6 +215,7 @@ export const platformSchema = z
           })
           .strict(),
       )
+      .transform(nullPrototype)
       .optional(),
     /**
      * Who says which tenant a run is for. A job config's `tenant.id` is the tenant's own claim: under
@@ -248,7 +250,8 @@ export const platformSchema = z
               })
               .strict(),
           )
-          .default({}),
+          .transform(nullPrototype)
+          .prefault({}),
         /**
          * Whether a job config may give its own `source.url`. An inline url makes the Spark server
          * open whatever the tenant names: any host it can reach, any SQLite file it can read (the
@@ -258,7 +261,7 @@ export const platformSchema = z
         'inline-urls': z.enum(['deny', 'allow']).default('deny'),
       })
       .strict()
-      .default({ connections: {}, 'inline-urls': 'deny' }),
+      .prefault({}),
     /**
      * Kafka clusters job configs may read from (kafka-bronze-ingest), by name. Everything that
      * connects (brokers, security, credentials) is here, never in a job config: a tenant naming its
@@ -301,7 +304,8 @@ export const platformSchema = z
                       })
                       .strict(),
                   )
-                  .default({}),
+                  .transform(nullPrototype)
+                  .prefault({}),
               })
               .strict()
               .superRefine((c, ctx) => {
@@ -312,10 +316,11 @@ export const platformSchema = z
                   ctx.addIssue({ code: 'custom', path: ['tls'], message: 'needs security-protocol SSL or SASL_SSL' });
               }),
           )
-          .default({}),
+          .transform(nullPrototype)
+          .prefault({}),
       })
       .strict()
-      .default({ clusters: {} }),
+      .prefault({}),
     /** The environment variables job configs may read with `${VAR}` / `${?VAR}`: none unless listed. */
     'config-env': z
       .object({ allow: z.array(configEnvName).default([]) })

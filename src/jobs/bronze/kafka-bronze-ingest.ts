@@ -201,14 +201,15 @@ function selection(spec: KafkaBronzeIngestSpec): TopicSelection {
 
 /** Per topic-partition, the highest offset the batches reached (Kafka's end offsets are exclusive). */
 export function endOffsets(progress: readonly StreamProgress[]): Record<string, Record<string, number>> {
-  const out: Record<string, Record<string, number>> = {};
+  // Without prototypes: a topic named __proto__ is a topic, not the prototype of the result.
+  const out: Record<string, Record<string, number>> = Object.create(null);
   for (const p of progress)
     for (const s of p.sources) {
       const end = s.endOffset;
       if (!end || typeof end !== 'object') continue;
       for (const [topic, parts] of Object.entries(end as Record<string, Record<string, number>>))
         for (const [partition, offset] of Object.entries(parts ?? {})) {
-          const t = (out[topic] ??= {});
+          const t = (out[topic] ??= Object.create(null) as Record<string, number>);
           t[partition] = Math.max(t[partition] ?? 0, Number(offset));
         }
     }

@@ -191,6 +191,15 @@ export const platformSchema = z
             // namespaces (`catalog.namespace`) and where their files live. Writes stay the templates'.
             'read-namespaces': z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\.[a-z][a-z0-9_]*$/, 'a catalog.namespace')).default([]),
             'read-roots': z.array(storageUri()).default([]),
+            // A Spark Connect server of the tenant's own, where a shared server's isolation is not
+            // enough (docs/security.md): every run of the tenant goes there, never to spark.remote.
+            spark: z
+              .object({
+                remote: z.string().min(1).describe("The tenant's own Spark Connect server (sc://…), used instead of spark.remote for its runs."),
+                token: secretRef.optional().describe("That server's token, by reference (the platform's spark.token is never sent to it)."),
+              })
+              .strict()
+              .optional(),
             // The secrets a job config of this tenant may name by reference (an inline JDBC url's
             // password): without a grant it names none, or it could send the runner's own
             // credentials (any variable, any mounted file) to a server of its choosing.
@@ -343,6 +352,14 @@ export const platformSchema = z
     // tenant added later without review.
     if (!p.tenants) return;
     const known = Object.keys(p.tenants);
+    // A server of a tenant's own isolates it only if a job config cannot claim another tenant.
+    const ownServers = known.filter((t) => p.tenants![t]!.spark !== undefined);
+    if (ownServers.length && known.length > 1 && p['tenant-binding'] !== 'required')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tenant-binding'],
+        message: `must be required where tenants have Spark Connect servers of their own (${ownServers.map((t) => `tenants.${t}.spark`).join(', ')}): otherwise a job config chooses the server by the tenant it claims`,
+      });
     for (const [name, c] of Object.entries(p.jdbc.connections))
       c.tenants?.forEach((t, i) => {
         if (!known.includes(t))

@@ -3,6 +3,7 @@ import { Table, type Vector, vectorFromArray } from 'apache-arrow';
 import { describe, expect, it } from 'vitest';
 import { ConfigError, asLakehouseError } from '../../../src/core/errors.js';
 import { loadJob } from '../../../src/runner/load-job.js';
+import { chosenRemote } from '../../../src/runner/remote.js';
 import { resolveSecret } from '../../../src/core/config/secret-ref.js';
 import { platformSchema } from '../../../src/core/config/platform.js';
 import { tenantContext } from '../../../src/core/tenant.js';
@@ -116,11 +117,13 @@ describe.each(PROTOTYPE_NAMES)('the name %s', (n) => {
     expect(() => resolveSecret({ env: n }, 'source.password', process.env as Record<string, string>)).toThrow(ConfigError);
   });
 
-  it('is not a lineage namespace or a JDBC scheme', () => {
+  it("is not a lineage namespace, a JDBC scheme or a tenant's own server", () => {
     const naming = { tenant: tenantContext('acme', 'file:///lake/acme'), catalogNamespaces: platformSchema.parse({}).lineage?.['catalog-namespaces'] ?? {} };
     const ds = refDataset({ kind: 'table', table: `${n}.acme_silver.t` }, naming);
     expect(ds.symlink?.namespace).toBe(n);
     expect(() => jdbcDataset(`jdbc:${n.toLowerCase()}://db.example:5432/shop`, 'orders')).not.toThrow();
+    const p = platformSchema.parse({ spark: { remote: 'sc://shared:15002' }, tenants: { acme: { 'storage-roots': ['file:///lake/acme'] } } });
+    expect(chosenRemote({ env: {}, platform: p, tenant: n }).text).toBe('sc://shared:15002');
   });
 });
 

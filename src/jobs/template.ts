@@ -109,6 +109,8 @@ export type {
   Row,
   RowsStep,
   SchemaDiff,
+  SqlOrigin,
+  SqlPosition,
   Step,
   StepEffect,
   StepKind,

@@ -9,7 +9,7 @@ import { Query } from '../../spark/plan/query.js';
 import { sql } from '../../spark/plan/sql.js';
 import type { Cmd } from '../../spark/plan/commands.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
-import type { CatalogRef, Facts, JobContext, JobPlan, Row, RowsStep, SchemaDiff, Step } from '../template.js';
+import type { CatalogRef, Facts, JobContext, JobPlan, Row, RowsStep, SchemaDiff, SqlOrigin, Step } from '../template.js';
 import { queryStep } from '../steps.js';
 import { outputColumns } from '../../spark/plan/columns.js';
 import { createNamespaceStep, readCommitStep, tableCatalog, tableProperties } from '../tables.js';
@@ -26,7 +26,15 @@ import {
   rowFailure,
   uniqueColumns,
 } from './expectations.js';
-import { type Screened, type TableRef, type TransformParameter, composeSteps, rewriteTables, screenTransform } from './transform-sql.js';
+import {
+  type GrantedTableRef,
+  type Screened,
+  type TableRef,
+  type TransformParameter,
+  composeStepsWithOrigin,
+  rewriteTransform,
+  screenTransform,
+} from './transform-sql.js';
 
 /**
  * gold-publish: run the tenant's transform (one SELECT, or named steps each a SELECT over the
@@ -105,8 +113,9 @@ const transform = z
   })
   .describe("The query that computes the gold table from the tenant's silver and gold tables: either sql or steps.");
 
+/** The screen when the config is loaded: the platform's grants are not known yet (the plan checks three-part names). */
 function screenProblems(sql: string, known: readonly string[]): readonly string[] {
-  const s = screenTransform(sql, known);
+  const s = screenTransform(sql, { known });
   return s.ok ? [] : s.problems;
 }
 
@@ -192,27 +201,35 @@ function publishOf(ctx: JobContext, spec: GoldPublishSpec, parameters: readonly 
 
 /**
  * The transform as one query: each query screened (again: the plan does not trust that the schema
- * ran) and its tables rewritten to the tenant's namespaces; steps become CTEs. Parameters are sent
- * as named arguments.
+ * ran), now with the tenant's read grants, and its tables rewritten to the tenant's namespaces;
+ * steps become CTEs. The origin maps a position of the text sent back to the tenant's SQL.
  */
 function transformQuery(
   ctx: JobContext,
   spec: GoldPublishSpec,
   catalog: string,
-): { parameters: TransformParameter[]; path: string; tables: TableRef[]; text: (publish: Publish) => string } {
+): {
+  parameters: TransformParameter[];
+  path: string;
+  tables: TableRef[];
+  granted: GrantedTableRef[];
+  text: (publish: Publish) => { text: string; origin: SqlOrigin };
+} {
   const resolve = (ref: TableRef) => tableParts(layerTable(ctx, spec, catalog, ref));
+  const readNamespaces = ctx.access?.readNamespaces ?? [];
   const screen = (sql: string, known: readonly string[], path: string): Extract<Screened, { ok: true }> => {
-    const s = screenTransform(sql, known);
+    const s = screenTransform(sql, { known, readNamespaces });
     if (!s.ok) throw new ConfigError(s.problems.map((message) => ({ path, message })));
     return s;
   };
   if (spec.transform.sql !== undefined) {
     const s = screen(spec.transform.sql, [], 'transform.sql');
     return {
-      text: (p) => rewriteTables(s, resolve, (name) => parameterValue(name, p)),
+      text: (p) => rewriteTransform(s, resolve, (name) => parameterValue(name, p), 'transform.sql'),
       parameters: [...s.parameters],
       path: 'transform.sql',
       tables: [...s.tables],
+      granted: [...s.granted],
     };
   }
   const steps = spec.transform.steps ?? [];
@@ -224,10 +241,17 @@ function transformQuery(
     ),
   );
   return {
-    text: (p) => composeSteps(steps.map((st, i) => ({ name: st.name, sql: rewriteTables(screened[i]!, resolve, (name) => parameterValue(name, p)) }))),
+    text: (p) =>
+      composeStepsWithOrigin(
+        steps.map((st, i) => {
+          const { text, origin } = rewriteTransform(screened[i]!, resolve, (name) => parameterValue(name, p), `transform.steps[${i}].sql`);
+          return { name: st.name, sql: text, origin };
+        }),
+      ),
     parameters: [...new Set(screened.flatMap((s) => s.parameters))],
     path: 'transform.steps',
     tables: screened.flatMap((s) => s.tables),
+    granted: screened.flatMap((s) => s.granted),
   };
 }
 
@@ -260,6 +284,12 @@ function allExpectations(spec: GoldPublishSpec): Expectation[] {
   return grainChecked ? declared : [...declared, { name: GRAIN_UNIQUE, type: 'unique', action: 'fail' }];
 }
 
+/** What every step carrying tenant logic is marked with: its config paths, and where its SQL came from. */
+interface Flagged {
+  readonly untrusted: string[];
+  readonly sqlOrigin: SqlOrigin;
+}
+
 /** The gold table and its quarantine, in the target's catalog. */
 interface Gold {
   readonly catalog: CatalogRef;
@@ -284,12 +314,18 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
   };
   const transformed = transformQuery(ctx, spec, catalog.name);
   const publish = publishOf(ctx, spec, transformed.parameters, transformed.path);
-  const reads = transformed.tables.map((t) => tableParts(layerTable(ctx, spec, catalog.name, t)));
-  const result = Query.sql(sql.screened(transformed.text(publish), reads));
+  const sent = transformed.text(publish);
+  // The tables the transform reads, its granted ones included: what plan, validate and lineage list.
+  const reads = [
+    ...transformed.tables.map((t) => tableParts(layerTable(ctx, spec, catalog.name, t))),
+    ...transformed.granted.map((t) => [t.catalog, t.namespace, t.table]),
+  ];
+  const result = Query.sql(sql.screened(sent.text, reads));
   const expectations = allExpectations(spec);
   const quarantines = expectations.some((e) => e.action === 'quarantine');
   // Every step that carries the transform or an expression is judged by the tenant read policy.
-  const flagged = { untrusted: [transformed.path, ...spec.expectations.flatMap((e, i) => (e.type === 'expression' ? [`expectations[${i}].expr`] : []))] };
+  const untrusted = [transformed.path, ...spec.expectations.flatMap((e, i) => (e.type === 'expression' ? [`expectations[${i}].expr`] : []))];
+  const flagged: Flagged = { untrusted, sqlOrigin: sent.origin };
   const pass = checkedRows(ctx, spec, gold, result, expectations, publish);
   const check = queryStep({
     id: 'check',
@@ -388,7 +424,7 @@ function checkedRows(ctx: JobContext, spec: GoldPublishSpec, gold: Gold, result:
  * template's and dropped from what is written, or make its references ambiguous; with a
  * quarantine, one named like a quarantine column would be overwritten there.
  */
-function judgePhase(result: Query, judged: Query | undefined, path: string, quarantines: boolean, flagged: { untrusted: string[] }): Step[] {
+function judgePhase(result: Query, judged: Query | undefined, path: string, quarantines: boolean, flagged: Flagged): Step[] {
   const checkColumns: Step = {
     ...checkSourceColumns({
       source: result,
@@ -414,7 +450,7 @@ function judgePhase(result: Query, judged: Query | undefined, path: string, quar
 }
 
 /** Namespace, gold table (partitioned by the range column) and quarantine on first run; then gold's columns are fixed. */
-function createPhase(gold: Gold, result: Query, quarantined: Query, publish: Publish, quarantines: boolean, flagged: { untrusted: string[] }): Step[] {
+function createPhase(gold: Gold, result: Query, quarantined: Query, publish: Publish, quarantines: boolean, flagged: Flagged): Step[] {
   const { catalog, target, location, quarantine } = gold;
   return [
     createNamespaceStep(target),
@@ -471,7 +507,7 @@ function writePhase(
   publish: Publish,
   quarantines: boolean,
   check: RowsStep<string>,
-  flagged: { untrusted: string[] },
+  flagged: Flagged,
 ): Step[] {
   const { target, quarantine } = gold;
   const rangeFilter = publish.range

@@ -13,7 +13,7 @@ import type { CatalogRef, Facts, JobContext, JobPlan, Row, RowsStep, SchemaDiff,
 import { queryStep } from '../steps.js';
 import { outputColumns } from '../../spark/plan/columns.js';
 import { createNamespaceStep, readCommitStep, tableCatalog, tableProperties } from '../tables.js';
-import { LAKE_INTERNAL_PREFIX, checkSourceColumns } from '../source-columns.js';
+import { LAKE_INTERNAL_PREFIX, type RequiredColumn, checkSourceColumns } from '../source-columns.js';
 import {
   type Expectation,
   GRAIN_UNIQUE,
@@ -276,6 +276,20 @@ function parameterValue(p: TransformParameter, publish: Publish): string {
 // ---------------------------------------------------------------------------------------------
 // The plan
 
+/** The columns of the result the config names (grain, range, expectations), at their paths: the result must have each (78). */
+function resultColumns(spec: GoldPublishSpec): RequiredColumn[] {
+  const t = spec.target;
+  return [
+    ...t.grain.map((column, i) => ({ path: `target.grain[${i}]`, column })),
+    ...(t['range-column'] !== undefined ? [{ path: 'target.range-column', column: t['range-column'] }] : []),
+    ...spec.expectations.flatMap((e, i): RequiredColumn[] => {
+      if (e.type === 'not-null' || e.type === 'unique') return (e.columns ?? []).map((column, j) => ({ path: `expectations[${i}].columns[${j}]`, column }));
+      if ('column' in e) return [{ path: `expectations[${i}].column`, column: e.column }];
+      return [];
+    }),
+  ];
+}
+
 /** The expectations the plan checks: the config's, plus the grain's uniqueness unless declared. */
 function allExpectations(spec: GoldPublishSpec): Expectation[] {
   const declared = spec.expectations;
@@ -336,7 +350,7 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
     interpret: ([r]) => judge(r ?? {}, expectations, publish, { table: displayTable(gold.target), format: catalog.format, location: gold.location }),
   });
   const steps: Step[] = [
-    ...judgePhase(result, pass.judged, transformed.path, quarantines, flagged),
+    ...judgePhase(result, pass.judged, transformed.path, resultColumns(spec), quarantines, flagged),
     ...createPhase(gold, result, pass.quarantined, publish, quarantines, flagged),
     check,
     ...writePhase(gold, spec, pass, publish, quarantines, check, flagged),
@@ -424,7 +438,14 @@ function checkedRows(ctx: JobContext, spec: GoldPublishSpec, gold: Gold, result:
  * template's and dropped from what is written, or make its references ambiguous; with a
  * quarantine, one named like a quarantine column would be overwritten there.
  */
-function judgePhase(result: Query, judged: Query | undefined, path: string, quarantines: boolean, flagged: Flagged): Step[] {
+function judgePhase(
+  result: Query,
+  judged: Query | undefined,
+  path: string,
+  required: readonly RequiredColumn[],
+  quarantines: boolean,
+  flagged: Flagged,
+): Step[] {
   const checkColumns: Step = {
     ...checkSourceColumns({
       source: result,
@@ -432,6 +453,7 @@ function judgePhase(result: Query, judged: Query | undefined, path: string, quar
       configPath: path,
       template: TEMPLATE,
       reserved: { names: quarantines ? Object.values(QUARANTINE_COLUMNS) : [], prefixes: [LAKE_INTERNAL_PREFIX] },
+      required,
     }),
     ...flagged,
   };

@@ -422,9 +422,16 @@ describe('gold-publish config', () => {
     // A result column named like a quarantine column (or the plan's __lake_ ones) is refused: 65 at the transform.
     const columns = job.plan.steps[0] as Extract<Step, { kind: 'checkColumns' }>;
     const named = (...names: string[]) => names.map((name) => ({ name, type: 'string' }));
-    expect(columns.interpret(named('id', 'amount', '_lake_note'))).toEqual({});
+    expect(columns.interpret(named('sale_date', 'customer', 'id', 'amount', '_lake_note'))).toEqual({});
     for (const bad of ['_LAKE_run_id', '_lake_failed_checks', '__lake_f0'])
-      expect(columns.interpret(named('id', bad)).fail?.report()).toMatchObject({ code: 'SOURCE_COLUMN_RESERVED', path: 'transform.sql' });
+      expect(columns.interpret(named('sale_date', 'customer', bad)).fail?.report()).toMatchObject({ code: 'SOURCE_COLUMN_RESERVED', path: 'transform.sql' });
+    // A grain, range or expectation column the result lacks: 78 at its path, "did you mean" from the result's columns.
+    const missing = columns.interpret(named('sale_day', 'Customer', 'amount')).fail as ConfigError;
+    expect(missing.exitCode).toBe(78);
+    expect(missing.issues).toEqual([
+      { path: 'target.grain[0]', message: 'column "sale_date" is not a column of the transform\'s result; did you mean "sale_day"?' },
+      { path: 'target.range-column', message: 'column "sale_date" is not a column of the transform\'s result; did you mean "sale_day"?' },
+    ]);
   });
 
   it('checks every expectation in one aggregate (one query step reads the result once)', async () => {

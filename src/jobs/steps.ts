@@ -139,6 +139,12 @@ interface StepBase {
    * position of that text is reported at the config path, line and column the tenant wrote.
    */
   readonly sqlOrigin?: SqlOrigin;
+  /**
+   * What a failure of this step means in the config's words (a Kafka topic the server does not
+   * have is the topic the config names, 66): the executor throws the answer instead of the
+   * failure; undefined keeps the failure as it is.
+   */
+  readonly explainFailure?: (error: LakehouseError) => LakehouseError | undefined;
 }
 
 /** A place in a tenant's SQL as its config gives it: the config path of the SQL, line and column from 1, offset from 0. */

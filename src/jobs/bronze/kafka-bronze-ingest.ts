@@ -11,7 +11,7 @@ import type { JobContext, JobPlan, StreamProgress } from '../template.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { createNamespaceStep, tableProperties } from '../tables.js';
 import { BRONZE_SESSION_CONF, BRONZE_STAMPS, SNAPSHOT_DATE, bronzeOutput, bronzeRef } from '../layers/bronze.js';
-import { TOPIC_GLOB, type TopicSelection, checkGrant, connectionOptions, subscription } from './kafka-source.js';
+import { TOPIC_GLOB, type TopicSelection, checkGrant, connectionOptions, subscription, topicChecks } from './kafka-source.js';
 
 /**
  * kafka-bronze-ingest: copy Kafka records into the tenant's bronze Iceberg or Delta table
@@ -254,6 +254,8 @@ function plan(ctx: JobContext, spec: KafkaBronzeIngestSpec): JobPlan {
       'spark.sql.streaming.numRecentProgressUpdates': '100000',
     },
     steps: [
+      // The topics first: a missing one is 66 before any namespace, table or checkpoint exists.
+      ...topicChecks(topics, cluster, connection),
       createNamespaceStep(bronze.table),
       {
         kind: 'ensureTable',

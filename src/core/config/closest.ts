@@ -9,7 +9,7 @@ export function closest(key: string, candidates: readonly string[]): string | un
   const lower = candidates.map((c) => c.toLowerCase());
   const target = key.toLowerCase();
   const found = closestMatch(target, lower, { maxDistance: Math.max(2, Math.floor(key.length / 3)) });
-  // Not a replacement of every character (`id` is no typo of `v`).
-  if (found === undefined || leven(target, found) >= Math.min(key.length, found.length)) return undefined;
+  // Not a replacement of every character (`id` is no typo of `v`; `vv` may be one of `v`).
+  if (found === undefined || leven(target, found) >= Math.max(key.length, found.length)) return undefined;
   return candidates[lower.indexOf(found)];
 }

@@ -191,7 +191,7 @@ describe('a column the config names that the source lacks: 78 at its path, "did 
       const tenant = freshTenant();
       await client.execute(
         compileCommandPlan(
-          Query.sql(
+          testQuery(
             `SELECT *, 'x' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'2026-08-01' AS _snapshot_date FROM VALUES (1, 1, 'c') AS t(order_id, seq, op)`,
           ).writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }),
           { reveal: true },

@@ -140,12 +140,28 @@ interface StepBase {
    */
   readonly sqlOrigin?: SqlOrigin;
   /**
+   * The same map as the tenant policy's hook: where a position the server's refusals and analysis
+   * errors name in the SQL sent lies in the tenant's own text, at its config path.
+   */
+  readonly mapPosition?: PositionMapper;
+  /**
    * What a failure of this step means in the config's words (a Kafka topic the server does not
    * have is the topic the config names, 66): the executor throws the answer instead of the
    * failure; undefined keeps the failure as it is.
    */
   readonly explainFailure?: (error: LakehouseError) => LakehouseError | undefined;
 }
+
+/**
+ * A position in the SQL text sent (line and column from 1, the offset from 0 when the server knows
+ * it) to the config path, line and column of the tenant's text; undefined leaves it as sent.
+ */
+export type PositionMapper = (sent: {
+  readonly configPath: string;
+  readonly line: number;
+  readonly column: number;
+  readonly offset?: number;
+}) => { configPath: string; line: number; column: number } | undefined;
 
 /** A place in a tenant's SQL as its config gives it: the config path of the SQL, line and column from 1, offset from 0. */
 export interface SqlPosition {

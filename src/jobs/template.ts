@@ -105,6 +105,7 @@ export type {
   ColumnRef,
   Facts,
   MaterializeStep,
+  PositionMapper,
   QueryStep,
   Row,
   RowsStep,

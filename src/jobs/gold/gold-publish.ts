@@ -9,7 +9,7 @@ import { Query } from '../../spark/plan/query.js';
 import { sql } from '../../spark/plan/sql.js';
 import type { Cmd } from '../../spark/plan/commands.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
-import type { CatalogRef, Facts, JobContext, JobPlan, Row, RowsStep, SchemaDiff, SqlOrigin, Step } from '../template.js';
+import type { CatalogRef, Facts, JobContext, JobPlan, PositionMapper, Row, RowsStep, SchemaDiff, SqlOrigin, Step } from '../template.js';
 import { queryStep } from '../steps.js';
 import { outputColumns } from '../../spark/plan/columns.js';
 import { createNamespaceStep, readCommitStep, tableCatalog, tableProperties } from '../tables.js';
@@ -33,6 +33,7 @@ import {
   type TransformParameter,
   composeStepsWithOrigin,
   rewriteTransform,
+  sentPositionMapper,
   screenTransform,
 } from './transform-sql.js';
 
@@ -302,6 +303,7 @@ function allExpectations(spec: GoldPublishSpec): Expectation[] {
 interface Flagged {
   readonly untrusted: string[];
   readonly sqlOrigin: SqlOrigin;
+  readonly mapPosition: PositionMapper;
 }
 
 /** The gold table and its quarantine, in the target's catalog. */
@@ -339,7 +341,7 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
   const quarantines = expectations.some((e) => e.action === 'quarantine');
   // Every step that carries the transform or an expression is judged by the tenant read policy.
   const untrusted = [transformed.path, ...spec.expectations.flatMap((e, i) => (e.type === 'expression' ? [`expectations[${i}].expr`] : []))];
-  const flagged: Flagged = { untrusted, sqlOrigin: sent.origin };
+  const flagged: Flagged = { untrusted, sqlOrigin: sent.origin, mapPosition: sentPositionMapper(sent.origin) };
   const pass = checkedRows(ctx, spec, gold, result, expectations, publish);
   const check = queryStep({
     id: 'check',

@@ -1,6 +1,6 @@
 import { DISCLOSING_FUNCTIONS, REFLECTION_FUNCTIONS } from '../../core/expression/functions.js';
 import { NAME_PATTERN, quoteIdentifier, quoteName } from '../../core/naming.js';
-import type { SqlOrigin, SqlPosition } from '../template.js';
+import type { PositionMapper, SqlOrigin, SqlPosition } from '../template.js';
 
 /**
  * The first wall around a tenant's transform SQL (gold-publish): a tokenizer that ends every token
@@ -895,4 +895,17 @@ export function composeStepsWithOrigin(steps: readonly { name: string; sql: stri
     return part.origin.locate(Math.max(0, Math.min(offset - part.start, part.length)));
   };
   return { text: sent, origin: originOf(sent, locate) };
+}
+
+/**
+ * The origin as the tenant policy's position mapper (a step's hook for the server's refusals and
+ * analysis errors): where a position of the text sent lies in the tenant's own text, at the config
+ * path of that SQL (`transform.steps[i].sql` for a composed step); undefined leaves it as sent.
+ * The offset, when the server knows it, is exact; else line and column.
+ */
+export function sentPositionMapper(origin: SqlOrigin): PositionMapper {
+  return (sent) => {
+    const at = sent.offset !== undefined ? origin.locate(sent.offset) : origin.locateLineColumn(sent.line, sent.column - 1);
+    return at && { configPath: at.path, line: at.line, column: at.column };
+  };
 }

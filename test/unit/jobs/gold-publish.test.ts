@@ -15,6 +15,7 @@ import {
   rewriteTables,
   rewriteTransform,
   screenTransform,
+  sentPositionMapper,
   tokenize,
 } from '../../../src/jobs/gold/transform-sql.js';
 import { judge, noOp } from '../../../src/jobs/gold/gold-publish.js';
@@ -344,6 +345,15 @@ describe('gold-publish: the transform screen (tokens, never a regex over raw tex
     const { text, origin } = composeStepsWithOrigin(steps.map((s) => ({ name: s.name, sql: s.text, origin: s.origin })));
     expect(origin.locate(text.indexOf('bad'))).toEqual({ path: 'transform.steps[1].sql', offset: 13, line: 2, column: 3 });
     expect(origin.locate(text.indexOf('`lake`'))).toMatchObject({ path: 'transform.steps[0].sql', line: 1, column: 16 });
+    // As the tenant policy's position mapper: the server's line and column count from 1, its offset from 0.
+    const map = sentPositionMapper(origin);
+    const lines = text.split('\n');
+    const line = lines.findIndex((l) => l.includes('bad')) + 1;
+    const found = { configPath: 'transform.steps[1].sql', line: 2, column: 3 };
+    expect(map({ configPath: 'transform.steps', line, column: lines[line - 1]!.indexOf('bad') + 1 })).toEqual(found);
+    expect(map({ configPath: 'transform.steps', line: 1, column: 1, offset: text.indexOf('bad') })).toEqual(found);
+    // The text the composition adds is blamed on the step it introduces.
+    expect(map({ configPath: 'transform.steps', line: lines.length, column: 1 })).toMatchObject({ configPath: 'transform.steps[1].sql' });
   });
 
   it('composes named steps as CTEs over each other', () => {
@@ -529,8 +539,12 @@ expectations = [
     const check = job.plan.steps.find((s) => s.id === 'check')!;
     const sent = JSON.stringify(stepPlan(check, { reveal: false }));
     expect(sent).toContain('amount FROM `lake`.`acme_silver`.`orders`');
-    for (const step of job.plan.steps.filter((s) => s.untrusted?.includes('transform.sql')))
+    for (const step of job.plan.steps.filter((s) => s.untrusted?.includes('transform.sql'))) {
       expect(step.sqlOrigin?.locateLineColumn(2, 2), step.id).toEqual({ path: 'transform.sql', line: 2, column: 3, offset: 13 });
+      // The tenant policy's hook: the server's 1-based line and column of the text sent.
+      expect(step.mapPosition?.({ configPath: 'transform.sql', line: 2, column: 3 }), step.id).toEqual({ configPath: 'transform.sql', line: 2, column: 3 });
+      expect(step.mapPosition?.({ configPath: 'transform.sql', line: 2, column: 14 }), step.id).toMatchObject({ line: 2, column: 14 });
+    }
   });
 
   it('a merge cannot only warn about a duplicate grain', async () => {

@@ -6,7 +6,8 @@ export default defineConfig({
       {
         test: {
           name: 'unit',
-          include: ['test/unit/**/*.test.ts'],
+          // The hostile corpus' validate tier needs no Spark: it runs with the unit tests.
+          include: ['test/unit/**/*.test.ts', 'test/security/hostile-configs.test.ts'],
           testTimeout: 60_000,
         },
       },
@@ -14,6 +15,7 @@ export default defineConfig({
         test: {
           name: 'integration',
           include: ['test/integration/**/*.test.ts', 'test/security/**/*.test.ts'],
+          exclude: ['test/security/hostile-configs.test.ts'],
           // One real Spark Connect server on a 2-core machine: test files run one at a time.
           fileParallelism: false,
           testTimeout: 300_000,

@@ -11,7 +11,7 @@ import type { JobContext, JobPlan, StreamProgress } from '../template.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { createNamespaceStep, tableProperties } from '../tables.js';
 import { BRONZE_SESSION_CONF, BRONZE_STAMPS, SNAPSHOT_DATE, bronzeOutput, bronzeRef } from '../layers/bronze.js';
-import { TOPIC_GLOB, type TopicSelection, checkGrant, connectionOptions, subscription } from './kafka-source.js';
+import { TOPIC_GLOB, type TopicSelection, checkGrant, connectionOptions, subscription, topicChecks } from './kafka-source.js';
 
 /**
  * kafka-bronze-ingest: copy Kafka records into the tenant's bronze Iceberg or Delta table
@@ -201,14 +201,15 @@ function selection(spec: KafkaBronzeIngestSpec): TopicSelection {
 
 /** Per topic-partition, the highest offset the batches reached (Kafka's end offsets are exclusive). */
 export function endOffsets(progress: readonly StreamProgress[]): Record<string, Record<string, number>> {
-  const out: Record<string, Record<string, number>> = {};
+  // Without prototypes: a topic named __proto__ is a topic, not the prototype of the result.
+  const out: Record<string, Record<string, number>> = Object.create(null);
   for (const p of progress)
     for (const s of p.sources) {
       const end = s.endOffset;
       if (!end || typeof end !== 'object') continue;
       for (const [topic, parts] of Object.entries(end as Record<string, Record<string, number>>))
         for (const [partition, offset] of Object.entries(parts ?? {})) {
-          const t = (out[topic] ??= {});
+          const t = (out[topic] ??= Object.create(null) as Record<string, number>);
           t[partition] = Math.max(t[partition] ?? 0, Number(offset));
         }
     }
@@ -253,6 +254,8 @@ function plan(ctx: JobContext, spec: KafkaBronzeIngestSpec): JobPlan {
       'spark.sql.streaming.numRecentProgressUpdates': '100000',
     },
     steps: [
+      // The topics first: a missing one is 66 before any namespace, table or checkpoint exists.
+      ...topicChecks(topics, cluster, connection),
       createNamespaceStep(bronze.table),
       {
         kind: 'ensureTable',

@@ -44,7 +44,7 @@ import {
 } from '../layers/bronze.js';
 import { SILVER_FORMATS, type SilverFormat, type SilverRef, silverCompanion, silverRef } from '../layers/silver.js';
 import { type CommitWindow, commitWindow } from '../commit-window.js';
-import { LAKE_INTERNAL_PREFIX, checkSourceColumns, reservedIn } from '../source-columns.js';
+import { LAKE_INTERNAL_PREFIX, type RequiredColumn, checkSourceColumns, reservedIn } from '../source-columns.js';
 
 /**
  * cdc-silver-merge: resolve a batch of CDC events from the tenant's bronze layer to the latest
@@ -327,6 +327,22 @@ const mergeSpec = (c: CdcSilverMergeSpec): MergeSpec => ({
 // ---------------------------------------------------------------------------------------------
 // The plan
 
+/**
+ * The bronze columns the config names, at their paths: each must be a column of bronze (78
+ * otherwise, before anything is written). Not columns.exclude: excluding a column a batch lacks
+ * changes nothing.
+ */
+function requiredColumns(spec: MergeSpec): RequiredColumn[] {
+  const list = (path: string, cols: readonly string[] | undefined) => (cols ?? []).map((column, i) => ({ path: `${path}[${i}]`, column }));
+  return [
+    ...list('cdc.primary-key', spec.keys),
+    ...(spec.sequence.length === 1 ? [{ path: 'cdc.sequence-by', column: spec.sequence[0]! }] : list('cdc.sequence-by', spec.sequence)),
+    ...spec.cdcOnly.map((column) => ({ path: 'cdc.op-column', column })),
+    ...list('columns.include', spec.include),
+    ...spec.types.map(([column]) => ({ path: `columns.types.${column}`, column })),
+  ];
+}
+
 /** `a > b` for sequences compared left to right: (a1 > b1) or (a1 = b1 and a2 > b2) … */
 export function sequenceGreater(columns: string[], a: string, b: string): Expr {
   return sequenceGreaterOf(
@@ -402,6 +418,7 @@ function resolvePhase({ bronze }: Tables, spec: MergeSpec): { steps: Step[] } {
     configPath: 'source.table',
     template: TEMPLATE,
     reserved: { names: [], prefixes: [LAKE_INTERNAL_PREFIX] },
+    required: requiredColumns(spec),
   });
   let events = read.rows;
   if (spec.where) events = events.filter(configExpr(spec.where));

@@ -12,7 +12,7 @@ import type { TenantReadPolicy } from './policy.js';
  */
 export function tenantReadPolicy(platform: PlatformConfig, tenant: TenantContext): TenantReadPolicy {
   const own = Object.keys(platform.catalogs).flatMap((catalog) => LAYERS.map((layer) => `${catalog}.${layerNamespace(tenant.id, layer)}`));
-  const grant = platform.tenants?.[tenant.id];
+  const grant = platform.tenants && Object.hasOwn(platform.tenants, tenant.id) ? platform.tenants[tenant.id] : undefined;
   return Object.freeze({
     tenant: tenant.id,
     namespaces: Object.freeze([...own, ...(grant?.['read-namespaces'] ?? [])]),

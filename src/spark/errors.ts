@@ -15,6 +15,9 @@ import type { FetchErrorDetailsResponse } from './proto/gen/spark/connect/base_p
 
 export type GrpcCodeName = keyof typeof GrpcStatus;
 
+/** The prefix of the message a template's own data check raises with `raise_error` (exit 65, the message after it). */
+export const BAD_VALUE_MARKER = 'LAKEHOUSE_BAD_VALUE:';
+
 export function grpcCodeName(code: number): GrpcCodeName | 'UNKNOWN' {
   const name = GrpcStatus[code];
   return (typeof name === 'string' ? name : 'UNKNOWN') as GrpcCodeName;
@@ -329,6 +332,22 @@ export const errorRules: readonly ErrorRule[] = [
     outcome: 'data',
     errorClass: ['PARQUET_TYPE_ILLEGAL', 'PARQUET_TYPE_NOT_SUPPORTED', 'PARQUET_TYPE_NOT_RECOGNIZED'],
     explain: dataExplanations.illegalType,
+  },
+  // A record's value does not fit its declared column: the template's own check raised it (with
+  // raise_error) naming the record and the column, before the micro-batch was written.
+  {
+    code: 'SOURCE_BAD_VALUE',
+    outcome: 'data',
+    errorClass: ['STREAM_FAILED', 'USER_RAISED_EXCEPTION'],
+    when: (f) => [f.message, ...(f.causes ?? [])].some((m) => m.includes(BAD_VALUE_MARKER)),
+    explain: (f) => {
+      const m = [f.message, ...(f.causes ?? [])].find((x) => x.includes(BAD_VALUE_MARKER)) ?? f.message;
+      const text = m
+        .slice(m.indexOf(BAD_VALUE_MARKER) + BAD_VALUE_MARKER.length)
+        .replace(/\s*\(set source\.bad-values[^)]*\).*$/s, '')
+        .trim();
+      return { message: text, hint: 'correct the record or the declared type, or set source.bad-values = null to keep such values NULL and count them' };
+    },
   },
   // Kafka offsets a streaming query must read are gone (retention, a recreated topic) and the source
   // fails on data loss: rerunning cannot bring them back, the data is lost (kafka-bronze-ingest).

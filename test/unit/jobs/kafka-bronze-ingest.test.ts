@@ -126,7 +126,12 @@ describe('kafka-bronze-ingest: config', () => {
 describe('kafka-bronze-ingest: plan', () => {
   it('creates the namespace and table, then streams availableNow with the checkpoint beside the layers', async () => {
     const job = await load(config('topics = ["acme.orders"], max-offsets-per-trigger = 500, starting-offsets = latest'));
-    expect(job.plan.steps.map((s) => `${s.kind}:${s.id}`)).toEqual(['command:create-namespace', 'ensureTable:create-table', 'stream:ingest']);
+    expect(job.plan.steps.map((s) => `${s.kind}:${s.id}`)).toEqual([
+      'command:create-namespace',
+      'ensureTable:create-table',
+      'compareSchemas:check-schema',
+      'stream:ingest',
+    ]);
     const s = stream(job.plan.steps);
     expect(s.command).toMatchObject({
       kind: 'writeStream',
@@ -260,7 +265,7 @@ describe('kafka-bronze-ingest: plan', () => {
       ' AS _cdc_ts_ms',
     ])
       expect(text).toContain(c);
-    expect(text).toContain('decimal(12,2)');
+    expect(text).toContain('DECIMAL(12,2)');
     expect(text).toContain('includeHeaders=true');
     // Delta needs no Iceberg writer option.
     expect(stream(job.plan.steps).command.options).toEqual({ checkpointLocation: 'file:///lake/acme/_checkpoints/orders_events' });

@@ -25,6 +25,22 @@ export function createTopic(name: string, partitions: number): void {
   tool(['create-topic', name, String(partitions)]);
 }
 
+/** The topic's end offsets by partition (none: the topic does not exist yet). */
+export function endOffsets(topic: string): Record<string, number> {
+  return JSON.parse(tool(['end-offsets', topic]).trim().split('\n').pop() ?? '{}') as Record<string, number>;
+}
+
+/** Wait until the topic holds at least `count` records (all partitions), or fail after `ms`. */
+export function waitForRecords(topic: string, count: number, ms = 180_000): number {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const n = Object.values(endOffsets(topic)).reduce((a, b) => a + b, 0);
+    if (n >= count) return n;
+    if (Date.now() > deadline) throw new Error(`${topic} holds ${n} records after ${ms / 1000} s, expected ${count}`);
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+  }
+}
+
 /** Remove a partition's records before `offset`, as retention would: a reader behind it lost data. */
 export function deleteRecords(topic: string, partition: number, offset: number): void {
   tool(['delete-records', topic, String(partition), String(offset)]);

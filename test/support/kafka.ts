@@ -76,3 +76,19 @@ export const recordKey = (r: {
   _kafka_partition?: unknown;
   _kafka_offset?: unknown;
 }): string => `${String(r._kafka_topic ?? r.topic)}/${String(r._kafka_partition ?? r.partition)}/${String(r._kafka_offset ?? r.offset)}`;
+
+/**
+ * A decimal as Debezium's default `decimal.handling.mode=precise` sends it in JSON: base64 of the
+ * unscaled value's big-endian two's-complement bytes (`"LxI="` for 120.50 at scale 2).
+ */
+export function debeziumDecimal(value: string, scale: number): string {
+  const [int, frac = ''] = value.replace('-', '').split('.');
+  let unscaled = BigInt(int! + frac.padEnd(scale, '0').slice(0, scale));
+  if (value.startsWith('-')) unscaled = -unscaled;
+  const bytes: number[] = [];
+  for (let v = unscaled; ; v >>= 8n) {
+    bytes.unshift(Number(v & 0xffn));
+    if ((v >= -128n && v < 128n && v < 0n === ((bytes[0]! & 0x80) !== 0)) || bytes.length > 32) break;
+  }
+  return Buffer.from(bytes).toString('base64');
+}

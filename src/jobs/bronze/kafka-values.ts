@@ -147,7 +147,8 @@ function decodeText(b: Bindings, text: Expr, type: string, field: FieldSchema | 
     // With schemas: the field's logical type says bytes (Decimal), a {scale, value} struct
     // (VariableScaleDecimal) or text; without: decimal.handling.mode (precise: bytes of the declared scale).
     const named = (n: string) => coalesce(eq(field.name, str(n)), lit(false));
-    const varScale = named('io.debezium.data.VariableScaleDecimal');
+    // A NUMERIC without scale is a {scale, value} struct: named so by the schema, or seen as JSON without it.
+    const varScale = fn('if', field.hasSchema, named('io.debezium.data.VariableScaleDecimal'), coalesce(fn('startswith', text, str('{')), lit(false)));
     const useBytes = b.bind(
       0,
       fn('if', field.hasSchema, or(named('org.apache.kafka.connect.data.Decimal'), varScale), lit(dbz.decimalHandlingMode === 'precise')),

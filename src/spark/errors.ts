@@ -346,7 +346,7 @@ export const errorRules: readonly ErrorRule[] = [
         .slice(m.indexOf(BAD_VALUE_MARKER) + BAD_VALUE_MARKER.length)
         .replace(/\s*\(set source\.bad-values[^)]*\).*$/s, '')
         .trim();
-      return { message: text, hint: 'correct the record or the declared type, or set source.bad-values = null to keep such values NULL and count them' };
+      return { message: text, hint: 'correct the record or the declared type, or set source.bad-values = set-null to keep such values NULL and count them' };
     },
   },
   // Kafka offsets a streaming query must read are gone (retention, a recreated topic) and the source

@@ -96,10 +96,10 @@ const source = z
         "The columns to parse out of the value (json), or of the envelope's row (debezium-json): column name -> type. Columns may be added later (the bronze table gains them), never removed or retyped.",
       ),
     'bad-values': z
-      .enum(['fail', 'null'])
+      .enum(['fail', 'set-null'])
       .default('fail')
       .describe(
-        'A value that does not fit its declared type (a decimal that would be rounded or overflow, text in a bigint column): fail the run (65, naming topic, partition, offset and column), or keep the column NULL, list it in _kafka_undecoded and count it in the status (null).',
+        'A value that does not fit its declared type (a decimal that would be rounded or overflow, text in a bigint column): fail the run (65, naming topic, partition, offset and column), or keep the column NULL, list it in _kafka_undecoded and count it in the status (set-null).',
       ),
     debezium: z
       .object({

@@ -212,7 +212,7 @@ export interface DecodeOptions {
   readonly format: ParsedFormat;
   readonly schema: Record<string, string>;
   readonly debezium?: DebeziumSettings | undefined;
-  readonly badValues: 'fail' | 'null';
+  readonly badValues: 'fail' | 'set-null';
 }
 
 /**
@@ -297,7 +297,7 @@ export function decodeValue(records: Query, o: DecodeOptions): Query {
       cast(col('_kafka_offset'), 'string'),
       str(', column '),
       fn('array_join', col(BAD), str(', ')),
-      str(' (set source.bad-values = null to keep such values NULL and count them)'),
+      str(' (set source.bad-values = set-null to keep such values NULL and count them)'),
     );
     listed = fn('if', fn('>', fn('size', col(BAD)), lit(0)), fn('raise_error', message), col(BAD));
   }
@@ -308,7 +308,7 @@ export function decodeValue(records: Query, o: DecodeOptions): Query {
 
 /**
  * The decode counts of a micro-batch, observed on the rows as they are written: records whose value
- * did not decode, and per declared column the values that did not fit (NULL under `bad-values = null`).
+ * did not decode, and per declared column the values that did not fit (NULL under `bad-values = set-null`).
  */
 export function observeDecoding(rows: Query, schema: Record<string, string>): Query {
   const listed = (c: string) => fn('count_if', fn('array_contains', col(UNDECODED), str(c)));

@@ -94,7 +94,7 @@ describe('Debezium encodings, with the JSON converter schemas on', () => {
     async () => {
       const topics = ['p', 's', 'd'].map((s) => `"enc_${id}_${s}.public.${table}"`).join(', ');
       const r = await ingest(
-        `topics = [${topics}], value-format = debezium-json, bad-values = null, value-schema { ${SCHEMA}, ts3 = timestamp }`,
+        `topics = [${topics}], value-format = debezium-json, bad-values = set-null, value-schema { ${SCHEMA}, ts3 = timestamp }`,
         'enc_schemas',
       );
       expect(r.code, r.stderr).toBe(0);
@@ -153,9 +153,9 @@ describe('Debezium encodings, schemas off (decimal.handling.mode precise: the de
   );
 
   it(
-    'with bad-values = null every other value lands exactly (the unscaled bytes at the declared scale), the bad one is NULL and counted',
+    'with bad-values = set-null every other value lands exactly (the unscaled bytes at the declared scale), the bad one is NULL and counted',
     async () => {
-      const r = await ingest(`topics = [${topic()}], value-format = debezium-json, bad-values = null, value-schema { ${PLAIN} }`, 'enc_plain');
+      const r = await ingest(`topics = [${topic()}], value-format = debezium-json, bad-values = set-null, value-schema { ${PLAIN} }`, 'enc_plain');
       expect(r.code, r.stderr).toBe(0);
       expect(r.status.outputs[0].metrics).toMatchObject({ rowsWritten: 2, undecodable: 0, 'nulled.free': 1 });
       const rows = readIcebergWithPyIceberg(`${tenant.id}_bronze`, 'enc_plain').sort((a, b) => Number(a.id) - Number(b.id));

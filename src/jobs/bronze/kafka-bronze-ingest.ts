@@ -332,7 +332,9 @@ function plan(ctx: JobContext, spec: KafkaBronzeIngestSpec): JobPlan {
           // Iceberg's writers expect rows clustered by partition unless fanout is on; streaming
           // micro-batches are not sorted for them. A Delta table of the session catalog is a V1
           // table: the sink must name its provider, or Spark refuses it as not its default, parquet.
-          ...(target.format === 'iceberg' ? { options: { 'fanout-enabled': 'true' } } : { format: 'delta' }),
+          // A column added to value-schema is appended to the table, not where the stream has it: Iceberg's
+          // writer matches the stream's columns by name, not by position (check-ordering off; Delta does).
+          ...(target.format === 'iceberg' ? { options: { 'fanout-enabled': 'true', 'check-ordering': 'false' } } : { format: 'delta' }),
         }),
         interpret: (progress) => {
           const rows = progress.reduce((n, p) => n + p.numInputRows, 0);

@@ -138,7 +138,7 @@ describe('kafka-bronze-ingest: plan', () => {
       table: ['lake', 'acme_bronze', 'orders_events'],
       trigger: 'availableNow',
       outputMode: 'append',
-      options: { checkpointLocation: 'file:///lake/acme/_checkpoints/orders_events', 'fanout-enabled': 'true' },
+      options: { checkpointLocation: 'file:///lake/acme/_checkpoints/orders_events', 'fanout-enabled': 'true', 'check-ordering': 'false' },
     });
     const proto = compileCommandPlan(s.command, { reveal: false });
     const json = JSON.parse(toJsonString(PlanSchema, proto)) as { command: { writeStreamOperationStart: Record<string, any> } };

@@ -8,15 +8,12 @@
 import { status as GrpcStatus, type Metadata } from '@grpc/grpc-js';
 import { fromBinary } from '@bufbuild/protobuf';
 import { anyUnpack } from '@bufbuild/protobuf/wkt';
-import { ExitCode, LakehouseError, type ErrorCategory, type ErrorReport } from '../core/errors.js';
+import { BAD_VALUE_MARKER, ExitCode, LakehouseError, type ErrorCategory, type ErrorReport } from '../core/errors.js';
 import { scrub } from '../core/secrets.js';
 import { ErrorInfoSchema, RetryInfoSchema, StatusSchema } from './proto/gen/google/rpc/status_pb.js';
 import type { FetchErrorDetailsResponse } from './proto/gen/spark/connect/base_pb.js';
 
 export type GrpcCodeName = keyof typeof GrpcStatus;
-
-/** The prefix of the message a template's own data check raises with `raise_error` (exit 65, the message after it). */
-export const BAD_VALUE_MARKER = 'LAKEHOUSE_BAD_VALUE:';
 
 export function grpcCodeName(code: number): GrpcCodeName | 'UNKNOWN' {
   const name = GrpcStatus[code];

@@ -1,7 +1,7 @@
 import { sql } from '../../spark/plan/sql.js';
 import { type Expr, alias, and, cast, coalesce, col, eq, fn, isNotNull, isNull, lit, not, or, tryCast } from '../../spark/plan/expressions.js';
 import type { Query } from '../../spark/plan/query.js';
-import { BAD_VALUE_MARKER } from '../../spark/errors.js';
+import { BAD_VALUE_MARKER } from '../../core/errors.js';
 
 /**
  * How kafka-bronze-ingest turns a record's value into typed columns (docs/templates/kafka-bronze-ingest.md,

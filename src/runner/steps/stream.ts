@@ -1,5 +1,4 @@
 import { InternalError } from '../../core/errors.js';
-import { SparkError } from '../../spark/errors.js';
 import type { StepOf, StreamProgress } from '../../jobs/steps.js';
 import { formatCmd } from '../../spark/plan/format.js';
 import { cmdTouches } from '../../spark/plan/touches.js';
@@ -32,8 +31,9 @@ export const stream: StepKindModule<StepOf<'stream'>> = {
         break;
       } catch (e) {
         if (attempt >= STREAM_ATTEMPTS || run.signal.aborted || run.errorClass(e) !== 'STREAM_FAILED') throw e;
-        // A bad value fails the same batch again: no second start.
-        if (e instanceof SparkError && e.code === 'SOURCE_BAD_VALUE') throw e;
+        // A bad value fails the same batch again: no second start. (The code, not instanceof
+        // SparkError: plan and validate load this module, and must not load gRPC.)
+        if ((e as { code?: unknown } | null)?.code === 'SOURCE_BAD_VALUE') throw e;
         run.logger.warn({ step: step.id, streamingQuery: query, err: e }, 'streaming query failed; restarting it once from its checkpoint');
       }
     }

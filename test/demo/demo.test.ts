@@ -1,14 +1,15 @@
 import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { expect, it } from 'vitest';
-import { kafkaBootstrap } from '../../support/kafka.js';
-import { repoRoot } from '../../support/stack.js';
+import { kafkaBootstrap } from '../support/kafka.js';
+import { repoRoot } from '../support/stack.js';
 
 /**
  * scripts/demo, as a user runs it: the reference scenario on the embedded server with real Debezium,
  * every check read back by PyIceberg or DuckDB and compared with SQL on PostgreSQL. It reuses the
  * stack the integration setup started (the Spark server and broker of this run) and starts
- * PostgreSQL with logical decoding and the Kafka Connect worker itself.
+ * PostgreSQL with logical decoding and the Kafka Connect worker itself. About 8 minutes: not in
+ * scripts/test's default run (test/README.md); `scripts/test test/demo`.
  */
 const CHECKS = [
   'first run',

@@ -58,6 +58,8 @@ export interface StreamProgress {
   readonly batchId: number;
   readonly numInputRows: number;
   readonly sources: readonly { readonly description: string; readonly startOffset?: unknown; readonly endOffset?: unknown; readonly numInputRows: number }[];
+  /** The batch's observed aggregates (`Query.observe(name, …)`), by name, then by column. */
+  readonly observedMetrics?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
 }
 
 declare const columnRefBrand: unique symbol;

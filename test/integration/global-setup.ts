@@ -25,12 +25,14 @@ export default function setup(): () => void {
   // needs one, is LAKEHOUSE_KAFKA_BOOTSTRAP or KAFKA_PORT), never a broker on the default port.
   const external = Boolean(process.env.SPARK_REMOTE);
   const stopKafka = external ? () => undefined : startKafka();
+  const stopConnect = external ? () => undefined : kafkaConnectStopper();
   // Before Spark: the server takes the store's access key from the file its first start writes.
   const stopStore = external ? () => undefined : startObjectStore();
   const stopSpark = startSpark();
   return () => {
     stopSpark();
     stopStore();
+    stopConnect();
     stopKafka();
   };
 }
@@ -46,6 +48,20 @@ function startObjectStore(): () => void {
   execFileSync('bash', [store, 'start'], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 1_800_000 });
   return () => {
     if (!running && process.env.LAKEHOUSE_KEEP_OBJECT_STORE !== '1') execFileSync('bash', [store, 'stop'], { stdio: 'inherit' });
+  };
+}
+
+/**
+ * The stack's Kafka Connect worker (scripts/kafka-connect: Debezium's connector) is started by the
+ * CDC tests that need it (test/support/debezium.ts); one they started is stopped after the run,
+ * before the broker, unless LAKEHOUSE_KEEP_KAFKA=1.
+ */
+function kafkaConnectStopper(): () => void {
+  const connect = fileURLToPath(new URL('../../scripts/kafka-connect', import.meta.url));
+  const running = isRunning(connect);
+  return () => {
+    if (running || process.env.LAKEHOUSE_KEEP_KAFKA === '1' || !isRunning(connect)) return;
+    execFileSync('bash', [connect, 'stop'], { stdio: 'inherit' });
   };
 }
 

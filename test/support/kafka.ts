@@ -25,6 +25,22 @@ export function createTopic(name: string, partitions: number): void {
   tool(['create-topic', name, String(partitions)]);
 }
 
+/** The topic's end offsets by partition (none: the topic does not exist yet). */
+export function endOffsets(topic: string): Record<string, number> {
+  return JSON.parse(tool(['end-offsets', topic]).trim().split('\n').pop() ?? '{}') as Record<string, number>;
+}
+
+/** Wait until the topic holds at least `count` records (all partitions), or fail after `ms`. */
+export function waitForRecords(topic: string, count: number, ms = 180_000): number {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const n = Object.values(endOffsets(topic)).reduce((a, b) => a + b, 0);
+    if (n >= count) return n;
+    if (Date.now() > deadline) throw new Error(`${topic} holds ${n} records after ${ms / 1000} s, expected ${count}`);
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+  }
+}
+
 /** Remove a partition's records before `offset`, as retention would: a reader behind it lost data. */
 export function deleteRecords(topic: string, partition: number, offset: number): void {
   tool(['delete-records', topic, String(partition), String(offset)]);
@@ -60,3 +76,19 @@ export const recordKey = (r: {
   _kafka_partition?: unknown;
   _kafka_offset?: unknown;
 }): string => `${String(r._kafka_topic ?? r.topic)}/${String(r._kafka_partition ?? r.partition)}/${String(r._kafka_offset ?? r.offset)}`;
+
+/**
+ * A decimal as Debezium's default `decimal.handling.mode=precise` sends it in JSON: base64 of the
+ * unscaled value's big-endian two's-complement bytes (`"LxI="` for 120.50 at scale 2).
+ */
+export function debeziumDecimal(value: string, scale: number): string {
+  const [int, frac = ''] = value.replace('-', '').split('.');
+  let unscaled = BigInt(int! + frac.padEnd(scale, '0').slice(0, scale));
+  if (value.startsWith('-')) unscaled = -unscaled;
+  const bytes: number[] = [];
+  for (let v = unscaled; ; v >>= 8n) {
+    bytes.unshift(Number(v & 0xffn));
+    if ((v >= -128n && v < 128n && v < 0n === ((bytes[0]! & 0x80) !== 0)) || bytes.length > 32) break;
+  }
+  return Buffer.from(bytes).toString('base64');
+}

@@ -16,8 +16,11 @@ export interface Postgres {
 const script = join(repoRoot, 'scripts/postgres');
 const run = (...args: string[]) => execFileSync('bash', [script, ...args], { encoding: 'utf8', stdio: ['pipe', 'pipe', 'inherit'] }).trim();
 
-export function startPostgres(): Postgres {
-  const url = run('start').split('\n').pop()!;
+/** `logical`: with logical decoding, for a change-data-capture connector (scripts/postgres start --logical). */
+export function startPostgres(opts: { logical?: boolean } = {}): Postgres {
+  const url = run('start', ...(opts.logical ? ['--logical'] : []))
+    .split('\n')
+    .pop()!;
   return {
     url,
     user: run('user'),

@@ -134,6 +134,16 @@ function issuesOf(error: z.ZodError, knownKeys?: (path: readonly PropertyKey[]) 
           ...(hint ? { meant: formatPath([...issue.path, hint]) } : {}),
         });
       }
+    } else if (issue.code === 'invalid_key') {
+      // A record's key (a tenant, a connection, a cluster, a catalog): say the naming rule it broke.
+      const rule = (issue as unknown as { issues?: { message: string }[] }).issues?.[0]?.message;
+      const key = String(issue.path[issue.path.length - 1] ?? '');
+      const suggestion = key.toLowerCase().replace(/[^a-z0-9_]/g, '_');
+      out.push({
+        path: formatPath(issue.path),
+        raw: issue.path,
+        message: `is not a valid name: it ${rule ?? 'breaks the naming rule'}${suggestion !== key && /^[a-z][a-z0-9_]*$/.test(suggestion) ? ` (e.g. "${suggestion}")` : ''}`,
+      });
     } else if (issue.code === 'invalid_union') {
       // Report the branch that got furthest: its issues are the actionable ones.
       const branches = (issue as unknown as { errors: z.core.$ZodIssue[][] }).errors;

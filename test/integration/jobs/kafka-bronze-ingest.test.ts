@@ -3,7 +3,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tempFiles } from '../../support/files.js';
-import { type RecordId, createTopic, deleteRecords, kafkaBootstrap, produce, recordKey } from '../../support/kafka.js';
+import { type RecordId, createTopic, debeziumDecimal, deleteRecords, kafkaBootstrap, produce, recordKey } from '../../support/kafka.js';
 import { freshTenant, objectsUnder, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, repoRoot, spawnCli, runJob } from '../../support/stack.js';
 
 /**
@@ -50,7 +50,8 @@ const keys = (ids: readonly RecordId[]) => ids.map(recordKey).sort();
 const landed = (rows: Record<string, unknown>[]) => rows.map(recordKey).sort();
 
 function debezium(id: number, op: 'c' | 'u' | 'd', status: string, ts: number, wrapped = false) {
-  const row = { id, customer: `c${id}`, status, amount: 10.5 + id };
+  // The amount as Debezium sends a decimal by default (precise: base64 of the unscaled bytes).
+  const row = { id, customer: `c${id}`, status, amount: debeziumDecimal((10.5 + id).toFixed(2), 2) };
   const event = { before: op === 'c' ? null : row, after: op === 'd' ? null : row, op, ts_ms: ts, source: { ts_ms: ts } };
   return { key: JSON.stringify({ id }), partition: id % 2, value: wrapped ? { schema: {}, payload: event } : event };
 }

@@ -132,6 +132,7 @@ describe('kafka-bronze-ingest: plan', () => {
       'query:check-topic-0',
       'command:create-namespace',
       'ensureTable:create-table',
+      'compareSchemas:check-schema',
       'stream:ingest',
     ]);
     const s = stream(job.plan.steps);
@@ -140,7 +141,7 @@ describe('kafka-bronze-ingest: plan', () => {
       table: ['lake', 'acme_bronze', 'orders_events'],
       trigger: 'availableNow',
       outputMode: 'append',
-      options: { checkpointLocation: 'file:///lake/acme/_checkpoints/orders_events', 'fanout-enabled': 'true' },
+      options: { checkpointLocation: 'file:///lake/acme/_checkpoints/orders_events', 'fanout-enabled': 'true', 'check-ordering': 'false' },
     });
     const proto = compileCommandPlan(s.command, { reveal: false });
     const json = JSON.parse(toJsonString(PlanSchema, proto)) as { command: { writeStreamOperationStart: Record<string, any> } };
@@ -295,7 +296,7 @@ describe('kafka-bronze-ingest: plan', () => {
       ' AS _cdc_ts_ms',
     ])
       expect(text).toContain(c);
-    expect(text).toContain('decimal(12,2)');
+    expect(text).toContain('DECIMAL(12,2)');
     expect(text).toContain('includeHeaders=true');
     // Delta needs no Iceberg writer option.
     expect(stream(job.plan.steps).command.options).toEqual({ checkpointLocation: 'file:///lake/acme/_checkpoints/orders_events' });

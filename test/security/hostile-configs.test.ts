@@ -10,6 +10,9 @@ import { compileCommandPlan } from '../../src/spark/plan/compile.js';
 import { tempFiles } from '../support/files.js';
 import { connect, freshTenant, lakeHome, remote, runCli } from '../support/stack.js';
 import { testQuery, testCommand } from '../support/sql.js';
+import { needs } from '../support/needs.js';
+
+needs('spark');
 
 /**
  * Tenant configs are untrusted input. Every template version meets a corpus of hostile configs, one

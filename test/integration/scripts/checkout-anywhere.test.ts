@@ -9,6 +9,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot } from '../../support/stack.js';
+import { needs } from '../../support/needs.js';
+
+needs('py-tools');
 
 const asRoot = process.getuid?.() === 0;
 const scratch = mkdtempSync(join(tmpdir(), 'lakehouse-checkout-'));

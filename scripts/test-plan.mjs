@@ -180,12 +180,12 @@ export function installsFor(needs) {
 
 /**
  * The ports a group's servers listen on: group 0 takes the environment's (or the scripts'
- * defaults), group k adds k strides, so a service's extra ports (Kafka's controller at +1, the
- * server a test starts at the Spark port + 1, a cluster's master, UI and workers) never meet the
- * next group's.
+ * defaults), group k adds k strides, so a service's extra ports (Kafka's controller at +1; beside
+ * the Spark port, the server a test starts at +1 and the S3 tests' cluster at +2; a cluster's
+ * master, UI and workers) never meet the next group's.
  */
 export const GROUP_PORTS = {
-  SPARK_CONNECT_PORT: { default: 15002, stride: 2 },
+  SPARK_CONNECT_PORT: { default: 15002, stride: 3 },
   ICEBERG_REST_PORT: { default: 18181, stride: 2 },
   KAFKA_PORT: { default: 19092, stride: 2 },
   PGPORT: { default: 15432, stride: 2 },

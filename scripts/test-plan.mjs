@@ -115,7 +115,8 @@ export const SEGMENT_SECONDS = 60;
  * Splits integration files into `count` groups balanced by expected time (longest first, each to the
  * group that would finish first). A group runs one server kind at a time: the files of a kind that
  * not every group can start (a cluster) go to the last group, which runs them as a segment of its
- * own; `files` is a list of { file, server, seconds }. Returns, per group, its segments
+ * own; files that start a server of their own all go to the first group. `files` is a list of
+ * { file, server, seconds, needs }. Returns, per group, its segments
  * ({ server, files }), its expected seconds, in a stable order.
  */
 export function assignGroups(files, count) {
@@ -137,7 +138,11 @@ export function assignGroups(files, count) {
   // Files needing no server can go anywhere: they join the main kind's segment.
   const kindOf = (f) => (f.server === undefined || f.server === main ? main : f.server);
   for (const f of [...files].filter((x) => kindOf(x) !== main).sort(byTime)) add(groups[count - 1], { ...f, server: kindOf(f) });
-  for (const f of [...files].filter((x) => kindOf(x) === main).sort(byTime)) {
+  // Files that start a Spark server of their own (3 GB each) run in the first group, one after the
+  // other: never two of them beside two groups' servers on a 24 GiB machine.
+  const own = (f) => f.server === undefined && f.needs?.includes('spark-install');
+  for (const f of [...files].filter((x) => kindOf(x) === main && own(x)).sort(byTime)) add(groups[0], { ...f, server: main });
+  for (const f of [...files].filter((x) => kindOf(x) === main && !own(x)).sort(byTime)) {
     const g = groups.reduce((best, c) => (c.seconds < best.seconds ? c : best));
     add(g, { ...f, server: main });
   }

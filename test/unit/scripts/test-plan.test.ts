@@ -26,7 +26,7 @@ interface Planned {
 const { NEEDS, assignGroups, groupEnv, installsFor, needsOf, orderNeeds, planFiles, selectFiles, serverOf, tierFiles, UNMEASURED_SECONDS, SEGMENT_SECONDS } =
   plan as {
     NEEDS: Record<string, { script: string; install?: string[][]; apt?: boolean; server?: string }>;
-    assignGroups: (files: { file: string; server?: string; seconds: number }[], count: number) => Group[];
+    assignGroups: (files: { file: string; server?: string; seconds: number; needs?: string[] }[], count: number) => Group[];
     groupEnv: (k: number, env: Record<string, string>, lakeHome: string) => Record<string, string>;
     installsFor: (needs: string[]) => { parallel: { need: string; script: string; args: string[] }[]; apt: { need: string; script: string; args: string[] }[] };
     needsOf: (text: string, file?: string) => string[];
@@ -180,6 +180,13 @@ describe('groups', () => {
     const local1 = groups[1]!.segments[0]!.files.map((x) => files.find((y) => y.file === x)!.seconds).reduce((a, b) => a + b, 0);
     expect(groups[1]!.seconds).toBe(300 + local1 + SEGMENT_SECONDS);
     expect(all(groups)).toEqual(files.map((x) => x.file).sort());
+  });
+
+  it('keep the files that start a Spark server of their own in the first group, one after the other', () => {
+    const own = (file: string, seconds: number) => ({ file, seconds, server: undefined, needs: ['spark-install'] });
+    const groups = assignGroups([f('a', 100), f('b', 100), own('kill-server', 40), own('second-server', 40)], 2);
+    expect(groups[0]!.segments[0]!.files).toEqual(expect.arrayContaining(['kill-server', 'second-server']));
+    expect(groups[1]!.segments[0]!.files).not.toContain('kill-server');
   });
 
   it('are the same for the same input, whatever its order', () => {

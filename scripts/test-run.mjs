@@ -204,7 +204,9 @@ async function main() {
       for (const [i, s] of g.segments.entries()) {
         if (!s.files.length) continue;
         const report = join(reports, `integration-g${k + 1}-${i + 1}.json`);
-        out.push([report, await vitestRun('integration', s.files, o.options, report, { env, prefix })]);
+        // What the segment's files need, so that a service a server reads at its start comes first.
+        const segmentNeeds = [...new Set(plan.filter((f) => s.files.includes(f.file)).flatMap((f) => f.needs))].join(',');
+        out.push([report, await vitestRun('integration', s.files, o.options, report, { env: { ...env, LAKEHOUSE_TEST_NEEDS: segmentNeeds }, prefix })]);
       }
       const ports = o.groups > 1 ? ` (Spark port ${env.SPARK_CONNECT_PORT ?? 15002})` : '';
       lines.push(`group ${k + 1}${ports}: ${g.segments.reduce((n, s) => n + s.files.length, 0)} files in ${secs(Date.now() - t0)}, expected ${g.seconds} s`);

@@ -34,6 +34,7 @@ export type Need = (typeof NEED_NAMES)[number];
 
 interface NeedSpec {
   script: string;
+  server?: string;
   install?: string[];
   start?: string[];
   status?: string[];
@@ -56,7 +57,12 @@ export function needs(...wanted: Need[]): void {
   }
   // Installs can take minutes on a fresh machine (pip, Maven, apt): the hook may wait that long.
   beforeAll(async () => {
-    for (const n of orderNeeds(wanted) as Need[]) await ensure(n);
+    for (const n of orderNeeds(wanted) as Need[]) {
+      // A server reads the object store's key at its start: when any file of the run (scripts/test
+      // names their needs) uses the store, it comes up before the server, whichever file is first.
+      if (SPECS[n].server && runNeeds().includes('object-store')) await ensure('object-store');
+      await ensure(n);
+    }
   }, 3_600_000);
 }
 
@@ -67,6 +73,11 @@ export function needs(...wanted: Need[]): void {
 export function requireNeed(what: string, ...anyOf: Need[]): void {
   if (!anyOf.some((n) => declared.has(n)))
     throw new Error(`${what} needs ${anyOf.map((n) => JSON.stringify(n)).join(' or ')}: declare it in this file's needs(...) call`);
+}
+
+/** The needs of every file of this vitest process, as scripts/test planned it (none when run without it). */
+function runNeeds(): string[] {
+  return (process.env.LAKEHOUSE_TEST_NEEDS ?? '').split(',').filter(Boolean);
 }
 
 /** External services (SPARK_REMOTE, LAKEHOUSE_KAFKA_BOOTSTRAP set before the run): never started here. */

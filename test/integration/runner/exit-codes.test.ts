@@ -11,7 +11,7 @@ import { connect, freshTenant, remote, repoRoot, runCli, runJob } from '../../su
 import { testQuery, testCommand } from '../../support/sql.js';
 import { needs } from '../../support/needs.js';
 
-needs('spark', 'py-tools');
+needs('spark', 'object-store', 'py-tools');
 
 /**
  * Failures from the real server get their documented exit codes: bad source files 65 (naming the

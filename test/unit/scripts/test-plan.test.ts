@@ -54,8 +54,7 @@ describe('the needs declaration', () => {
 
   it('names the same needs in the test helper (needs.ts) as in the plan, each with a script of the repository', () => {
     expect([...NEED_NAMES]).toEqual(Object.keys(NEEDS));
-    // The services other helpers add with this wave may arrive after this; the rest must exist.
-    for (const [name, spec] of Object.entries(NEEDS)) if (name !== 'object-store') expect(() => text(spec.script), name).not.toThrow();
+    for (const [name, spec] of Object.entries(NEEDS)) expect(() => text(spec.script), name).not.toThrow();
   });
 
   it('orders object stores and catalogs before the servers that read them at their start', () => {
@@ -86,7 +85,7 @@ describe('the needs declaration', () => {
 
 describe('the unit tier reaches nothing of the stack', () => {
   // A stack script run (its path as a literal), the stack cache, or a helper that installs, starts or reaches a service.
-  const RUNS_SCRIPT = /join\([^)]*'scripts\/(spark-connect|iceberg-rest|kafka|postgres|container|py-tools|object-store)'/;
+  const RUNS_SCRIPT = /'bash', \[join\([^)]*'scripts\/(spark-connect|iceberg-rest|kafka|postgres|container|py-tools|object-store)'/;
   const CACHE = /LAKEHOUSE_CACHE|\.cache\/(spark|pytools|kafka|iceberg-rest|postgres|containers)/;
   const HELPERS = /from '[./]*support\/(needs|kafka|postgres|in-process)\.js'/;
   const REACHING = new Set([
@@ -120,6 +119,7 @@ describe('the unit tier reaches nothing of the stack', () => {
   it('the check would see such a test', () => {
     const t = `import { connect, repoRoot } from '../../support/stack.js';\nexecFileSync('bash', [join(repoRoot, 'scripts/kafka'), 'start']);`;
     expect(RUNS_SCRIPT.test(t)).toBe(true);
+    expect(RUNS_SCRIPT.test(`readFileSync(join(repo, 'scripts/spark-connect'), 'utf8')`)).toBe(false);
     expect(stackImports(t)).toEqual(['connect', 'repoRoot']);
     expect(HELPERS.test(`import { needs } from '../support/needs.js';`)).toBe(true);
   });
@@ -148,7 +148,12 @@ describe('selecting files', () => {
 
   it('plans a file with its needs, server kind and measured (or guessed) time', () => {
     const [p] = planFiles(repoRoot, ['test/integration/jobs/kafka-bronze-ingest.test.ts'], { 'test/integration/jobs/kafka-bronze-ingest.test.ts': 132 });
-    expect(p).toEqual({ file: 'test/integration/jobs/kafka-bronze-ingest.test.ts', needs: ['py-tools', 'kafka', 'spark'], server: 'local', seconds: 132 });
+    expect(p).toEqual({
+      file: 'test/integration/jobs/kafka-bronze-ingest.test.ts',
+      needs: ['py-tools', 'kafka', 'object-store', 'spark'],
+      server: 'local',
+      seconds: 132,
+    });
     expect(planFiles(repoRoot, ['test/integration/spark/errors.test.ts'])[0]!.seconds).toBe(UNMEASURED_SECONDS);
   });
 });
@@ -204,7 +209,7 @@ describe('groups', () => {
     expect(Math.abs(a! - b!)).toBeLessThan(Math.max(...planned.map((p) => p.seconds)));
   });
 
-  it('get ports two apart per group and, past the first, a lake home of their own', () => {
+  it('get ports three (Spark) or two apart per group and, past the first, a lake home of their own', () => {
     const env = { SPARK_CONNECT_PORT: '15150', KAFKA_PORT: '19150' };
     expect(groupEnv(0, env, '/lake')).toMatchObject({
       SPARK_CONNECT_PORT: '15150',
@@ -213,13 +218,14 @@ describe('groups', () => {
       LAKEHOUSE_LAKE_HOME: '/lake',
     });
     expect(groupEnv(1, env, '/lake')).toMatchObject({
-      SPARK_CONNECT_PORT: '15152',
+      SPARK_CONNECT_PORT: '15153',
       KAFKA_PORT: '19152',
       ICEBERG_REST_PORT: '18183',
       PGPORT: '15434',
       LAKEHOUSE_LAKE_HOME: '/lake-g2',
     });
-    // Kafka's controller (+1) and the server a test starts at the Spark port + 1 stay inside the group's ports.
+    // Kafka's controller (+1), the server a test starts at the Spark port + 1 and the S3 tests' cluster at + 2 stay inside the group's ports.
+    expect(Number(groupEnv(1, env, '/l').SPARK_CONNECT_PORT) - Number(env.SPARK_CONNECT_PORT)).toBe(3);
     expect(Number(groupEnv(1, env, '/l').KAFKA_PORT)).toBeGreaterThan(Number(env.KAFKA_PORT) + 1);
     expect(Number(groupEnv(1, {}, '/l').SPARK_MASTER_PORT) - 7077).toBe(4);
   });

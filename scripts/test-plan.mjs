@@ -19,8 +19,11 @@ export const NEEDS = {
   'examples-py': { script: 'scripts/py-tools', install: [['install-examples']] },
   'spark-install': { script: 'scripts/spark-connect', install: [['install']] },
   container: { script: 'scripts/container', install: [['setup'], ['base']], apt: true },
-  postgres: { script: 'scripts/postgres', install: [['install']], apt: true, start: ['start'], keep: 'LAKEHOUSE_KEEP_POSTGRES' },
+  // Always with logical decoding: a CDC file (Debezium) after a JDBC one would otherwise restart it.
+  postgres: { script: 'scripts/postgres', install: [['install']], apt: true, start: ['start', '--logical'], keep: 'LAKEHOUSE_KEEP_POSTGRES' },
   kafka: { script: 'scripts/kafka', install: [['install']], start: ['start'], exports: 'LAKEHOUSE_KAFKA_BOOTSTRAP', keep: 'LAKEHOUSE_KEEP_KAFKA' },
+  // Debezium's worker: after the broker it connects to at its start (KAFKA_PORT).
+  'kafka-connect': { script: 'scripts/kafka-connect', install: [['install']], start: ['start'], keep: 'LAKEHOUSE_KEEP_KAFKA' },
   'iceberg-rest': { script: 'scripts/iceberg-rest', install: [['install']], start: ['start'], keep: 'LAKEHOUSE_KEEP_SPARK' },
   'object-store': { script: 'scripts/object-store', install: [['install']], start: ['start'], keep: 'LAKEHOUSE_KEEP_OBJECT_STORE' },
   spark: { script: 'scripts/spark-connect', install: [['install']], start: ['start'], exports: 'SPARK_REMOTE', keep: 'LAKEHOUSE_KEEP_SPARK', server: 'local' },
@@ -34,6 +37,15 @@ export const NEEDS = {
   },
 };
 
+/**
+ * What an integration file without a needs(...) call gets (a file written before the declaration
+ * existed, or on a branch that does not know it): the stack the integration setup always started
+ * for every file (the server, the REST catalog, the broker, the object store) and the readers.
+ * PostgreSQL, Kafka Connect, podman and the cluster are not in it: their helpers throw in such a
+ * file, naming the need to declare. `needs();` declares that a file needs nothing.
+ */
+export const DEFAULT_NEEDS = ['py-tools', 'kafka', 'iceberg-rest', 'object-store', 'spark'];
+
 /** The needs, in the order they are made ready. */
 export function orderNeeds(needs) {
   const order = Object.keys(NEEDS);
@@ -44,12 +56,13 @@ export function orderNeeds(needs) {
 export const TIERS = { unit: ['test/unit'], integration: ['test/integration', 'test/security'] };
 
 /**
- * The needs a test file declares: the names of its one `needs(...)` call. A file without one
- * (every unit test) needs nothing; a second call or an unknown name is an error, reported with the file.
+ * The needs a test file declares: the names of its one `needs(...)` call; undefined when it has
+ * none (every unit test; an integration file then gets DEFAULT_NEEDS). A second call or an
+ * unknown name is an error, reported with the file.
  */
 export function needsOf(text, file = 'the file') {
   const calls = [...text.matchAll(/^needs\(([^)]*)\);/gm)];
-  if (calls.length === 0) return [];
+  if (calls.length === 0) return undefined;
   if (calls.length > 1) throw new Error(`${file}: more than one needs(...) call`);
   const names = [...calls[0][1].matchAll(/'([^']*)'/g)].map((m) => m[1]);
   const unknown = names.filter((n) => !(n in NEEDS));
@@ -155,11 +168,15 @@ export function assignGroups(files, count) {
   }));
 }
 
-/** The integration files of a selection with their needs, server kind and expected time. */
+/**
+ * The integration files of a selection with their needs (DEFAULT_NEEDS, `declared: false`, for a
+ * file without a needs(...) call), server kind and expected time.
+ */
 export function planFiles(root, files, timings = {}) {
   return files.map((file) => {
-    const needs = needsOf(readFileSync(join(root, file), 'utf8'), file);
-    return { file, needs, server: serverOf(needs), seconds: timings[file] ?? UNMEASURED_SECONDS };
+    const declared = needsOf(readFileSync(join(root, file), 'utf8'), file);
+    const needs = declared ?? orderNeeds(DEFAULT_NEEDS);
+    return { file, needs, declared: declared !== undefined, server: serverOf(needs), seconds: timings[file] ?? UNMEASURED_SECONDS };
   });
 }
 
@@ -193,6 +210,7 @@ export const GROUP_PORTS = {
   SPARK_CONNECT_PORT: { default: 15002, stride: 3 },
   ICEBERG_REST_PORT: { default: 18181, stride: 2 },
   KAFKA_PORT: { default: 19092, stride: 2 },
+  KAFKA_CONNECT_PORT: { default: 18083, stride: 2 },
   PGPORT: { default: 15432, stride: 2 },
   OBJECT_STORE_PORT: { default: 18333, stride: 2 },
   SPARK_MASTER_PORT: { default: 7077, stride: 4 },

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { beforeAll } from 'vitest';
 // @ts-expect-error -- a plain JavaScript module of scripts/ (no declarations), shared with scripts/test
-import { NEEDS, orderNeeds } from '../../scripts/test-plan.mjs';
+import { DEFAULT_NEEDS, NEEDS, orderNeeds } from '../../scripts/test-plan.mjs';
 
 /**
  * What an integration test file needs of the local stack, declared once, at the top of the file:
@@ -25,6 +25,7 @@ export const NEED_NAMES = [
   'container',
   'postgres',
   'kafka',
+  'kafka-connect',
   'iceberg-rest',
   'object-store',
   'spark',
@@ -48,6 +49,8 @@ const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
 /** This file's needs, for the helpers that check them. */
 const declared = new Set<Need>();
+/** Whether this file called needs(...) (`needs();`: it needs nothing). */
+let called = false;
 
 /** Declare the file's needs (one call, at the top of the file); they are ready before its first test. */
 export function needs(...wanted: Need[]): void {
@@ -55,15 +58,30 @@ export function needs(...wanted: Need[]): void {
     if (!SPECS[n]) throw new Error(`needs(): unknown need ${JSON.stringify(n)} (known: ${Object.keys(SPECS).join(', ')})`);
     declared.add(n);
   }
+  called = true;
   // Installs can take minutes on a fresh machine (pip, Maven, apt): the hook may wait that long.
-  beforeAll(async () => {
-    for (const n of orderNeeds(wanted) as Need[]) {
-      // A server reads the object store's key at its start: when any file of the run (scripts/test
-      // names their needs) uses the store, it comes up before the server, whichever file is first.
-      if (SPECS[n].server && runNeeds().includes('object-store')) await ensure('object-store');
-      await ensure(n);
-    }
-  }, 3_600_000);
+  beforeAll(() => ready(wanted), 3_600_000);
+}
+
+/**
+ * For a file without a needs(...) call (test/support/needs-default.ts runs it before each
+ * integration file's hooks, after its collection): the stack every file used to get, DEFAULT_NEEDS.
+ */
+export async function readyDefault(): Promise<void> {
+  if (called) return;
+  const wanted = DEFAULT_NEEDS as Need[];
+  for (const n of wanted) declared.add(n);
+  process.stderr.write(`needs: this file has no needs(...) call; it gets ${wanted.join(', ')} (test/README.md)\n`);
+  await ready(wanted);
+}
+
+async function ready(wanted: readonly Need[]): Promise<void> {
+  for (const n of orderNeeds(wanted) as Need[]) {
+    // A server reads the object store's key at its start: when any file of the run (scripts/test
+    // names their needs) uses the store, it comes up before the server, whichever file is first.
+    if (SPECS[n].server && runNeeds().includes('object-store')) await ensure('object-store');
+    await ensure(n);
+  }
 }
 
 /**
@@ -128,6 +146,9 @@ function run(script: string, args: readonly string[]): Promise<string> {
   return new Promise((resolve, reject) => {
     // spark-submit reads SPARK_REMOTE as --remote and would refuse to start a server.
     const { SPARK_REMOTE: _remote, ...env } = process.env;
+    // The broker a script connects to (Kafka Connect) is the run's, wherever it came from.
+    const broker = process.env.LAKEHOUSE_KAFKA_BOOTSTRAP?.split(':').pop();
+    if (broker) env.KAFKA_PORT = broker;
     const child = spawn('bash', [script, ...args], { env, stdio: ['ignore', 'pipe', 'inherit'] });
     let out = '';
     child.stdout.on('data', (b: Buffer) => (out += b.toString()));

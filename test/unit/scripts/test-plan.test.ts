@@ -1,7 +1,8 @@
 // scripts/test-plan.mjs: what each test file needs (its needs(...) call, read as text), which files
 // a filter selects, how files split into groups, and which installs a run takes; and the tiers'
 // rule that a unit test reaches nothing of the stack.
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { NEED_NAMES } from '../../support/needs.js';
@@ -20,24 +21,39 @@ interface Group {
 interface Planned {
   file: string;
   needs: string[];
+  declared: boolean;
   server: string | undefined;
   seconds: number;
 }
-const { NEEDS, assignGroups, groupEnv, installsFor, needsOf, orderNeeds, planFiles, selectFiles, serverOf, tierFiles, UNMEASURED_SECONDS, SEGMENT_SECONDS } =
-  plan as {
-    NEEDS: Record<string, { script: string; install?: string[][]; apt?: boolean; server?: string }>;
-    assignGroups: (files: { file: string; server?: string; seconds: number; needs?: string[] }[], count: number) => Group[];
-    groupEnv: (k: number, env: Record<string, string>, lakeHome: string) => Record<string, string>;
-    installsFor: (needs: string[]) => { parallel: { need: string; script: string; args: string[] }[]; apt: { need: string; script: string; args: string[] }[] };
-    needsOf: (text: string, file?: string) => string[];
-    orderNeeds: (needs: string[]) => string[];
-    planFiles: (root: string, files: string[], timings?: Record<string, number>) => Planned[];
-    selectFiles: (files: string[], filters: string[], root?: string, cwd?: string) => string[];
-    serverOf: (needs: string[]) => string | undefined;
-    tierFiles: (root: string, tier: 'unit' | 'integration') => string[];
-    UNMEASURED_SECONDS: number;
-    SEGMENT_SECONDS: number;
-  };
+const {
+  DEFAULT_NEEDS,
+  NEEDS,
+  assignGroups,
+  groupEnv,
+  installsFor,
+  needsOf,
+  orderNeeds,
+  planFiles,
+  selectFiles,
+  serverOf,
+  tierFiles,
+  UNMEASURED_SECONDS,
+  SEGMENT_SECONDS,
+} = plan as {
+  DEFAULT_NEEDS: string[];
+  NEEDS: Record<string, { script: string; install?: string[][]; apt?: boolean; server?: string }>;
+  assignGroups: (files: { file: string; server?: string; seconds: number; needs?: string[] }[], count: number) => Group[];
+  groupEnv: (k: number, env: Record<string, string>, lakeHome: string) => Record<string, string>;
+  installsFor: (needs: string[]) => { parallel: { need: string; script: string; args: string[] }[]; apt: { need: string; script: string; args: string[] }[] };
+  needsOf: (text: string, file?: string) => string[] | undefined;
+  orderNeeds: (needs: string[]) => string[];
+  planFiles: (root: string, files: string[], timings?: Record<string, number>) => Planned[];
+  selectFiles: (files: string[], filters: string[], root?: string, cwd?: string) => string[];
+  serverOf: (needs: string[]) => string | undefined;
+  tierFiles: (root: string, tier: 'unit' | 'integration') => string[];
+  UNMEASURED_SECONDS: number;
+  SEGMENT_SECONDS: number;
+};
 
 const unitFiles = tierFiles(repoRoot, 'unit');
 const integrationFiles = tierFiles(repoRoot, 'integration');
@@ -47,7 +63,8 @@ describe('the needs declaration', () => {
   it('reads the names of the one needs(...) call, in the order they are made ready', () => {
     expect(needsOf(`import x from 'y';\n\nneeds('spark', 'kafka', 'py-tools');\n\nit('x', () => {});`)).toEqual(['py-tools', 'kafka', 'spark']);
     expect(needsOf(`needs(\n  'spark',\n  'iceberg-rest',\n);\n`)).toEqual(['iceberg-rest', 'spark']);
-    expect(needsOf(`it('mentions needs(...) in a string', () => {});`)).toEqual([]);
+    expect(needsOf(`it('mentions needs(...) in a string', () => {});`)).toBeUndefined();
+    expect(needsOf(`needs();\n`)).toEqual([]);
     expect(() => needsOf(`needs('spark', 'sparkk');`, 'x.test.ts')).toThrow(/x\.test\.ts: unknown need sparkk/);
     expect(() => needsOf(`needs('spark');\nneeds('kafka');`, 'x.test.ts')).toThrow(/more than one needs/);
   });
@@ -55,6 +72,28 @@ describe('the needs declaration', () => {
   it('names the same needs in the test helper (needs.ts) as in the plan, each with a script of the repository', () => {
     expect([...NEED_NAMES]).toEqual(Object.keys(NEEDS));
     for (const [name, spec] of Object.entries(NEEDS)) expect(() => text(spec.script), name).not.toThrow();
+  });
+
+  it('gives a file without a needs(...) call the stack every file used to get, and says so in its plan', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'needs-plan-'));
+    try {
+      mkdirSync(join(dir, 'test/integration'), { recursive: true });
+      writeFileSync(join(dir, 'test/integration/new.test.ts'), `import { it } from 'vitest';\nit('x', () => {});\n`);
+      writeFileSync(join(dir, 'test/integration/none.test.ts'), `needs();\n`);
+      const [undeclared, none] = planFiles(dir, ['test/integration/new.test.ts', 'test/integration/none.test.ts']);
+      expect(undeclared).toMatchObject({ needs: orderNeeds(DEFAULT_NEEDS), declared: false, server: 'local' });
+      expect(none).toMatchObject({ needs: [], declared: true, server: undefined });
+      expect(DEFAULT_NEEDS).toEqual(expect.arrayContaining(['spark', 'iceberg-rest', 'kafka', 'object-store', 'py-tools']));
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('starts the Kafka Connect worker after the broker it connects to; every Debezium file declares it', () => {
+    expect(orderNeeds(['kafka-connect', 'postgres', 'kafka', 'spark'])).toEqual(['postgres', 'kafka', 'kafka-connect', 'spark']);
+    const debezium = integrationFiles.filter((f) => /debeziumSource\(|scripts\/demo'/.test(text(f)));
+    expect(debezium.length).toBeGreaterThanOrEqual(3);
+    for (const f of debezium) expect(needsOf(text(f), f), f).toEqual(expect.arrayContaining(['kafka', 'kafka-connect', 'postgres']));
   });
 
   it('orders object stores and catalogs before the servers that read them at their start', () => {
@@ -65,7 +104,7 @@ describe('the needs declaration', () => {
     expect(integrationFiles.length).toBeGreaterThan(30);
     const undeclared = integrationFiles.filter((f) => !/^needs\(/m.test(text(f)));
     expect(undeclared).toEqual([]);
-    for (const f of integrationFiles) expect(needsOf(text(f), f).length, f).toBeGreaterThan(0);
+    for (const f of integrationFiles) expect(needsOf(text(f), f)?.length, f).toBeGreaterThan(0);
     expect(unitFiles.filter((f) => /^needs\(/m.test(text(f)))).toEqual([]);
   });
 
@@ -151,6 +190,7 @@ describe('selecting files', () => {
     expect(p).toEqual({
       file: 'test/integration/jobs/kafka-bronze-ingest.test.ts',
       needs: ['py-tools', 'kafka', 'object-store', 'spark'],
+      declared: true,
       server: 'local',
       seconds: 132,
     });
@@ -228,6 +268,7 @@ describe('groups', () => {
     expect(Number(groupEnv(1, env, '/l').SPARK_CONNECT_PORT) - Number(env.SPARK_CONNECT_PORT)).toBe(3);
     expect(Number(groupEnv(1, env, '/l').KAFKA_PORT)).toBeGreaterThan(Number(env.KAFKA_PORT) + 1);
     expect(Number(groupEnv(1, {}, '/l').SPARK_MASTER_PORT) - 7077).toBe(4);
+    expect(groupEnv(1, { KAFKA_CONNECT_PORT: '18350' }, '/l').KAFKA_CONNECT_PORT).toBe('18352');
   });
 });
 

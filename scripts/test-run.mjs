@@ -169,6 +169,8 @@ async function main() {
   if (o.mode === 'install') return (await install(needs)) ? 0 : 1;
 
   if (o.groups > 1 && process.env.SPARK_REMOTE) throw new Error('--groups starts servers of its own: unset SPARK_REMOTE');
+  // The safety net for a file written without the declaration (DEFAULT_NEEDS): said, not silent.
+  for (const f of plan.filter((p) => !p.declared)) say(`${f.file} has no needs(...) call: it gets ${f.needs.join(', ')} (test/README.md)`);
   const groups = assignGroups(plan, o.groups);
   for (const [k, g] of groups.entries())
     say(

@@ -21,6 +21,8 @@ export default defineConfig({
           testTimeout: 300_000,
           hookTimeout: 600_000,
           globalSetup: ['test/integration/global-setup.ts'],
+          // A file without a needs(...) call gets the default stack (test/support/needs.ts).
+          setupFiles: ['test/support/needs-default.ts'],
         },
       },
       {

@@ -3,13 +3,16 @@ import { join } from 'node:path';
 import { expect, it } from 'vitest';
 import { kafkaBootstrap } from '../support/kafka.js';
 import { repoRoot } from '../support/stack.js';
+import { needs } from '../support/needs.js';
+
+needs('spark', 'kafka', 'kafka-connect', 'postgres', 'py-tools');
 
 /**
  * scripts/demo, as a user runs it: the reference scenario on the embedded server with real Debezium,
  * every check read back by PyIceberg or DuckDB and compared with SQL on PostgreSQL. It reuses the
- * stack the integration setup started (the Spark server and broker of this run) and starts
- * PostgreSQL with logical decoding and the Kafka Connect worker itself. About 8 minutes: not in
- * scripts/test's default run (test/README.md); `scripts/test test/demo`.
+ * stack this run started for its needs (the Spark server, the broker, PostgreSQL with logical
+ * decoding, the Kafka Connect worker), as it reuses any that is running. About 8 minutes: not in
+ * scripts/test's default run (test/README.md); `npx vitest run --project demo`.
  */
 const CHECKS = [
   'first run',

@@ -22,6 +22,9 @@ import {
   victim,
   withVictim,
 } from './corpus.js';
+import { needs } from '../support/needs.js';
+
+needs('spark');
 
 /**
  * The live tier of the hostile corpus (corpus.ts): `run` against the real server refuses the

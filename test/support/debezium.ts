@@ -2,23 +2,21 @@ import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { kafkaBootstrap } from './kafka.js';
+import { requireNeed } from './needs.js';
 import { type Postgres, startPostgres } from './postgres.js';
 import { repoRoot } from './stack.js';
 
 /**
  * Real change data capture for the tests: the stack's PostgreSQL with logical decoding
  * (scripts/postgres start --logical) and Debezium's PostgreSQL connector in the stack's Kafka
- * Connect worker (scripts/kafka-connect, started here when not running; the integration setup
- * stops it after the run). Each test registers connectors of its own: a topic prefix, a slot and
+ * Connect worker (scripts/kafka-connect at KAFKA_CONNECT_PORT): a file declares
+ * needs('spark', 'kafka', 'kafka-connect', 'postgres', 'py-tools'), which starts the worker once per
+ * run (test/support/needs.ts). Each test registers connectors of its own: a topic prefix, a slot and
  * a publication per connector, so tests never see each other's changes.
  */
 
 const connect = join(repoRoot, 'scripts/kafka-connect');
 const env = () => ({ ...process.env, KAFKA_PORT: kafkaBootstrap().split(':').pop()! });
-
-export function startKafkaConnect(): void {
-  execFileSync('bash', [connect, 'start'], { env: env(), stdio: ['ignore', 'ignore', 'inherit'], timeout: 600_000 });
-}
 
 export interface DebeziumSource {
   readonly name: string;
@@ -40,7 +38,7 @@ export function debeziumSource(
   tables: string[],
   opts: { schemas?: boolean; settings?: Record<string, string> } = {},
 ): DebeziumSource {
-  startKafkaConnect();
+  requireNeed('a Debezium connector (the Kafka Connect worker)', 'kafka-connect');
   const secret = join(dir, `${name}.properties`);
   writeFileSync(secret, `password=${pg.password}\n`, { mode: 0o600 });
   const url = new URL(pg.url.replace(/^jdbc:/, ''));

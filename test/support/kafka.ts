@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
+import { requireNeed } from './needs.js';
 import { repoRoot } from './stack.js';
 
 /**
@@ -9,6 +10,7 @@ import { repoRoot } from './stack.js';
  */
 
 export function kafkaBootstrap(): string {
+  requireNeed('the Kafka broker', 'kafka');
   return process.env.LAKEHOUSE_KAFKA_BOOTSTRAP ?? `127.0.0.1:${process.env.KAFKA_PORT ?? '19092'}`;
 }
 

@@ -7,6 +7,9 @@ import { type DebeziumSource, debeziumSource, startCdcPostgres } from '../../sup
 import { debeziumDecimal, kafkaBootstrap, produce, waitForRecords } from '../../support/kafka.js';
 import type { Postgres } from '../../support/postgres.js';
 import { freshTenant, readIcebergWithPyIceberg, repoRoot, runJob } from '../../support/stack.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'kafka', 'kafka-connect', 'postgres', 'py-tools');
 
 /**
  * Changes as Debezium streams them, through kafka-bronze-ingest and cdc-silver-merge configured as

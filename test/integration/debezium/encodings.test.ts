@@ -6,6 +6,9 @@ import { type DebeziumSource, debeziumSource, startCdcPostgres } from '../../sup
 import { kafkaBootstrap, waitForRecords } from '../../support/kafka.js';
 import type { Postgres } from '../../support/postgres.js';
 import { freshTenant, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'kafka', 'kafka-connect', 'postgres', 'py-tools');
 
 /**
  * What Debezium 3.6's PostgreSQL connector really sends, decoded by kafka-bronze-ingest: one table

@@ -6,6 +6,9 @@ import { createTopic, debeziumDecimal, produce, recordKey } from '../../support/
 import { QUICKSTART_ORDERS, writeOrderEvents } from '../../support/shop-source.js';
 import { connect, lakeHome, readDeltaWithDeltaRs, readIcebergWithPyIceberg, repoRoot } from '../../support/stack.js';
 import { testQuery, testCommand } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'kafka', 'py-tools');
 
 /**
  * Every job example in configs/examples/ runs as its comment says: `scripts/lakehouse-jobs` with

@@ -14,6 +14,9 @@ import type { JobPlan, Step } from '../../../src/jobs/template.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
 import { testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'py-tools');
 
 /**
  * gold-publish through the CLI on the real server: the tenant's SQL over its silver tables into

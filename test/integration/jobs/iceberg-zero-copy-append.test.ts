@@ -13,6 +13,9 @@ import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, lakeHome, readIcebergWithPyIceberg, repoRoot, runJob } from '../../support/stack.js';
 import { testQuery, testCommand } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'py-tools');
 
 /**
  * iceberg-zero-copy-append through the real CLI on the local stack (whose server runs the

@@ -5,6 +5,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { tempFiles } from '../../support/files.js';
 import { type RecordId, createTopic, debeziumDecimal, deleteRecords, kafkaBootstrap, produce, recordKey } from '../../support/kafka.js';
 import { freshTenant, objectsUnder, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, repoRoot, spawnCli, runJob } from '../../support/stack.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'kafka', 'object-store', 'py-tools');
 
 /**
  * kafka-bronze-ingest against the real local broker (scripts/kafka) and Spark Connect: records

@@ -6,6 +6,9 @@ import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { freshTenant, readIcebergWithPyIceberg, useClient } from '../../support/stack.js';
 import { load, readDimension, silverTable } from './scd2-support.js';
 import { testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'py-tools');
 
 /**
  * Source data whose column names are a template's own: the data is not trusted for shape, and a

@@ -2,6 +2,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempFiles } from '../../support/files.js';
 import { freshTenant, readIcebergWithPyIceberg, remote, runCli } from '../../support/stack.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'py-tools');
 
 /**
  * A tenant's own Spark Connect server (docs/security.md, "A server of the tenant's own"): with the

@@ -20,6 +20,9 @@ import { type TenantReadPolicy, checkStepPolicy, tenantReadPolicy } from '../../
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, remote, runCli } from '../../support/stack.js';
 import { testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark');
 
 /**
  * The second wall on the real server: a tenant's plans that read another tenant's Iceberg, Delta or

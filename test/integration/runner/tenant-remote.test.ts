@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { tempFiles } from '../../support/files.js';
 import { freshTenant, readIcebergWithPyIceberg, remote, runCli } from '../../support/stack.js';
 import { needs } from '../../support/needs.js';
@@ -16,8 +16,12 @@ const tenant = freshTenant();
 const other = freshTenant();
 const UNREACHABLE = 'sc://127.0.0.1:9';
 
-const dir = tempFiles({
-  'platform.conf': `
+// Written when the file's needs are ready: remote() is this group's server only then.
+let dir: string;
+let platform: string;
+beforeAll(() => {
+  dir = tempFiles({
+    'platform.conf': `
 spark.remote = "${UNREACHABLE}"
 tenant-binding = required
 catalogs { lake { format = iceberg, default = true } }
@@ -25,13 +29,14 @@ tenants {
   ${tenant.id} { storage-roots = ["${tenant.root}"], spark { remote = "${remote()}" } }
   ${other.id} { storage-roots = ["${other.root}"] }
 }`,
-  'job.conf': `
+    'job.conf': `
 job       { template = "gold-publish", schema-version = 1, name = "it-own-server" }
 tenant    { id = "${tenant.id}", storage-root = "${tenant.root}" }
 transform { sql = "VALUES (1, 'a'), (2, 'b') AS t(id, v)" }
 target    { table = "own_server", grain = ["id"], mode = full-refresh }`,
+  });
+  platform = join(dir, 'platform.conf');
 });
-const platform = join(dir, 'platform.conf');
 /** The test run's own SPARK_REMOTE (the global setup's) must not choose for the CLI here. */
 const NO_REMOTE = { SPARK_REMOTE: '' };
 

@@ -1,0 +1,93 @@
+package lakehouse.jobs.spark;
+
+import java.util.HashMap;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * The plan node classes the tenant boundary knows, each with its role; every other class is
+ * refused in a bound session. Found by running every template's integration tests against the
+ * boundary (docs/security-policy.md lists what each group is for). Classes are named in full: a
+ * tenant cannot define a class, and a Spark upgrade that renames one fails closed.
+ */
+final class PlanClasses {
+  enum Role {
+    /** Rows in, rows out: its children are judged with the same access. */
+    TRANSFORM,
+    /** A view: judged by its expansion, which is its child. */
+    VIEW,
+    /** Reads nothing outside the plan (literal rows, a range, a CTE reference, rows the server computed). */
+    LEAF,
+    /** Reads (or, as a write target, is) a table, a namespace or files: judged by identity. */
+    RELATION,
+    /** Describes or lists what it names, which must be readable. */
+    READ_COMMAND,
+    /** Writes, creates, alters or drops what it names; its query is read. */
+    WRITE_COMMAND,
+    /** A catalog procedure (CALL): an allowed procedure on one of the tenant's tables. */
+    CALL,
+    /** A command's result wrapped as rows: its command is judged again. */
+    COMMAND_RESULT
+  }
+
+  private static final String L = "org.apache.spark.sql.catalyst.plans.logical.";
+  private static final String A = "org.apache.spark.sql.catalyst.analysis.";
+  private static final String X = "org.apache.spark.sql.execution.";
+  private static final String D = "org.apache.spark.sql.delta.";
+
+  private static final Map<String, Role> ROLES = new HashMap<>();
+
+  private static void put(Role role, String prefix, String... names) {
+    for (String n : names) ROLES.put(prefix + n, role);
+  }
+
+  static {
+    put(Role.TRANSFORM, L,
+        "Project", "Filter", "Aggregate", "Window", "Join", "Sort", "GlobalLimit", "LocalLimit", "Offset", "Tail", "Deduplicate",
+        "DeduplicateWithinWatermark", "Distinct", "Union", "Intersect", "Except", "Expand", "Generate", "SubqueryAlias", "WithCTE",
+        "CTERelationDef", "Repartition", "RepartitionByExpression", "RebalancePartitions", "LateralJoin", "Sample", "SerializeFromObject",
+        "DeserializeToObject", "MapElements", "MapPartitions", "TypedFilter", "AppendColumns", "AppendColumnsWithObject", "MapGroups",
+        "CollectMetrics", "ResolvedHint", "EventTimeWatermark", "WindowGroupLimit", "MergeRows");
+    put(Role.VIEW, L, "View");
+    put(Role.LEAF, L, "LocalRelation", "OneRowRelation", "Range", "EmptyRelation", "CTERelationRef");
+    put(Role.LEAF, X, "LogicalRDD", "ExternalRDD");
+    put(Role.RELATION, X + "datasources.", "LogicalRelation");
+    put(Role.RELATION, X + "datasources.v2.", "DataSourceV2Relation");
+    put(Role.RELATION, "org.apache.spark.sql.catalyst.streaming.", "StreamingRelationV2");
+    put(Role.RELATION, A, "ResolvedTable", "ResolvedIdentifier", "ResolvedNamespace");
+    put(Role.READ_COMMAND, L, "DescribeRelation", "ShowTables", "DescribeNamespace", "ShowTableProperties");
+    put(Role.READ_COMMAND, X + "command.", "DescribeTableCommand", "ShowTablesCommand");
+    put(Role.READ_COMMAND, D + "commands.", "DescribeDeltaHistoryCommand", "DescribeDeltaDetailCommand");
+    put(Role.WRITE_COMMAND, L,
+        "AppendData", "OverwriteByExpression", "OverwritePartitionsDynamic", "ReplaceData", "WriteDelta", "MergeIntoTable",
+        "DeleteFromTable", "UpdateTable", "CreateTable", "CreateTableAsSelect", "ReplaceTable", "ReplaceTableAsSelect", "DropTable",
+        "CreateNamespace", "AddColumns", "AlterColumns", "ReplaceColumns", "DropColumns", "RenameColumn", "SetTableProperties",
+        "UnsetTableProperties");
+    put(Role.WRITE_COMMAND, X + "datasources.", "InsertIntoHadoopFsRelationCommand", "SaveIntoDataSourceCommand");
+    put(Role.WRITE_COMMAND, X + "command.", "CreateDataSourceTableCommand", "CreateDataSourceTableAsSelectCommand", "CreateDatabaseCommand");
+    put(Role.WRITE_COMMAND, X + "streaming.runtime.", "WriteToStream", "WriteToStreamStatement");
+    put(Role.WRITE_COMMAND, D + "commands.",
+        "MergeIntoCommand", "WriteIntoDelta", "DeleteCommand", "UpdateCommand", "OptimizeTableCommand", "VacuumTableCommand",
+        "CreateDeltaTableCommand", "AlterTableAddColumnsDeltaCommand", "AlterTableSetPropertiesDeltaCommand");
+    put(Role.CALL, L, "Call");
+    put(Role.COMMAND_RESULT, L, "CommandResult");
+  }
+
+  static Role role(String className) {
+    return ROLES.get(className);
+  }
+
+  /** Fields of a command that hold a query it reads, whatever else it writes. */
+  static final Set<String> QUERY_FIELDS = Set.of("query", "child", "source", "sourceTable", "sourcePlan", "data", "plan", "analyzedQuery", "inputQuery");
+
+  /** The maintenance procedures table-maintenance calls (`system.<name>` of an Iceberg catalog). */
+  static final Set<String> PROCEDURES = Set.of(
+      "system.expire_snapshots", "system.remove_orphan_files", "system.rewrite_data_files", "system.rewrite_manifests",
+      "system.rewrite_position_delete_files");
+
+  /** Expressions no plan of a bound session may hold, the templates' and Delta's and Iceberg's included. */
+  static final Set<String> NEVER_IN_BOUND_SESSION = Set.of(
+      "org.apache.spark.sql.catalyst.expressions.CallMethodViaReflection", "org.apache.spark.sql.catalyst.expressions.TryReflect");
+
+  private PlanClasses() {}
+}

@@ -1,0 +1,443 @@
+package lakehouse.jobs.spark;
+
+import java.lang.reflect.Method;
+import java.util.ArrayList;
+import java.util.IdentityHashMap;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Set;
+import org.apache.hadoop.fs.Path;
+import org.apache.spark.sql.catalyst.TableIdentifier;
+import org.apache.spark.sql.catalyst.analysis.ResolvedIdentifier;
+import org.apache.spark.sql.catalyst.analysis.ResolvedNamespace;
+import org.apache.spark.sql.catalyst.analysis.ResolvedProcedure;
+import org.apache.spark.sql.catalyst.analysis.ResolvedTable;
+import org.apache.spark.sql.catalyst.catalog.CatalogTable;
+import org.apache.spark.sql.catalyst.expressions.Expression;
+import org.apache.spark.sql.catalyst.expressions.Literal;
+import org.apache.spark.sql.catalyst.expressions.NamedArgumentExpression;
+import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
+import org.apache.spark.sql.catalyst.plans.logical.Call;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.TableSpecBase;
+import org.apache.spark.sql.catalyst.streaming.StreamingRelationV2;
+import org.apache.spark.sql.classic.SparkSession;
+import org.apache.spark.sql.connector.catalog.CatalogPlugin;
+import org.apache.spark.sql.connector.catalog.Identifier;
+import org.apache.spark.sql.execution.datasources.FileIndex;
+import org.apache.spark.sql.execution.datasources.HadoopFsRelation;
+import org.apache.spark.sql.execution.datasources.LogicalRelation;
+import org.apache.spark.sql.execution.datasources.jdbc.JDBCRelation;
+import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
+import org.apache.spark.sql.execution.datasources.v2.FileTable;
+import org.apache.spark.sql.util.CaseInsensitiveStringMap;
+import scala.runtime.AbstractFunction1;
+import scala.runtime.BoxedUnit;
+
+/**
+ * The tenant boundary: a Catalyst check rule (TenantPolicyExtensions) that judges every plan
+ * analysed in a bound session, the runner's template plans and the internal queries Delta and
+ * Iceberg run alike, by identity: every relation read is one of the tenant's (or granted) tables
+ * or files under its read roots, every write target (V2 writes, row-level rewrites, CREATE/REPLACE,
+ * DROP/ALTER, Delta's commands, Iceberg's procedures with their table arguments, file writes,
+ * streaming sinks) one of its own tables or paths. A plan node of a class it does not know is
+ * refused: a bug of ours fails closed, it cannot escape the tenant. The classes and their roles
+ * are listed in PlanClasses; docs/security-policy.md says why each is there.
+ */
+final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
+  private final SparkSession session;
+
+  TenantBoundary(org.apache.spark.sql.SparkSession session) {
+    this.session = (SparkSession) session;
+  }
+
+  @Override
+  public BoxedUnit apply(LogicalPlan plan) {
+    TenantBinding binding = Bindings.of(session);
+    if (binding == null) {
+      if (PolicySettings.requireBinding(session) && session != SparkSession.getDefaultSession().getOrElse(() -> null))
+        throw TenantPolicyException.refused(
+            "this server judges every plan against a tenant, and this session is not bound to one (the runner binds its sessions before any step)",
+            List.of());
+      return BoxedUnit.UNIT;
+    }
+    Walk walk = new Walk(session, binding);
+    walk.plan(plan, Access.READ);
+    PolicySettings.verdict(session, binding, walk.problems, List.of(), "tenant boundary", walk.details, plan);
+    return BoxedUnit.UNIT;
+  }
+
+  enum Access {
+    READ,
+    WRITE
+  }
+
+  /** One walk over a plan: its nodes, their expressions' subqueries, the identities they carry. */
+  static final class Walk {
+    final SparkSession session;
+    final TenantBinding binding;
+    final Set<String> problems = new LinkedHashSet<>();
+    /** Nodes already judged (a CTE definition referenced twice, a plan shared by two fields). */
+    private final Map<Object, Access> seen = new IdentityHashMap<>();
+    /** The nearest view being expanded: what a refusal names instead of the view's tables. */
+    private String view;
+
+    Walk(SparkSession session, TenantBinding binding) {
+      this.session = session;
+      this.binding = binding;
+    }
+
+    void problem(String p) {
+      problems.add(view == null ? p : "view " + view + " reads what the tenant may not read");
+    }
+
+    /** What only the server's log may show (report mode): the locations and names behind a problem. */
+    final List<String> details = new ArrayList<>();
+
+    private void detail(String d) {
+      if (details.size() < 50) details.add(d);
+    }
+
+    void plan(LogicalPlan p, Access access) {
+      if (p == null) return;
+      Access before = seen.get(p);
+      if (before == access || before == Access.WRITE) return;
+      seen.put(p, access);
+      for (Expression e : Scala.list(p.expressions())) expression(e);
+      String cls = p.getClass().getName();
+      PlanClasses.Role role = PlanClasses.role(cls);
+      if (role == null) {
+        problem("plan node " + p.nodeName() + " (" + cls + ") is not allowed");
+        return;
+      }
+      switch (role) {
+        case TRANSFORM -> children(p, access);
+        case VIEW -> {
+          String outer = view;
+          if (view == null) view = viewName(p);
+          children(p, access);
+          view = outer;
+        }
+        case LEAF -> {}
+        case RELATION -> relation(p, access);
+        case READ_COMMAND -> fields(p, Access.READ);
+        case WRITE_COMMAND -> fields(p, Access.WRITE);
+        case CALL -> call((Call) p);
+        case COMMAND_RESULT -> value("commandLogicalPlan", fieldOf(p, "commandLogicalPlan"), access);
+      }
+    }
+
+    private void children(LogicalPlan p, Access access) {
+      for (LogicalPlan c : Scala.list(p.children())) plan(c, access);
+    }
+
+    /** A subquery's plan is a plan like any other; no expression runs reflection in a bound session. */
+    void expression(Expression e) {
+      if (e == null) return;
+      if (e instanceof SubqueryExpression s) plan(s.plan(), Access.READ);
+      if (PlanClasses.NEVER_IN_BOUND_SESSION.contains(e.getClass().getName()))
+        problem("expression " + e.nodeName() + " (" + e.getClass().getName() + ") is not allowed");
+      for (Expression c : Scala.list(e.children())) expression(c);
+    }
+
+    /**
+     * A command's constructor arguments: its query plans are read, everything else it names (its
+     * target table, catalog table, path, Delta log, location) is written (or read, for a command
+     * that only describes). Fields holding a query by these names are read in any case.
+     */
+    private void fields(LogicalPlan p, Access access) {
+      List<String> names = Scala.names(p);
+      List<Object> values = Scala.elements(p);
+      for (int i = 0; i < values.size(); i++) {
+        String name = i < names.size() ? names.get(i) : "";
+        Access a = PlanClasses.QUERY_FIELDS.contains(name) ? Access.READ : access;
+        value(name, values.get(i), a);
+      }
+    }
+
+    void value(String name, Object v, Access access) {
+      if (v == null || v instanceof Expression || v instanceof String || v instanceof Number || v instanceof Boolean) return;
+      if (v instanceof LogicalPlan lp) plan(lp, access);
+      else if (v instanceof scala.Option<?> o) value(name, Scala.orNull(o), access);
+      else if (v instanceof scala.Tuple2<?, ?> t && t._1() instanceof CatalogPlugin c && t._2() instanceof Identifier id)
+        identity(c.name(), id.namespace(), id.name(), access);
+      else if (v instanceof scala.collection.Map<?, ?> m) options(Scala.map(m), access);
+      else if (v instanceof scala.collection.Iterable<?> it) for (Object x : Scala.list(it)) value(name, x, access);
+      else if (v instanceof CatalogTable ct) catalogTable(ct, access);
+      else if (v instanceof TableIdentifier ti) tableIdentifier(ti, access);
+      else if (v instanceof Path path) path(path.toString(), access);
+      else if (v instanceof FileIndex fi) fileIndex(fi, access);
+      else if (v instanceof TableSpecBase spec) tableSpec(spec, access);
+      else if (v instanceof CaseInsensitiveStringMap m) options(m, access);
+      else deltaValue(v, access);
+    }
+
+    /** A file source's `path`/`paths` option, or a table's `location` property. */
+    private void options(Map<?, ?> m, Access access) {
+      for (var e : m.entrySet()) {
+        String k = String.valueOf(e.getKey()).toLowerCase(Locale.ROOT);
+        if ((k.equals("path") || k.equals("location")) && e.getValue() != null) path(String.valueOf(e.getValue()), access);
+        if (k.equals("paths") && e.getValue() != null) problem("a \"paths\" option is not allowed in a bound session");
+      }
+    }
+
+    private void tableSpec(TableSpecBase spec, Access access) {
+      String location = Scala.orNull(spec.location());
+      if (location == null) location = spec.properties().get("location").getOrElse(() -> null);
+      if (location == null) problem("a table is created without a location under the tenant's storage roots");
+      else path(location, access);
+    }
+
+    /** Delta's own classes, by name: the plugin must not need Delta to load. */
+    private void deltaValue(Object v, Access access) {
+      String cls = v.getClass().getName();
+      if (cls.equals("org.apache.spark.sql.delta.DeltaLog")) {
+        Object p = call(v, "dataPath");
+        if (p instanceof Path path) path(path.toString(), access);
+      } else if (cls.equals("org.apache.spark.sql.delta.catalog.DeltaTableV2")) {
+        Object ct = call(v, "catalogTable");
+        if (ct instanceof scala.Option<?> o && o.isDefined()) catalogTable((CatalogTable) o.get(), access);
+        else if (call(v, "path") instanceof Path path) path(path.toString(), access);
+      }
+    }
+
+    private static Object call(Object target, String method) {
+      try {
+        Method m = target.getClass().getMethod(method);
+        return m.invoke(target);
+      } catch (ReflectiveOperationException | RuntimeException e) {
+        return null;
+      }
+    }
+
+    private static boolean isIcebergMetadataTable(Object sparkTable) {
+      if (!sparkTable.getClass().getName().equals("org.apache.iceberg.spark.source.SparkTable")) return false;
+      Object t = call(sparkTable, "table");
+      for (Class<?> c = t == null ? null : t.getClass(); c != null; c = c.getSuperclass())
+        if (c.getName().equals("org.apache.iceberg.BaseMetadataTable")) return true;
+      return false;
+    }
+
+    private static Object fieldOf(LogicalPlan p, String field) {
+      return call(p, field);
+    }
+
+    private static String viewName(LogicalPlan p) {
+      Object desc = call(p, "desc");
+      return desc instanceof CatalogTable ct ? ct.identifier().unquotedString() : "(a view)";
+    }
+
+    // ---- relations ----
+
+    void relation(LogicalPlan p, Access access) {
+      if (p instanceof DataSourceV2Relation r) v2Relation(r, access);
+      else if (p instanceof LogicalRelation r) logicalRelation(r, access);
+      else if (p instanceof StreamingRelationV2 r) streamingRelation(r, access);
+      else if (p instanceof ResolvedTable r) identity(r.catalog().name(), r.identifier().namespace(), r.identifier().name(), access);
+      else if (p instanceof ResolvedIdentifier r) identity(r.catalog().name(), r.identifier().namespace(), r.identifier().name(), access);
+      else if (p instanceof ResolvedNamespace r) namespace(r.catalog().name(), Scala.list(r.namespace()).toArray(String[]::new), access);
+      else problem("relation " + p.nodeName() + " is not allowed");
+    }
+
+    private void v2Relation(DataSourceV2Relation r, Access access) {
+      CatalogPlugin catalog = Scala.orNull(r.catalog());
+      Identifier id = Scala.orNull(r.identifier());
+      if (catalog != null && id != null) {
+        String[] ns = id.namespace();
+        // An Iceberg metadata table (`<table>.refs`, `.snapshots` …) of one of the tenant's tables: read only.
+        if (ns.length == 2 && access == Access.READ && isIcebergMetadataTable(r.table())) identity(catalog.name(), new String[] {ns[0]}, ns[1] + "." + id.name(), access);
+        else identity(catalog.name(), ns, id.name(), access);
+        return;
+      }
+      String table = r.table().getClass().getName();
+      if (table.equals("org.apache.spark.sql.kafka010.KafkaSourceProvider$KafkaTable") && access == Access.READ) kafka(r.options());
+      else if (r.table() instanceof FileTable ft) fileIndex(ft.fileIndex(), access);
+      else problem("a " + (access == Access.READ ? "read of" : "write to") + " a table without a catalog (" + r.table().name() + ") is not allowed");
+    }
+
+    private void logicalRelation(LogicalRelation r, Access access) {
+      CatalogTable ct = Scala.orNull(r.catalogTable());
+      if (ct != null) {
+        catalogTable(ct, access);
+        return;
+      }
+      if (r.relation() instanceof HadoopFsRelation fs) fileIndex(fs.location(), access);
+      else if (r.relation() instanceof JDBCRelation && access == Access.READ) jdbcRelations++;
+      else problem("relation " + r.relation().getClass().getSimpleName() + " is not allowed");
+    }
+
+    /** JDBC relations seen: the strict judge allows as many as the step declared. */
+    int jdbcRelations;
+
+    private void streamingRelation(StreamingRelationV2 r, Access access) {
+      CatalogPlugin catalog = Scala.orNull(r.catalog());
+      Identifier id = Scala.orNull(r.identifier());
+      if (catalog != null && id != null) identity(catalog.name(), id.namespace(), id.name(), access);
+      else if (r.sourceName().equals("kafka") && access == Access.READ) kafka(r.extraOptions());
+      else problem("a streaming read of " + r.sourceName() + " is not allowed");
+    }
+
+    private void fileIndex(FileIndex fi, Access access) {
+      int outside = 0;
+      for (Path p : Scala.list(fi.rootPaths()))
+        if (!(access == Access.READ ? binding.mayReadPath(p.toString()) : binding.mayWritePath(p.toString()))) {
+          outside++;
+          detail(access + " " + p + " (" + fi.getClass().getSimpleName() + ")");
+        }
+      // Never which: a glob expands to other tenants' names.
+      if (outside > 0) problem((access == Access.READ ? "reads " : "writes ") + outside + " file location(s) outside the tenant's storage roots");
+    }
+
+    void path(String location, Access access) {
+      boolean ok = access == Access.READ ? binding.mayReadPath(location) : binding.mayWritePath(location);
+      if (!ok) detail(access + " " + location);
+      if (!ok) problem((access == Access.READ ? "reads" : "writes") + " a location outside the tenant's storage roots");
+    }
+
+    private void catalogTable(CatalogTable ct, Access access) {
+      tableIdentifier(ct.identifier(), access);
+      if (access == Access.WRITE && ct.storage().locationUri().isDefined()) path(ct.storage().locationUri().get().toString(), access);
+    }
+
+    private void tableIdentifier(TableIdentifier ti, Access access) {
+      String catalog = ti.catalog().isDefined() ? ti.catalog().get() : "spark_catalog";
+      String db = Scala.orNull(ti.database());
+      if (db == null) problem("table " + ti.table() + " has no namespace");
+      else identity(catalog, new String[] {db}, ti.table(), access);
+    }
+
+    void identity(String catalog, String[] namespace, String name, Access access) {
+      boolean ok = access == Access.READ ? binding.mayRead(catalog, namespace) : binding.mayWrite(catalog, namespace);
+      if (!ok)
+        problem("table " + catalog + "." + String.join(".", namespace) + "." + name + " is outside the tenant's " + (access == Access.READ ? "namespaces" : "own namespaces (writes)"));
+    }
+
+    private void namespace(String catalog, String[] namespace, Access access) {
+      boolean ok = access == Access.READ ? binding.mayRead(catalog, namespace) : binding.mayWrite(catalog, namespace);
+      if (!ok) problem("namespace " + catalog + "." + String.join(".", namespace) + " is not one of the tenant's");
+    }
+
+    /** A Kafka read: a granted cluster's servers, and granted topics (or a pattern within a granted prefix). */
+    private void kafka(CaseInsensitiveStringMap o) {
+      String servers = o.get("kafka.bootstrap.servers");
+      List<String> asked = servers == null ? List.of() : List.of(servers.split(","));
+      TenantBinding.KafkaGrant grant = null;
+      for (TenantBinding.KafkaGrant g : binding.kafka)
+        if (new LinkedHashSet<>(g.bootstrapServers()).equals(new LinkedHashSet<>(asked.stream().map(String::trim).toList()))) grant = g;
+      if (grant == null) {
+        problem("a Kafka read of a cluster the tenant has no grant on");
+        return;
+      }
+      if (o.containsKey("assign")) problem("a Kafka read by assign is not allowed (subscribe to granted topics)");
+      String subscribe = o.get("subscribe");
+      String pattern = o.get("subscribepattern");
+      if ((subscribe == null) == (pattern == null)) {
+        problem("a Kafka read must subscribe to topics or to one pattern");
+        return;
+      }
+      if (subscribe != null) {
+        for (String t : subscribe.split(",")) if (!granted(grant, t.trim(), false)) problem("Kafka topic " + t.trim() + " is not granted to the tenant");
+      } else if (!granted(grant, literalPrefix(pattern), !isLiteral(pattern))) problem("the Kafka topic pattern can match topics not granted to the tenant");
+    }
+
+    private static boolean granted(TenantBinding.KafkaGrant g, String topic, boolean prefixOnly) {
+      if (topic == null) return false;
+      if (!prefixOnly && g.topics().contains(topic)) return true;
+      for (String p : g.topicPrefixes()) if (topic.startsWith(p)) return true;
+      return false;
+    }
+
+    /** The literal run a topic regex starts with (`\.` and `\-` unescaped, as the runner writes them), or null. */
+    static String literalPrefix(String regex) {
+      StringBuilder b = new StringBuilder();
+      for (int i = 0; i < regex.length(); i++) {
+        char c = regex.charAt(i);
+        if (c == '\\' && i + 1 < regex.length() && (regex.charAt(i + 1) == '.' || regex.charAt(i + 1) == '-')) b.append(regex.charAt(++i));
+        else if (Character.isLetterOrDigit(c) || c == '_') b.append(c);
+        else break;
+      }
+      return b.toString();
+    }
+
+    private static boolean isLiteral(String regex) {
+      return literalPrefixLength(regex) == regex.length();
+    }
+
+    private static int literalPrefixLength(String regex) {
+      int i = 0;
+      while (i < regex.length()) {
+        char c = regex.charAt(i);
+        if (c == '\\' && i + 1 < regex.length() && (regex.charAt(i + 1) == '.' || regex.charAt(i + 1) == '-')) i += 2;
+        else if (Character.isLetterOrDigit(c) || c == '_') i++;
+        else break;
+      }
+      return i;
+    }
+
+    // ---- procedures ----
+
+    /**
+     * CALL <catalog>.system.<procedure>(table => '<namespace>.<table>', …): a maintenance
+     * procedure of an allowed name, whose table argument is one of the tenant's own tables and
+     * whose location argument lies under its roots.
+     */
+    private void call(Call c) {
+      if (!(c.procedure() instanceof ResolvedProcedure rp)) {
+        problem("a procedure call the server did not resolve");
+        return;
+      }
+      String catalog = rp.catalog().name();
+      String name = String.join(".", rp.ident().namespace()) + "." + rp.ident().name();
+      if (!PlanClasses.PROCEDURES.contains(name.toLowerCase(Locale.ROOT))) {
+        problem("procedure " + name + " is not allowed");
+        return;
+      }
+      List<Expression> args = Scala.list(c.args());
+      boolean table = false;
+      for (int i = 0; i < args.size(); i++) {
+        Expression a = args.get(i);
+        String key = a instanceof NamedArgumentExpression n ? n.key().toLowerCase(Locale.ROOT) : (i == 0 ? "table" : "");
+        Expression value = a instanceof NamedArgumentExpression n ? n.value() : a;
+        if (key.equals("table")) {
+          table = true;
+          String text = value instanceof Literal l && l.value() != null ? l.value().toString() : null;
+          if (text == null) problem("procedure " + name + ": the table argument must be a literal");
+          else procedureTable(catalog, text);
+        } else if (key.equals("location")) {
+          String text = value instanceof Literal l && l.value() != null ? l.value().toString() : null;
+          if (text == null) problem("procedure " + name + ": the location argument must be a literal");
+          else path(text, Access.WRITE);
+        }
+      }
+      if (!table) problem("procedure " + name + " without a table argument");
+    }
+
+    private void procedureTable(String catalog, String text) {
+      List<String> parts;
+      try {
+        parts = Scala.list(session.sessionState().sqlParser().parseMultipartIdentifier(text));
+      } catch (Exception e) {
+        problem("a procedure's table argument is not a table name");
+        return;
+      }
+      if (parts.size() >= 3 && session.sessionState().catalogManager().isCatalogRegistered(parts.get(0))) {
+        catalog = parts.get(0);
+        parts = parts.subList(1, parts.size());
+      }
+      if (parts.size() < 2) {
+        problem("a procedure's table argument has no namespace");
+        return;
+      }
+      identity(catalog, parts.subList(0, parts.size() - 1).toArray(String[]::new), parts.get(parts.size() - 1), Access.WRITE);
+    }
+  }
+
+  /** For the strict judge: a fresh walk's problems over one plan. */
+  static List<String> problems(SparkSession session, TenantBinding binding, LogicalPlan plan) {
+    Walk w = new Walk(session, binding);
+    w.plan(plan, Access.READ);
+    return new ArrayList<>(w.problems);
+  }
+}

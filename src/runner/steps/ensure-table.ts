@@ -18,7 +18,6 @@ export const ensureTable: StepKindModule<StepOf<'ensureTable'>> = {
     }
     await checkOtherCatalogs(step, run);
     await checkLocationEmpty(step, run);
-    await run.judge();
     try {
       await run.send({ command: step.create });
     } catch (e) {
@@ -36,5 +35,4 @@ export const ensureTable: StepKindModule<StepOf<'ensureTable'>> = {
     return { reads: [], writes: [{ kind: 'table', parts, location: step.location, ...(format ? { format } : {}) }] };
   },
   explainable: () => undefined,
-  policyInputs: (step) => ({ command: step.create }),
 };

@@ -9,11 +9,11 @@ import { tenantContext } from '../../../src/core/tenant.js';
 import { emptyReport, executePlan } from '../../../src/runner/executor.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileRelationPlan } from '../../../src/spark/plan/compile.js';
-import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import type { JobPlan, Step } from '../../../src/jobs/template.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
+import { connect, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob, releaseSession, runSession } from '../../support/stack.js';
 import { testQuery } from '../../support/sql.js';
+import { Query } from '../../../src/spark/plan/query.js';
 
 /**
  * gold-publish through the CLI on the real server: the tenant's SQL over its silver tables into
@@ -203,19 +203,23 @@ describe('gold-publish: hostile transforms (78, the table unchanged)', () => {
     [
       'reflect',
       () => `SELECT DATE'2026-07-05' AS sale_date, reflect('java.lang.System', 'getProperty', 'user.home') AS customer, 1L AS orders, 1.0 AS revenue`,
-      /function reflect is not allowed/,
+      /function reflect \(line 1, column \d+\) is not allowed in tenant logic: reflection runs Java code/,
     ],
     [
       'java_method',
       () => `SELECT DATE'2026-07-05' AS sale_date, java_method('java.lang.System', 'getenv', 'HOME') AS customer, 1L AS orders, 1.0 AS revenue`,
-      /function java_method is not allowed/,
+      /function java_method \(line 1, column \d+\) is not allowed in tenant logic: reflection runs Java code/,
     ],
-    ['a Delta path table', (v) => `SELECT * FROM delta.\`${victim.root}/silver/accounts\` WHERE '${v}' <> ''`, /refused by the tenant read policy/],
-    ['a parquet path table', () => `SELECT * FROM parquet.\`${victim.root}/silver/orders/data\``, /refused by the tenant read policy/],
-    ['EXECUTE IMMEDIATE', () => `EXECUTE IMMEDIATE 'DROP TABLE lake.${tenant.id}_gold.daily'`, /SQL text must be a query/],
+    ['a Delta path table', (v) => `SELECT * FROM delta.\`${victim.root}/silver/accounts\` WHERE '${v}' <> ''`, /path-based table delta\..* is not allowed/],
+    ['a parquet path table', () => `SELECT * FROM parquet.\`${victim.root}/silver/orders/data\``, /path-based table parquet\..* is not allowed/],
+    [
+      'EXECUTE IMMEDIATE',
+      () => `EXECUTE IMMEDIATE 'DROP TABLE lake.${tenant.id}_gold.daily'`,
+      /plan node \w+ .*is not allowed in tenant logic \(a query only\)/,
+    ],
   ];
   for (const [what, text, reason] of hostile)
-    it(`with the screen bypassed, the tenant read policy refuses ${what} (78, transform.steps)`, async () => {
+    it(`with the screen bypassed, the server's tenant policy refuses ${what} (78, transform.steps)`, async () => {
       const loaded = await loadJob({
         configFile: join(dir, 'daily.conf'),
         envFile: join(dir, 'platform.conf'),
@@ -230,17 +234,19 @@ describe('gold-publish: hostile transforms (78, the table unchanged)', () => {
       });
       const before = snapshotOf();
       const report = emptyReport();
+      const session = await runSession(platform, tenantContext(tenant.id, tenant.root));
       const err = await executePlan(withTransform(loaded.plan, text(victim.id)), {
-        session: client,
+        session,
         logger: pino({ level: 'silent' }),
         tags: ['it-gold-hostile'],
         signal: new AbortController().signal,
-        policy: tenantReadPolicy(platform, tenantContext(tenant.id, tenant.root)),
         report,
-      }).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        )
+        .finally(() => releaseSession(session));
       expect(err).toBeInstanceOf(ConfigError);
       expect((err as ConfigError).exitCode).toBe(78);
       expect((err as ConfigError).issues[0]!.path).toContain('transform.steps');

@@ -19,10 +19,12 @@ final class LogicClasses {
   private static final String A = "org.apache.spark.sql.catalyst.analysis.";
 
   /** Analysed plan nodes: rows in, rows out, and the relation leaves (judged by identity). */
-  static final Set<String> NODES = names(L,
+  static final Set<String> NODES = union(names(L,
       "Project", "Filter", "Aggregate", "Window", "Join", "Sort", "GlobalLimit", "LocalLimit", "Offset", "Deduplicate", "Distinct", "Union",
       "Intersect", "Except", "Expand", "Generate", "SubqueryAlias", "WithCTE", "CTERelationDef", "CTERelationRef", "View", "LateralJoin",
-      "RepartitionByExpression", "Repartition", "LocalRelation", "OneRowRelation", "Range");
+      "RepartitionByExpression", "Repartition", "Sample", "LocalRelation", "OneRowRelation", "Range"),
+      // VALUES rows (literals, as the check before analysis saw them) and pipe syntax's marker.
+      Set.of(A + "ResolvedInlineTable", E + "PipeOperator"));
 
   static final Set<String> RELATIONS = Set.of(
       "org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation", "org.apache.spark.sql.execution.datasources.LogicalRelation");
@@ -30,8 +32,8 @@ final class LogicClasses {
   /** Plan nodes as the parser (and Spark Connect's planner) leave them, before analysis. */
   static final Set<String> PARSED_NODES = union(NODES, RELATIONS, names(A,
       "UnresolvedRelation", "UnresolvedInlineTable", "UnresolvedTableValuedFunction", "UnresolvedSubqueryColumnAliases", "UnresolvedHaving",
-      "PlanWithUnresolvedIdentifier", "UnresolvedTVFAliases", "UnresolvedWith"), names(L,
-      "UnresolvedWith", "WithWindowDefinition", "Pivot", "Unpivot", "DataFrameDropColumns", "Tail"));
+      "PlanWithUnresolvedIdentifier", "UnresolvedTVFAliases", "RelationTimeTravel"), names(L,
+      "UnresolvedWith", "WithWindowDefinition", "Pivot", "Unpivot", "DataFrameDropColumns"));
 
   /** Table-valued functions tenant logic may call (their literal arguments are bounded, SizeBounds). */
   static final Set<String> TABLE_FUNCTIONS = Set.of("range", "explode", "explode_outer", "posexplode", "posexplode_outer", "inline", "inline_outer", "stack");
@@ -62,7 +64,9 @@ final class LogicClasses {
   /** Aggregates whose state is bounded (no collect_list/collect_set, no exact percentiles over every value). */
   static final Set<String> AGGREGATES = names(AGG,
       "Count", "Sum", "Min", "Max", "Average", "CountIf", "First", "Last", "AnyValue", "BoolAnd", "BoolOr", "MaxBy", "MinBy", "StddevSamp",
-      "StddevPop", "VarianceSamp", "VariancePop", "Product", "Corr", "CovPopulation", "CovSample", "HyperLogLogPlusPlus", "Skewness", "Kurtosis");
+      "StddevPop", "VarianceSamp", "VariancePop", "Product", "Corr", "CovPopulation", "CovSample", "HyperLogLogPlusPlus", "Skewness", "Kurtosis",
+      // PIVOT's: one value per pivot value, which the query lists as literals.
+      "PivotFirst");
 
   /** Expressions whose value is at most as large as their inputs' (or a constant): SizeBounds takes the largest. */
   static final Set<String> BOUNDED_BY_INPUTS = names(E,
@@ -70,7 +74,7 @@ final class LogicClasses {
       "StringTrimLeft", "StringTrimRight", "StringTrimBoth", "Reverse", "SplitPart", "SubstringIndex", "Md5", "Sha1", "Sha2", "Chr", "SoundEx",
       "Unhex", "UnBase64", "ElementAt", "TryElementAt", "GetArrayItem", "GetStructField", "GetArrayStructFields", "GetMapValue", "ArrayCompact",
       "KnownNotNull", "KnownNullable", "KnownFloatingPointNormalized", "DayName", "MonthName", "Elt", "Explode", "PosExplode", "Inline",
-      "SortOrder", "WindowExpression", "WindowSpecDefinition", "SpecifiedWindowFrame", "UnboundedPreceding$", "UnboundedFollowing$",
+      "GeneratorOuter", "SortOrder", "WindowExpression", "WindowSpecDefinition", "SpecifiedWindowFrame", "UnboundedPreceding$", "UnboundedFollowing$",
       "CurrentRow$", "Lag", "Lead", "NthValue", "FromUnixTime", "ScalarSubquery", "Exists", "ListQuery", "InSubquery", "LateralSubquery",
       "OuterReference", "AttributeReference", "Literal", "Cast", "UpCast");
 
@@ -91,7 +95,8 @@ final class LogicClasses {
       "UnresolvedAttribute", "UnresolvedFunction", "UnresolvedStar", "UnresolvedAlias", "UnresolvedExtractValue", "UnresolvedOrdinal",
       "UnresolvedWindowExpression", "UnresolvedStarWithColumns", "UnresolvedStarWithColumnsRenames", "UnresolvedGenerator",
       "UnresolvedHavingClauseAttribute", "UnresolvedDataFrameStar", "UnresolvedPlanId", "UnresolvedSeed"), names(E,
-      "UnresolvedWindowExpression", "WindowSpecReference", "UnspecifiedFrame$", "NamePlaceholder"));
+      "UnresolvedWindowExpression", "WindowSpecReference", "UnspecifiedFrame$", "NamePlaceholder", "PipeExpression", "Cube", "Rollup",
+      "GroupingSets"));
 
   private static Set<String> names(String prefix, String... simple) {
     Set<String> out = new HashSet<>();

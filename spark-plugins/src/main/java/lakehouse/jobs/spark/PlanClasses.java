@@ -48,11 +48,14 @@ final class PlanClasses {
         "CTERelationDef", "Repartition", "RepartitionByExpression", "RebalancePartitions", "LateralJoin", "Sample", "SerializeFromObject",
         "DeserializeToObject", "MapElements", "MapPartitions", "TypedFilter", "AppendColumns", "AppendColumnsWithObject", "MapGroups",
         "CollectMetrics", "ResolvedHint", "EventTimeWatermark", "WindowGroupLimit", "MergeRows");
+    // Pipe syntax's marker node (FROM t |> WHERE …), which analysis leaves in the plan.
+    put(Role.TRANSFORM, "org.apache.spark.sql.catalyst.expressions.", "PipeOperator");
     put(Role.VIEW, L, "View");
     put(Role.LEAF, L, "LocalRelation", "OneRowRelation", "Range", "EmptyRelation", "CTERelationRef");
     put(Role.LEAF, X, "LogicalRDD", "ExternalRDD");
     put(Role.RELATION, X + "datasources.", "LogicalRelation");
-    put(Role.RELATION, X + "datasources.v2.", "DataSourceV2Relation");
+    // A micro-batch's read of a streaming source: judged by the relation it scans.
+    put(Role.RELATION, X + "datasources.v2.", "DataSourceV2Relation", "StreamingDataSourceV2ScanRelation");
     put(Role.RELATION, "org.apache.spark.sql.catalyst.streaming.", "StreamingRelationV2");
     put(Role.RELATION, A, "ResolvedTable", "ResolvedIdentifier", "ResolvedNamespace");
     put(Role.READ_COMMAND, L, "DescribeRelation", "ShowTables", "DescribeNamespace", "ShowTableProperties");
@@ -65,7 +68,9 @@ final class PlanClasses {
         "UnsetTableProperties");
     put(Role.WRITE_COMMAND, X + "datasources.", "InsertIntoHadoopFsRelationCommand", "SaveIntoDataSourceCommand");
     put(Role.WRITE_COMMAND, X + "command.", "CreateDataSourceTableCommand", "CreateDataSourceTableAsSelectCommand", "CreateDatabaseCommand");
-    put(Role.WRITE_COMMAND, X + "streaming.runtime.", "WriteToStream", "WriteToStreamStatement");
+    // A streaming query's sink, when it starts and in every micro-batch (a session derived from the bound one).
+    put(Role.WRITE_COMMAND, "org.apache.spark.sql.catalyst.streaming.", "WriteToStream", "WriteToStreamStatement");
+    put(Role.WRITE_COMMAND, X + "streaming.sources.", "WriteToMicroBatchDataSource", "WriteToMicroBatchDataSourceV1");
     put(Role.WRITE_COMMAND, D + "commands.",
         "MergeIntoCommand", "WriteIntoDelta", "DeleteCommand", "UpdateCommand", "OptimizeTableCommand", "VacuumTableCommand",
         "CreateDeltaTableCommand", "AlterTableAddColumnsDeltaCommand", "AlterTableSetPropertiesDeltaCommand");

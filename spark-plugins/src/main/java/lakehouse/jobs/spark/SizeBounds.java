@@ -99,10 +99,20 @@ final class SizeBounds {
         return sum(kids);
       }
       case "ConcatWs" -> {
-        // The separator stands between every two of the others.
+        // The separator stands between every two of the others, and between an array's elements:
+        // at most one per element, of which an array holds no more than its own size (a literal
+        // array: collection-elements). A separator computed from the row would multiply the row.
         if (kids.isEmpty()) return Bound.ZERO;
         Bound sep = of(kids.get(0));
-        return sum(kids.subList(1, kids.size())).plus(sep.times(Math.max(0, kids.size() - 2)));
+        List<Expression> rest = kids.subList(1, kids.size());
+        Bound out = sum(rest).plus(sep.times(Math.max(0, rest.size() - 1)));
+        for (Expression k : rest) {
+          if (!(k.dataType() instanceof org.apache.spark.sql.types.ArrayType)) continue;
+          if (sep.factor > 0) throw new TooLarge("concat_ws's separator must be a literal when it joins an array's elements");
+          Bound elements = of(k).plus(new Bound(0, limits.collectionElements()));
+          out = out.plus(new Bound(mul(sep.constant, elements.factor), mul(sep.constant, elements.constant)));
+        }
+        return out;
       }
       case "StringRepeat" -> {
         return of(kids.get(0)).times(count(kids.get(1), "repeat's count", limits.valueChars()));

@@ -109,8 +109,8 @@ final class TenantBinding {
     }
 
     TenantBinding build() {
-      if (tenant.isEmpty() || writeNamespaces.isEmpty() || writeRoots.isEmpty())
-        throw new IllegalArgumentException("lakehouse.jobs.BindTenant without a tenant, write namespaces or write roots");
+      // A platform config without catalogs gives no namespaces (a tenant writing files only).
+      if (tenant.isEmpty() || writeRoots.isEmpty()) throw new IllegalArgumentException("lakehouse.jobs.BindTenant without a tenant or write roots");
       return new TenantBinding(this);
     }
   }

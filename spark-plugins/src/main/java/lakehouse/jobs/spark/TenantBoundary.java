@@ -153,7 +153,9 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
       for (int i = 0; i < values.size(); i++) {
         String name = i < names.size() ? names.get(i) : "";
         Access a = PlanClasses.QUERY_FIELDS.contains(name) ? Access.READ : access;
-        value(name, values.get(i), a);
+        // A streaming query keeps its progress here: the tenant's own storage.
+        if (name.equals("resolvedCheckpointLocation") && values.get(i) instanceof String location) path(location, Access.WRITE);
+        else value(name, values.get(i), a);
       }
     }
 
@@ -220,6 +222,12 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
       return false;
     }
 
+    private static Map<String, String> stringMap(scala.collection.Map<?, ?> m) {
+      Map<String, String> out = new java.util.HashMap<>();
+      for (var e : Scala.map(m).entrySet()) out.put(String.valueOf(e.getKey()), String.valueOf(e.getValue()));
+      return out;
+    }
+
     private static Object fieldOf(LogicalPlan p, String field) {
       return call(p, field);
     }
@@ -235,6 +243,8 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
       if (p instanceof DataSourceV2Relation r) v2Relation(r, access);
       else if (p instanceof LogicalRelation r) logicalRelation(r, access);
       else if (p instanceof StreamingRelationV2 r) streamingRelation(r, access);
+      else if (p.getClass().getName().equals("org.apache.spark.sql.execution.datasources.v2.StreamingDataSourceV2ScanRelation")
+          && call(p, "relation") instanceof DataSourceV2Relation r) v2Relation(r, access);
       else if (p instanceof ResolvedTable r) identity(r.catalog().name(), r.identifier().namespace(), r.identifier().name(), access);
       else if (p instanceof ResolvedIdentifier r) identity(r.catalog().name(), r.identifier().namespace(), r.identifier().name(), access);
       else if (p instanceof ResolvedNamespace r) namespace(r.catalog().name(), Scala.list(r.namespace()).toArray(String[]::new), access);
@@ -249,6 +259,10 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
         // An Iceberg metadata table (`<table>.refs`, `.snapshots` …) of one of the tenant's tables: read only.
         if (ns.length == 2 && access == Access.READ && isIcebergMetadataTable(r.table())) identity(catalog.name(), new String[] {ns[0]}, ns[1] + "." + id.name(), access);
         else identity(catalog.name(), ns, id.name(), access);
+        // Its files by its location, as for a session catalog table (an Iceberg table may also reference
+        // files elsewhere, which only iceberg-zero-copy-append adopts, from roots the tenant may read).
+        String location = r.table().properties() == null ? null : r.table().properties().get("location");
+        if (location != null) path(location, access);
         return;
       }
       String table = r.table().getClass().getName();
@@ -265,6 +279,9 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
       }
       if (r.relation() instanceof HadoopFsRelation fs) fileIndex(fs.location(), access);
       else if (r.relation() instanceof JDBCRelation && access == Access.READ) jdbcRelations++;
+      else if (r.relation().getClass().getName().equals("org.apache.spark.sql.kafka010.KafkaRelation") && access == Access.READ
+          && call(r.relation(), "sourceOptions") instanceof scala.collection.Map<?, ?> options)
+        kafka(new CaseInsensitiveStringMap(stringMap(options)));
       else problem("relation " + r.relation().getClass().getSimpleName() + " is not allowed");
     }
 
@@ -296,9 +313,14 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
       if (!ok) problem((access == Access.READ ? "reads" : "writes") + " a location outside the tenant's storage roots");
     }
 
+    /**
+     * A table of the session catalog by its identity, and its files by its location: a table of the
+     * tenant's namespace whose files lie elsewhere (created there by hand, or at another tenant's
+     * path) reads what is not the tenant's.
+     */
     private void catalogTable(CatalogTable ct, Access access) {
       tableIdentifier(ct.identifier(), access);
-      if (access == Access.WRITE && ct.storage().locationUri().isDefined()) path(ct.storage().locationUri().get().toString(), access);
+      if (ct.storage().locationUri().isDefined()) path(ct.storage().locationUri().get().toString(), access);
     }
 
     private void tableIdentifier(TableIdentifier ti, Access access) {

@@ -17,6 +17,7 @@ import org.apache.spark.sql.AnalysisException;
 import org.apache.spark.sql.catalyst.FunctionIdentifier;
 import org.apache.spark.sql.catalyst.analysis.FunctionRegistry;
 import org.apache.spark.sql.catalyst.analysis.PlanWithUnresolvedIdentifier;
+import org.apache.spark.sql.catalyst.analysis.RelationTimeTravel;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedFunction;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedInlineTable;
 import org.apache.spark.sql.catalyst.analysis.UnresolvedRelation;
@@ -230,6 +231,10 @@ public final class TenantLogicPlugin implements RelationPlugin {
               problems.add("IDENTIFIER(…)" + at(p.origin()) + " does not name a table");
             }
           }
+        } else if (p instanceof RelationTimeTravel t) {
+          // VERSION/TIMESTAMP AS OF: its table (a leaf's field, not a child) and a literal point in time.
+          plan(t.relation(), ctes);
+          if (t.timestamp().isDefined()) literalOnly(t.timestamp().get(), "TIMESTAMP AS OF");
         } else if (p instanceof GlobalLimit g) literalOnly(g.limitExpr(), "LIMIT");
         else if (p instanceof LocalLimit g) literalOnly(g.limitExpr(), "LIMIT");
         else if (p instanceof Offset o) literalOnly(o.offsetExpr(), "OFFSET");
@@ -399,7 +404,8 @@ public final class TenantLogicPlugin implements RelationPlugin {
       Map<String, String> out = new LinkedHashMap<>();
       out.put("configPaths", String.join("\n", req.configPaths()));
       out.put("errorClass", errorClass);
-      String object = firstOf(params, "objectName", "relationName", "routineName", "functionName", "fieldName", "columnName");
+      // A name or token the tenant wrote; a parse error's `error` is the token where parsing stopped.
+      String object = firstOf(params, "objectName", "relationName", "routineName", "functionName", "fieldName", "columnName", "error");
       if (object != null) out.put("objectName", object);
       if (line.isDefined()) out.put("line", String.valueOf(line.get()));
       if (start.isDefined()) out.put("column", String.valueOf((Integer) start.get() + 1));

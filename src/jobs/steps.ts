@@ -4,6 +4,7 @@ import type { OutputReport } from '../core/status.js';
 import { outputColumns } from '../spark/plan/columns.js';
 import type { Cmd } from '../spark/plan/commands.js';
 import type { Query } from '../spark/plan/query.js';
+import type { PositionMapper } from '../spark/policy/refusals.js';
 
 /**
  * The steps a template's plan is made of, and how one step reads what an earlier one found: the
@@ -130,10 +131,15 @@ interface StepBase {
   readonly when?: (facts: Facts) => boolean;
   /**
    * The config paths whose logic (a tenant's expression or SQL) the step carries: the executor
-   * checks its plan against the tenant read policy (src/spark/policy) before it runs it; a refusal
-   * names these paths (78).
+   * sends it as tenant logic, which the server's tenant policy judges (src/spark/policy); a refusal
+   * or an analysis error names these paths (78).
    */
   readonly untrusted?: readonly string[];
+  /**
+   * Where a position in the SQL this step sends lies in the tenant's own text (gold rewrites table
+   * names before sending): the server's refusals and analysis errors are reported there.
+   */
+  readonly mapPosition?: PositionMapper;
 }
 
 /** Run a query and interpret its rows with a pure function; the rows become a fact for later steps. */

@@ -134,7 +134,7 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
       } catch (e) {
         report.failedStep = step.id;
         opts.onStep?.({ kind: 'failed', ...at, ms: performance.now() - started });
-        throw tenantPolicyError(e) ?? (await findBadSourceFile(step, e, opts));
+        throw tenantPolicyError(e, step.mapPosition ? { position: step.mapPosition } : {}) ?? (await findBadSourceFile(step, e, opts));
       }
       report.completedSteps.push(step.id);
       opts.logger.info({ step: step.id, durationMs: Math.round(performance.now() - started) }, `${step.id} done`);

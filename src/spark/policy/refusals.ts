@@ -17,20 +17,31 @@ export function tenantPolicyError(e: unknown, opts: { position?: PositionMapper 
   if (!(e instanceof SparkError)) return undefined;
   const p = e.messageParameters;
   const paths = (p.configPaths ?? '').split('\n').filter(Boolean);
+  /** A position the server names, in the tenant's own text when the step can map it there. */
+  const located = (configPath: string, line: number, column: number, offset?: number) =>
+    opts.position?.({ configPath, line, column, ...(offset === undefined ? {} : { offset }) }) ?? { configPath, line, column };
   if (e.errorClass === 'LAKEHOUSE_TENANT_POLICY') {
     const reason = p.reason ?? 'refused';
-    const message = `refused by the tenant policy: ${reason}`;
-    return new ConfigError(paths.length ? paths.map((path) => ({ path, message })) : message, { cause: e, code: 'TENANT_POLICY' });
+    const issue = (path: string) => {
+      let where = path;
+      const text = reason.replace(/\(line (\d+), column (\d+)\)/g, (_, line: string, column: string) => {
+        const at = located(path, Number(line), Number(column));
+        where = at.configPath;
+        return `(line ${at.line}, column ${at.column})`;
+      });
+      return { path: where, message: `refused by the tenant policy: ${text}` };
+    };
+    return new ConfigError(paths.length ? paths.map(issue) : `refused by the tenant policy: ${reason}`, { cause: e, code: 'TENANT_POLICY' });
   }
   if (e.errorClass !== 'LAKEHOUSE_TENANT_ANALYSIS') return undefined;
   const errorClass = p.errorClass ?? 'ANALYSIS_ERROR';
-  const position = p.line !== undefined ? { line: Number(p.line), column: Number(p.column ?? 1) } : undefined;
   const issue = (path: string) => {
-    const at = position ? (opts.position?.(path, position) ?? position) : undefined;
+    const at =
+      p.line !== undefined ? located(path, Number(p.line), Number(p.column ?? 1), p.startIndex === undefined ? undefined : Number(p.startIndex)) : undefined;
     const where = at ? ` at line ${at.line}, column ${at.column}` : '';
     const what = p.objectName ? ` ${p.objectName}` : '';
     const suggestions = p.suggestions ? ` (did you mean ${p.suggestions.replace(/^\[|\]$/g, '')}?)` : '';
-    return { path, message: `${describeAnalysis(errorClass)}${what}${where}${suggestions} [${errorClass}]` };
+    return { path: at?.configPath ?? path, message: `${describeAnalysis(errorClass)}${what}${where}${suggestions} [${errorClass}]` };
   };
   const issues = (paths.length ? paths : ['']).map(issue);
   if (/^(TABLE_OR_VIEW_NOT_FOUND|PATH_NOT_FOUND)/.test(errorClass))
@@ -39,10 +50,17 @@ export function tenantPolicyError(e: unknown, opts: { position?: PositionMapper 
 }
 
 /**
- * Where a position in the SQL text sent lies in the text the tenant wrote (gold's rewrite of its
- * table names shifts positions): given the config path and the position sent, the original one.
+ * Where a position in the SQL text sent (1-based line and column, and the 0-based offset when the
+ * server knows it) lies in the text the tenant wrote, and at which config path: gold rewrites the
+ * tenant's table names and joins named steps into one query before sending, which shifts positions.
+ * Undefined: the position stays as sent.
  */
-export type PositionMapper = (configPath: string, sent: { line: number; column: number }) => { line: number; column: number } | undefined;
+export type PositionMapper = (sent: {
+  configPath: string;
+  line: number;
+  column: number;
+  offset?: number;
+}) => { configPath: string; line: number; column: number } | undefined;
 
 function describeAnalysis(errorClass: string): string {
   if (errorClass.startsWith('UNRESOLVED_COLUMN')) return 'names a column that does not exist:';

@@ -20,7 +20,7 @@ import { Query } from '../../../src/spark/plan/query.js';
  * gold, Iceberg (replace-range with quarantine, warn and relationship checks; a rerun commits
  * nothing; a failing expectation leaves the table untouched) read back with PyIceberg, and Delta
  * (full-refresh with drop, then merge) read back with delta-rs. Hostile transforms are refused with
- * 78 by the screen, and, with the screen bypassed, by the tenant read policy on the server.
+ * 78 by the screen, and, with the screen bypassed, by the tenant policy on the server.
  */
 // Every CLI run creates, checks and writes on a shared 2-core server: minutes under load.
 vi.setConfig({ testTimeout: 1_800_000 });

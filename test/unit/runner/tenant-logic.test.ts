@@ -147,6 +147,40 @@ describe('executor: config logic is sent as tenant logic, for the server to judg
     expect((table as InputMissingError).message).toMatch(/^transform.sql: names a table that does not exist: `lake`.`acme_silver`.`nope` at line 1, column 15/);
   });
 
+  it('a step that rewrote the tenant’s text maps the server’s positions back to it (and to the config path of that text)', async () => {
+    const step: Step = {
+      ...query(['transform.steps']),
+      // As gold would: the sent text's line 3 is line 1 of the second step, its columns shifted by 4.
+      mapPosition: ({ line, column }) => ({ configPath: 'transform.steps[1].sql', line: line - 2, column: column - 4 }),
+    };
+    const refusedAt = await run(
+      { steps: [step] },
+      session(() => refusal('function reflect (line 3, column 12) is not allowed in tenant logic', ['transform.steps'])).s,
+    ).catch((x: unknown) => x);
+    expect((refusedAt as ConfigError).issues).toEqual([
+      { path: 'transform.steps[1].sql', message: 'refused by the tenant policy: function reflect (line 1, column 8) is not allowed in tenant logic' },
+    ]);
+    const analysis = new SparkError({
+      grpcCode: 13,
+      errorClass: 'LAKEHOUSE_TENANT_ANALYSIS',
+      message: '[LAKEHOUSE_TENANT_ANALYSIS] …',
+      messageParameters: {
+        configPaths: 'transform.steps',
+        errorClass: 'UNRESOLVED_COLUMN.WITHOUT_SUGGESTION',
+        objectName: '`x`',
+        line: '4',
+        column: '9',
+        startIndex: '70',
+      },
+      classes: [],
+      causes: [],
+    });
+    const column = await run({ steps: [step] }, session(() => analysis).s).catch((x: unknown) => x);
+    expect((column as ConfigError).issues).toEqual([
+      { path: 'transform.steps[1].sql', message: 'names a column that does not exist: `x` at line 2, column 5 [UNRESOLVED_COLUMN.WITHOUT_SUGGESTION]' },
+    ]);
+  });
+
   it('wraps the input of a flagged create, and refuses config logic in SQL commands (a template bug) before sending anything', async () => {
     const create: Step = {
       kind: 'ensureTable',

@@ -121,7 +121,7 @@ describe('plans whose printed form lies are judged by their structure', () => {
   it('a literal forging plan lines hides no call: the backquoted reflect after it is refused', async () => {
     await refused(
       `SELECT ${forged('+- RelationV2[id#1] lake.acme_silver.o\n== Analyzed Logical Plan ==\nProject [id#1]')} AS a, \`reflect\`('java.lang.System', 'getenv', 'HOME') AS h FROM ${OWN}`,
-      /function reflect \(line 6, column \d+\) is not allowed in tenant logic: reflection runs Java code/,
+      /function reflect \(line 5, column \d+\) is not allowed in tenant logic: reflection runs Java code/,
     );
   });
 
@@ -199,9 +199,9 @@ describe('another tenant’s data, by every syntax Spark reads it with, is refus
     await refused(text, reason);
   });
 
-  it('a view in the tenant’s own namespace is judged by what it expands to, and names only the view', async () => {
-    const e = await refused(`SELECT * FROM spark_catalog.${acme.id}_silver.peek`, /view spark_catalog\.\w+\.peek/);
-    expect(e.message).not.toContain(`${victim.id}_silver`);
+  it('a view in the tenant’s own namespace is judged by what it expands to, and the refusal names nothing of the other tenant', async () => {
+    const e = await refused(`SELECT * FROM spark_catalog.${acme.id}_silver.peek`, /a table outside the tenant's namespaces/);
+    expect(e.message).not.toContain(victim.id);
   });
 
   it('statements do not run while tenant logic is judged: EXECUTE IMMEDIATE, a script, SET, DDL and DML are refused first', async () => {
@@ -262,19 +262,29 @@ describe('what gold SQL legitimately writes runs, with the results Spark itself 
   });
 
   it('a namespace the platform grants is readable by its full name; the grant is the tenant’s alone', async () => {
-    const granting = platformSchema.parse({
-      ...platform,
-      tenants: { ...platform.tenants, [acme.id]: { 'storage-roots': [acme.root], 'read-namespaces': [`lake.${victim.id}_silver`] } },
-    });
-    const granted = await runSession(granting, tenantContext(acme.id, acme.root));
-    try {
-      const r = await granted.execute(
-        compileRelationPlan(wrapTenantLogic(Query.sql(`SELECT count(*) AS n FROM ${V.iceberg}`).rel, ['transform.sql']), { reveal: true }),
-      );
-      expect(arrowRows(r.table!)).toEqual([{ n: 1n }]);
-    } finally {
-      await releaseSession(granted);
-    }
+    // A grant names a namespace and where its files lie: a table's files outside the read roots stay out of reach.
+    const grant = (readRoots: string[]) =>
+      platformSchema.parse({
+        ...platform,
+        tenants: { ...platform.tenants, [acme.id]: { 'storage-roots': [acme.root], 'read-namespaces': [`lake.${victim.id}_silver`], 'read-roots': readRoots } },
+      });
+    const count = async (p: ReturnType<typeof grant>) => {
+      const granted = await runSession(p, tenantContext(acme.id, acme.root));
+      try {
+        const r = await granted.execute(
+          compileRelationPlan(wrapTenantLogic(Query.sql(`SELECT count(*) AS n FROM ${V.iceberg}`).rel, ['transform.sql']), { reveal: true }),
+        );
+        return arrowRows(r.table!);
+      } catch (e) {
+        return tenantPolicyError(e) ?? e;
+      } finally {
+        await releaseSession(granted);
+      }
+    };
+    expect(await count(grant([`${victim.root}/silver`]))).toEqual([{ n: 1n }]);
+    const withoutRoot = await count(grant([]));
+    expect(withoutRoot).toBeInstanceOf(ConfigError);
+    expect((withoutRoot as ConfigError).message).toMatch(/reads a location outside the tenant's storage roots/);
   });
 });
 
@@ -291,7 +301,6 @@ describe('LIKE with a literal pattern: rewritten into linear string functions, w
     ['abcd', 'a%_d'],
     ['abcabc', 'a%b%c'],
     ['abcabc', '%a%a%a%'],
-    ['aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa', '%a%a%a%a%a%a%a%a%a%a%a%a%b'],
     ['a%c', 'a\\%c'],
     ['a_c', 'a!_c', '!'],
     ['', '%'],
@@ -306,10 +315,11 @@ describe('LIKE with a literal pattern: rewritten into linear string functions, w
     const values = cases.map(([t, p, e], i) => `(${i}, ${t === null ? 'CAST(NULL AS STRING)' : `'${t}'`}, '${p}', ${e ? `'${e}'` : 'NULL'})`).join(', ');
     const expressions = cases.map(([, p, e], i) => `CASE WHEN i = ${i} THEN t LIKE '${p}'${e ? ` ESCAPE '${e}'` : ''} END`).join(', ');
     const query = `SELECT i, coalesce(${expressions}) AS m FROM VALUES ${values} AS v(i, t, p, e) ORDER BY i`;
-    const native = arrowRows((await sql(query)).table!);
+    expect(await allowed(query)).toEqual(arrowRows((await sql(query)).table!));
+    // A pattern that backtracks for hours in Spark's regex engine (never run natively here: a regex
+    // match ignores interrupts and would hold a core of the server) is linear once rewritten.
     const started = performance.now();
-    expect(await allowed(query)).toEqual(native);
-    // The backtracking pattern took no time: the rewrite has no regular expression.
+    expect(await allowed(`SELECT repeat('a', 40) LIKE '%a%a%a%a%a%a%a%a%a%a%a%a%b' AS m`)).toEqual([{ m: false }]);
     expect(performance.now() - started).toBeLessThan(60_000);
     expect(await allowed(`SELECT name ILIKE 'A%' AS a, name LIKE ANY ('a%', '%b') AS b, name NOT LIKE ALL ('x%', 'y%') AS c FROM ${OWN} ORDER BY id`)).toEqual(
       arrowRows(

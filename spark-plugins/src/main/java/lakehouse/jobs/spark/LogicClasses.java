@@ -95,7 +95,7 @@ final class LogicClasses {
       "UnresolvedAttribute", "UnresolvedFunction", "UnresolvedStar", "UnresolvedAlias", "UnresolvedExtractValue", "UnresolvedOrdinal",
       "UnresolvedWindowExpression", "UnresolvedStarWithColumns", "UnresolvedStarWithColumnsRenames", "UnresolvedGenerator",
       "UnresolvedHavingClauseAttribute", "UnresolvedDataFrameStar", "UnresolvedPlanId", "UnresolvedSeed"), names(E,
-      "UnresolvedWindowExpression", "WindowSpecReference", "UnspecifiedFrame$", "NamePlaceholder", "PipeExpression", "Cube", "Rollup",
+      "UnresolvedWindowExpression", "WindowSpecReference", "UnspecifiedFrame$", "NamePlaceholder$", "PipeExpression", "Cube", "Rollup",
       "GroupingSets"));
 
   private static Set<String> names(String prefix, String... simple) {

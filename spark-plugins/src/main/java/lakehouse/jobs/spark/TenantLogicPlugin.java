@@ -270,7 +270,7 @@ public final class TenantLogicPlugin implements RelationPlugin {
       void expression(Expression e, Set<String> ctes) {
         String cls = e.getClass().getName();
         if (!LogicClasses.PARSED_EXPRESSIONS.contains(cls)) {
-          problems.add("expression " + e.prettyName() + at(e.origin()) + " is not allowed in tenant logic");
+          problems.add("expression " + e.prettyName() + at(e.origin()) + " is not allowed in tenant logic" + reasonOf(cls));
           return;
         }
         if (e instanceof UnresolvedFunction f) function(f);

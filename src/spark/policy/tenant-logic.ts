@@ -73,8 +73,6 @@ function ownExpressions(rel: Rel): unknown[] {
       return [...rel.groupBy, ...rel.aggregates];
     case 'sort':
       return [...rel.orders];
-    case 'sql':
-      return Object.values(rel.args);
     default:
       return [];
   }

@@ -11,9 +11,17 @@ import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileRelationPlan } from '../../../src/spark/plan/compile.js';
 import type { JobPlan, Step } from '../../../src/jobs/template.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob, releaseSession, runSession } from '../../support/stack.js';
+import {
+  connect,
+  freshTenant,
+  icebergSnapshotSummary,
+  readDeltaWithDeltaRs,
+  readIcebergWithPyIceberg,
+  runJob,
+  releaseSession,
+  runSession,
+} from '../../support/stack.js';
 import { testQuery } from '../../support/sql.js';
-import { Query } from '../../../src/spark/plan/query.js';
 
 /**
  * gold-publish through the CLI on the real server: the tenant's SQL over its silver tables into
@@ -276,19 +284,23 @@ describe('gold-publish: the tenant’s SQL is judged before anything is created'
     });
     const hostile = `SELECT DATE'2026-07-05' AS sale_date, reflect('java.lang.System', 'getProperty', 'user.home') AS customer, 1L AS orders, 1.0 AS revenue`;
     const report = emptyReport();
+    // A run's session: bound to the tenant, so the server judges the transform.
+    const session = await runSession(loaded.platform, loaded.tenant);
     const err = await executePlan(withTransform(loaded.plan, hostile), {
-      session: client,
+      session,
       logger: pino({ level: 'silent' }),
       tags: ['it-gold-judge-first'],
       signal: new AbortController().signal,
-      policy: tenantReadPolicy(loaded.platform, loaded.tenant),
       catalogs: ['lake'],
       report,
-    }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+      .finally(() => releaseSession(session));
     expect((err as ConfigError).exitCode).toBe(78);
+    expect((err as ConfigError).message).toMatch(/function reflect .*is not allowed in tenant logic/);
     expect(report.failedStep).toBe('check-source-columns');
     expect(report.completedSteps).toEqual([]);
     const namespaces = (await sql('SHOW NAMESPACES IN lake')).table!.toArray().map((r) => String((r as { namespace: unknown }).namespace));

@@ -1,8 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { connect, freshTenant, useClient } from '../../support/stack.js';
-import { sqlCommand } from '../../../src/spark/plan/query.js';
+import { freshTenant, useClient } from '../../support/stack.js';
 import { load, readDimension, silverTable } from './scd2-support.js';
 import { testCommand } from '../../support/sql.js';
 

@@ -9,7 +9,6 @@ import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { tempFiles } from '../../support/files.js';
 import { readDeltaWithDeltaRs, readIcebergWithPyIceberg, releaseSession, runSession } from '../../support/stack.js';
 import { testQuery, testCommand } from '../../support/sql.js';
-import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 
 /** Helpers of the scd2-dim-load integration tests: a tenant's silver source, loads run in process, read-back by a second engine. */
 

@@ -11,10 +11,20 @@ import { sessionSettings, tagFor } from '../../../src/runner/run.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { tempFiles } from '../../support/files.js';
-import { type Storage, connect, freshTenant, lakeHome, objectStoreEnv, readDeltaWithDeltaRs, readIcebergWithPyIceberg, repoRoot, runJob, runSession } from '../../support/stack.js';
+import {
+  type Storage,
+  connect,
+  freshTenant,
+  lakeHome,
+  objectStoreEnv,
+  readDeltaWithDeltaRs,
+  readIcebergWithPyIceberg,
+  repoRoot,
+  runJob,
+  runSession,
+} from '../../support/stack.js';
 import { fileExists, filesUnder, writeFileAt } from '../../support/storage.js';
 import { testQuery, testCommand } from '../../support/sql.js';
-import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
 
 /**
  * table-maintenance on the local stack: many small files compacted (Iceberg and Delta), snapshots

@@ -5,10 +5,10 @@ import { ConfigError } from '../../../src/core/errors.js';
 import { tenantContext } from '../../../src/core/tenant.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileRelationPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import { tenantPolicyError, wrapTenantLogic } from '../../../src/spark/policy/index.js';
 import { tempFiles } from '../../support/files.js';
 import { freshTenant, releaseSession, remote, runCli, runJob, runSession, useClient } from '../../support/stack.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * What one tenant's logic can make the shared server allocate is bounded. Values and generated rows
@@ -26,7 +26,7 @@ const other = freshTenant();
 let client: SparkConnectClient;
 let dir: string;
 useClient((c) => (client = c));
-const sql = (text: string) => client.execute(compileRelationPlan(Query.sql(text).rel, { reveal: true }));
+const sql = (text: string) => client.execute(compileRelationPlan(testQuery(text).rel, { reveal: true }));
 
 const gold = (t: { id: string; root: string }, name: string, transform: string) => `
 job    { template = "gold-publish", schema-version = 1, name = "${name}" }
@@ -88,7 +88,7 @@ describe('values and generated rows are bounded before anything runs', () => {
     const session = await runSession(platformSchema.parse({ catalogs: { lake: { format: 'iceberg' } } }), tenantContext(other.id, other.root));
     try {
       const e = await session
-        .execute(compileRelationPlan(wrapTenantLogic(Query.sql(text.replaceAll('{t}', other.id)).rel, ['transform.sql']), { reveal: true }))
+        .execute(compileRelationPlan(wrapTenantLogic(testQuery(text.replaceAll('{t}', other.id)).rel, ['transform.sql']), { reveal: true }))
         .then(
           () => undefined,
           (x: unknown) => tenantPolicyError(x) ?? x,

@@ -13,12 +13,13 @@ import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { SparkError } from '../../../src/spark/errors.js';
 import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
 import { alias, fn, lit } from '../../../src/spark/plan/expressions.js';
-import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
+import { Query } from '../../../src/spark/plan/query.js';
 import type { Cmd } from '../../../src/spark/plan/commands.js';
 import type { Rel } from '../../../src/spark/plan/relations.js';
 import { tenantPolicyError, wrapTenantLogic } from '../../../src/spark/policy/index.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, releaseSession, repoRoot, runJob, runSession, useClient } from '../../support/stack.js';
+import { testCommand, testQuery } from '../../support/sql.js';
 
 /**
  * The binding and the tenant boundary on the live server. A session is bound to one tenant, once;
@@ -42,7 +43,7 @@ const OWN = `lake.${acme.id}_silver.o`;
 let client: SparkConnectClient;
 let session: SparkConnectClient;
 useClient((c) => (client = c));
-const sql = (text: string) => client.execute(compileRelationPlan(Query.sql(text).rel, { reveal: true }));
+const sql = (text: string) => client.execute(compileRelationPlan(testQuery(text).rel, { reveal: true }));
 const count = async (table: string) => arrowRows((await sql(`SELECT count(*) AS n FROM ${table}`)).table!)[0]!.n;
 
 beforeAll(async () => {
@@ -50,7 +51,7 @@ beforeAll(async () => {
   await sql(`CREATE TABLE ${V.iceberg} (id INT, name STRING) USING iceberg LOCATION '${victim.root}/silver/t'`);
   await sql(`INSERT INTO ${V.iceberg} VALUES (1, '${CANARY}')`);
   await client.execute(
-    compileCommandPlan(Query.sql(`SELECT 1 AS id, '${CANARY}' AS name`).writeFiles(V.files, 'parquet', { mode: 'overwrite' }), { reveal: true }),
+    compileCommandPlan(testQuery(`SELECT 1 AS id, '${CANARY}' AS name`).writeFiles(V.files, 'parquet', { mode: 'overwrite' }), { reveal: true }),
   );
   await sql(`CREATE NAMESPACE IF NOT EXISTS lake.${acme.id}_silver`);
   await sql(`CREATE TABLE ${OWN} (id INT, name STRING) USING iceberg LOCATION '${acme.root}/silver/o'`);
@@ -98,7 +99,7 @@ describe('the binding', () => {
 
   it('tenant logic in a session nobody bound is refused', async () => {
     const r = await client
-      .execute(compileRelationPlan(wrapTenantLogic(Query.sql(`SELECT * FROM ${OWN}`).rel, ['transform.sql']), { reveal: true }))
+      .execute(compileRelationPlan(wrapTenantLogic(testQuery(`SELECT * FROM ${OWN}`).rel, ['transform.sql']), { reveal: true }))
       .catch((e: unknown) => tenantPolicyError(e));
     refusedBy(r, /tenant logic is judged only in a session bound to a tenant/);
     expect((r as ConfigError).issues[0]?.path).toBe('transform.sql');
@@ -108,7 +109,7 @@ describe('the binding', () => {
 describe('the boundary judges every plan of a bound session, a template’s own included', () => {
   it('its own tables and files pass', async () => {
     expect(await query(Query.table(OWN.split('.')).rel)).toEqual([{ id: 1, name: 'alice' }]);
-    expect(await query(Query.sql(`DESCRIBE TABLE EXTENDED ${OWN}`).rel)).toEqual(expect.arrayContaining([expect.objectContaining({ col_name: 'Location' })]));
+    expect(await query(testQuery(`DESCRIBE TABLE EXTENDED ${OWN}`).rel)).toEqual(expect.arrayContaining([expect.objectContaining({ col_name: 'Location' })]));
   });
 
   it.each([
@@ -144,15 +145,15 @@ describe('the boundary judges every plan of a bound session, a template’s own 
       () => command(Query.table(OWN.split('.')).writeTo(['lake', `${acme.id}_silver`, 'nowhere'], 'create', { provider: 'iceberg' })),
       /created without a location/,
     ],
-    ['a DROP of another tenant’s table', () => command(sqlCommand(`DROP TABLE ${V.iceberg}`)), /a write to a table outside the tenant's own namespaces/],
+    ['a DROP of another tenant’s table', () => command(testCommand(`DROP TABLE ${V.iceberg}`)), /a write to a table outside the tenant's own namespaces/],
     [
       'a procedure on another tenant’s table',
-      () => command(sqlCommand(`CALL lake.system.expire_snapshots(table => '${victim.id}_silver.t')`)),
+      () => command(testCommand(`CALL lake.system.expire_snapshots(table => '${victim.id}_silver.t')`)),
       /a write to a table outside the tenant's own namespaces/,
     ],
     [
       'a procedure that is not maintenance',
-      () => command(sqlCommand(`CALL lake.system.rollback_to_snapshot('${acme.id}_silver.o', 1)`)),
+      () => command(testCommand(`CALL lake.system.rollback_to_snapshot('${acme.id}_silver.o', 1)`)),
       /procedure system\.rollback_to_snapshot is not allowed/,
     ],
     [
@@ -160,7 +161,11 @@ describe('the boundary judges every plan of a bound session, a template’s own 
       () => command(Query.table(OWN.split('.')).writeFiles(`${victim.root}/bronze/planted`, 'parquet', { mode: 'overwrite' })),
       /outside the tenant's storage roots/,
     ],
-    ['another tenant’s namespace created', () => command(sqlCommand(`CREATE NAMESPACE lake.${victim.id}_gold`)), /a namespace that is not one of the tenant's/],
+    [
+      'another tenant’s namespace created',
+      () => command(testCommand(`CREATE NAMESPACE lake.${victim.id}_gold`)),
+      /a namespace that is not one of the tenant's/,
+    ],
   ])('%s is refused before it does anything', async (_, run, reason) => {
     refusedBy(await run(), reason);
   });

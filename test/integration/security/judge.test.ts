@@ -9,9 +9,9 @@ import { rows as arrowRows } from '../../../src/spark/arrow.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { SparkError } from '../../../src/spark/errors.js';
 import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
-import { Query } from '../../../src/spark/plan/query.js';
 import { tenantPolicyError, wrapTenantLogic } from '../../../src/spark/policy/index.js';
 import { freshTenant, lakeHome, releaseSession, repoRoot, runSession, useClient } from '../../support/stack.js';
+import { testQuery } from '../../support/sql.js';
 
 /**
  * The server's judge of tenant logic (spark-plugins/, TenantLogicPlugin) on the live server, with
@@ -43,7 +43,7 @@ const secrets = () => hidden;
 let client: SparkConnectClient;
 let session: SparkConnectClient;
 useClient((c) => (client = c));
-const sql = (text: string) => client.execute(compileRelationPlan(Query.sql(text).rel, { reveal: true }));
+const sql = (text: string) => client.execute(compileRelationPlan(testQuery(text).rel, { reveal: true }));
 
 beforeAll(async () => {
   hidden = [
@@ -61,7 +61,7 @@ beforeAll(async () => {
   await sql(`CREATE TABLE ${V.delta} (id INT, name STRING) USING delta LOCATION '${victim.root}/silver/d'`);
   await sql(`INSERT INTO ${V.delta} VALUES (1, '${CANARY}')`);
   await client.execute(
-    compileCommandPlan(Query.sql(`SELECT 1 AS id, '${CANARY}' AS name`).writeFiles(V.files, 'parquet', { mode: 'overwrite' }), { reveal: true }),
+    compileCommandPlan(testQuery(`SELECT 1 AS id, '${CANARY}' AS name`).writeFiles(V.files, 'parquet', { mode: 'overwrite' }), { reveal: true }),
   );
   await sql(`CREATE OR REPLACE VIEW default.${victim.id}_view AS SELECT * FROM ${V.iceberg}`);
   // The attacker's own table, and a view of its own namespace over the victim's table.
@@ -80,7 +80,7 @@ afterAll(async () => {
 /** Run `text` as tenant logic (gold's transform) in the bound session: its rows, or the config's error. */
 async function judged(text: string, paths = ['transform.sql']): Promise<Record<string, unknown>[] | LakehouseError> {
   try {
-    const r = await session.execute(compileRelationPlan(wrapTenantLogic(Query.sql(text).rel, paths), { reveal: true }));
+    const r = await session.execute(compileRelationPlan(wrapTenantLogic(testQuery(text).rel, paths), { reveal: true }));
     return r.table ? arrowRows(r.table) : [];
   } catch (e) {
     const mapped = tenantPolicyError(e);
@@ -272,7 +272,7 @@ describe('what gold SQL legitimately writes runs, with the results Spark itself 
       const granted = await runSession(p, tenantContext(acme.id, acme.root));
       try {
         const r = await granted.execute(
-          compileRelationPlan(wrapTenantLogic(Query.sql(`SELECT count(*) AS n FROM ${V.iceberg}`).rel, ['transform.sql']), { reveal: true }),
+          compileRelationPlan(wrapTenantLogic(testQuery(`SELECT count(*) AS n FROM ${V.iceberg}`).rel, ['transform.sql']), { reveal: true }),
         );
         return arrowRows(r.table!);
       } catch (e) {

@@ -4,20 +4,22 @@ import { pino } from 'pino';
 import { describe, expect, it } from 'vitest';
 import { toJson } from '@bufbuild/protobuf';
 import { anyUnpack } from '@bufbuild/protobuf/wkt';
-import { loadJob } from '../../../src/app/load-job.js';
+import { loadJob } from '../../../src/runner/load-job.js';
 import { ConfigError, ExitCode, InputMissingError, InternalError } from '../../../src/core/errors.js';
 import { parseExpression } from '../../../src/core/expression/index.js';
 import type { JobPlan, Step } from '../../../src/jobs/template.js';
+import { queryStep } from '../../../src/jobs/steps.js';
 import { type SparkSession, emptyReport, executePlan, stepPlan } from '../../../src/runner/executor.js';
 import { tenantLogicOf } from '../../../src/runner/tenant-logic.js';
 import { SparkError } from '../../../src/spark/errors.js';
 import { configExpr } from '../../../src/spark/plan/config-expression.js';
 import { alias, col, gt, lit } from '../../../src/spark/plan/expressions.js';
-import { Query, sqlCommand } from '../../../src/spark/plan/query.js';
+import { Query } from '../../../src/spark/plan/query.js';
 import { type TenantLogic, TenantLogicSchema } from '../../../src/spark/proto/gen/lakehouse/jobs/plugins_pb.js';
 import { type Plan, PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
 import { tempFiles } from '../../support/files.js';
 import { listedPath, pathNotFound } from '../../support/listing.js';
+import { testCommand } from '../../support/sql.js';
 
 /** The tenant logic a compiled plan carries (lakehouse.jobs.TenantLogic plugin relations). */
 function tenantLogicIn(plan: unknown, out: TenantLogic[] = []): TenantLogic[] {
@@ -36,14 +38,15 @@ const where = (text: string) => {
 };
 const source = Query.table(['lake', 'acme_silver', 'o']);
 
-const query = (untrusted?: string[]): Step => ({
-  kind: 'query',
-  id: 'probe',
-  title: 'probe',
-  query: source.filter(untrusted ? where('id > 0') : gt(col('id'), lit(0))).select(alias(lit(1), 'one')),
-  interpret: () => ({}),
-  ...(untrusted ? { untrusted } : {}),
-});
+const query = (untrusted?: string[]): Step =>
+  queryStep({
+    id: 'probe',
+    title: 'probe',
+    query: source.filter(untrusted ? where('id > 0') : gt(col('id'), lit(0))).select(alias(lit(1), 'one')),
+    columns: ['one'],
+    interpret: () => ({}),
+    ...(untrusted ? { untrusted } : {}),
+  });
 
 /** A fake session that records what it was sent and answers with `answer` (a failure, or nothing). */
 function session(answer?: (plan: Plan) => Error | undefined) {
@@ -96,7 +99,7 @@ describe('executor: config logic is sent as tenant logic, for the server to judg
 
   it('counts the JDBC reads the wrapped part declares itself (the server allows no more)', () => {
     const jdbc = Query.read('jdbc', { options: { url: 'jdbc:sqlite:x.db', dbtable: 'orders' } }).filter(where('id > 0'));
-    const step: Step = { kind: 'query', id: 'q', title: 'q', query: jdbc, interpret: () => ({}), untrusted: ['source.where'] };
+    const step = queryStep({ id: 'q', title: 'q', query: jdbc, columns: [], interpret: () => ({}), untrusted: ['source.where'] });
     expect(tenantLogicIn(stepPlan(tenantLogicOf(step), { reveal: false }))[0]?.jdbcSources).toBe(1);
   });
 
@@ -203,7 +206,7 @@ describe('executor: config logic is sent as tenant logic, for the server to judg
     });
     await run({ steps: [create] }, s);
     expect(plans.filter((p) => tenantLogicIn(p).length)).toHaveLength(1);
-    const sql: Step = { kind: 'command', id: 'c', title: 'c', command: sqlCommand('SELECT 1'), untrusted: ['source.where'] };
+    const sql: Step = { kind: 'command', id: 'c', title: 'c', command: testCommand('SELECT 1'), untrusted: ['source.where'] };
     const quiet = session();
     await expect(run({ steps: [sql] }, quiet.s)).rejects.toThrow(InternalError);
     expect(quiet.sent).toEqual([]);
@@ -219,7 +222,7 @@ cdc    { primary-key = ["id"], sequence-by = ["ts"], delete-when = "op = 'd'" }
 target { table = "orders" }`;
   /** One-row answers of the query steps, so that every step runs (resurrected rows included). */
   const answers: Record<string, Record<string, bigint[]>> = {
-    'check-batch': { events: [10n], null_groups: [0n], ties: [0n] },
+    'check-batch': { events: [10n], null_groups: [0n], null_example: [null], ties: [0n], tie_example: [null] },
     // stale > 0: the second look runs whatever the commit window shows.
     measure: { inserted: [1n], updated: [1n], deleted: [1n], late: [0n], tombstones: [1n], stale: [1n] },
     'find-resurrected': { rows: [1n] },

@@ -7,6 +7,7 @@ import { col, eq, fn, gt, lit, over, desc } from '../../../../src/spark/plan/exp
 import { Query } from '../../../../src/spark/plan/query.js';
 import { configSubtrees, jdbcSources, wrapTenantLogic } from '../../../../src/spark/policy/index.js';
 import { TenantLogicSchema } from '../../../../src/spark/proto/gen/lakehouse/jobs/plugins_pb.js';
+import { testQuery } from '../../../support/sql.js';
 
 const where = (text: string) => {
   const parsed = parseExpression(text);
@@ -28,7 +29,7 @@ describe('configSubtrees: what of a relation carries config logic', () => {
 
   it('finds every such part of a join, and SQL text as config logic', () => {
     const a = bronze.filter(where('id > 0'));
-    const b = Query.sql('SELECT id FROM lake.acme_silver.orders');
+    const b = testQuery('SELECT id FROM lake.acme_silver.orders');
     expect(configSubtrees(a.join(b, ['id']).rel)).toEqual([a.rel, b.rel]);
   });
 
@@ -42,7 +43,7 @@ describe('configSubtrees: what of a relation carries config logic', () => {
 describe('wrapTenantLogic: the parts carrying config logic, as the server receives them', () => {
   it("wraps each part once, keeps the template's nodes around it, and leaves a wrapped part as it is", () => {
     const a = bronze.filter(where('id > 0'));
-    const b = Query.sql('SELECT id FROM lake.acme_silver.orders');
+    const b = testQuery('SELECT id FROM lake.acme_silver.orders');
     const plan = a.join(b, ['id']).select('id').rel;
     const wrapped = wrapTenantLogic(plan, ['source.where']);
     expect(wrapped).toMatchObject({

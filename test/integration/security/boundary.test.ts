@@ -145,7 +145,8 @@ describe('the boundary judges every plan of a bound session, a template’s own 
       () => command(Query.table(OWN.split('.')).writeTo(['lake', `${acme.id}_silver`, 'nowhere'], 'create', { provider: 'iceberg' })),
       /created without a location/,
     ],
-    ['a DROP of another tenant’s table', () => command(testCommand(`DROP TABLE ${V.iceberg}`)), /a write to a table outside the tenant's own namespaces/],
+    // DROP resolves its table first (a read of it): refused there already.
+    ['a DROP of another tenant’s table', () => command(testCommand(`DROP TABLE ${V.iceberg}`)), /a (write to a )?table outside the tenant's (own )?namespaces/],
     [
       'a procedure on another tenant’s table',
       () => command(testCommand(`CALL lake.system.expire_snapshots(table => '${victim.id}_silver.t')`)),

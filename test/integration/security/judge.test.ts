@@ -306,7 +306,7 @@ describe('LIKE with a literal pattern: rewritten into linear string functions, w
     ['', '%'],
     ['', ''],
     ['x', '%%'],
-    ['ünïcødé ☃', '%ïc_d%☃'],
+    ['ünïcødé ☃', '_nïc%é_☃'],
     ['line\nbreak', 'line%break'],
     [null, 'a%'],
     [null, '%a%b%'],
@@ -321,9 +321,17 @@ describe('LIKE with a literal pattern: rewritten into linear string functions, w
     const started = performance.now();
     expect(await allowed(`SELECT repeat('a', 40) LIKE '%a%a%a%a%a%a%a%a%a%a%a%a%b' AS m`)).toEqual([{ m: false }]);
     expect(performance.now() - started).toBeLessThan(60_000);
-    expect(await allowed(`SELECT name ILIKE 'A%' AS a, name LIKE ANY ('a%', '%b') AS b, name NOT LIKE ALL ('x%', 'y%') AS c FROM ${OWN} ORDER BY id`)).toEqual(
+    expect(
+      await allowed(
+        `SELECT name ILIKE 'A%' AS a, name LIKE ANY ('a%', '%b') AS b, name NOT LIKE ALL ('x%', 'y%') AS c, nullif(name, 'zz') AS d FROM ${OWN} ORDER BY id`,
+      ),
+    ).toEqual(
       arrowRows(
-        (await sql(`SELECT name ILIKE 'A%' AS a, name LIKE ANY ('a%', '%b') AS b, name NOT LIKE ALL ('x%', 'y%') AS c FROM ${OWN} ORDER BY id`)).table!,
+        (
+          await sql(
+            `SELECT name ILIKE 'A%' AS a, name LIKE ANY ('a%', '%b') AS b, name NOT LIKE ALL ('x%', 'y%') AS c, nullif(name, 'zz') AS d FROM ${OWN} ORDER BY id`,
+          )
+        ).table!,
       ),
     );
     await refused(`SELECT name LIKE '%a_b%' AS m FROM ${OWN}`, /"_" may stand only before the first "%" or after the last one/);

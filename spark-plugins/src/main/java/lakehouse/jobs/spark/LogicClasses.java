@@ -76,7 +76,9 @@ final class LogicClasses {
       "KnownNotNull", "KnownNullable", "KnownFloatingPointNormalized", "DayName", "MonthName", "Elt", "Explode", "PosExplode", "Inline",
       "GeneratorOuter", "SortOrder", "WindowExpression", "WindowSpecDefinition", "SpecifiedWindowFrame", "UnboundedPreceding$", "UnboundedFollowing$",
       "CurrentRow$", "Lag", "Lead", "NthValue", "FromUnixTime", "ScalarSubquery", "Exists", "ListQuery", "InSubquery", "LateralSubquery",
-      "OuterReference", "AttributeReference", "Literal", "Cast", "UpCast");
+      "OuterReference", "AttributeReference", "Literal", "Cast", "UpCast",
+      // What Spark replaces nullif (and LIKE's rewrite) with: a common subexpression bound once and referenced.
+      "With", "CommonExpressionDef", "CommonExpressionRef", "TypedNullLiteral");
 
   /** Expressions SizeBounds bounds by a rule of their own (their size grows with an argument). */
   static final Set<String> GROWING = names(E,

@@ -214,6 +214,14 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
       }
     }
 
+    /** The location of an Iceberg table (or of the table behind a metadata table); null for anything else. */
+    private static Object icebergLocation(Object sparkTable) {
+      if (!sparkTable.getClass().getName().equals("org.apache.iceberg.spark.source.SparkTable")) return null;
+      Object t = call(sparkTable, "table");
+      // A metadata table's location is its base table's.
+      return t == null ? null : call(t, "location");
+    }
+
     private static boolean isIcebergMetadataTable(Object sparkTable) {
       if (!sparkTable.getClass().getName().equals("org.apache.iceberg.spark.source.SparkTable")) return false;
       Object t = call(sparkTable, "table");
@@ -268,7 +276,15 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
       String table = r.table().getClass().getName();
       if (table.equals("org.apache.spark.sql.kafka010.KafkaSourceProvider$KafkaTable") && access == Access.READ) kafka(r.options());
       else if (r.table() instanceof FileTable ft) fileIndex(ft.fileIndex(), access);
-      else problem("a " + (access == Access.READ ? "read of" : "write to") + " a table without a catalog (" + r.table().name() + ") is not allowed");
+      else if (access == Access.READ && icebergLocation(r.table()) instanceof String location) {
+        // An Iceberg table loaded by its metadata file (Iceberg's procedures read their table's
+        // metadata tables so): judged by the table's location, which must lie under the read roots.
+        detail("READ iceberg table by path " + r.table().name());
+        path(location, access);
+      } else {
+        detail(access + " table without a catalog " + r.table().name());
+        problem("a " + (access == Access.READ ? "read of" : "write to") + " a table without a catalog is not allowed");
+      }
     }
 
     private void logicalRelation(LogicalRelation r, Access access) {
@@ -417,13 +433,30 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
         problem("a procedure call the server did not resolve");
         return;
       }
-      String catalog = rp.catalog().name();
-      String name = String.join(".", rp.ident().namespace()) + "." + rp.ident().name();
+      call(rp.catalog().name(), String.join(".", rp.ident().namespace()) + "." + rp.ident().name(), Scala.list(c.args()));
+    }
+
+    /**
+     * A procedure call as parsed (TenantParser): Spark runs a procedure while it analyses the CALL
+     * (InvokeProcedures, a resolution rule), before any check rule sees the plan, so the parser
+     * judges it. `nameParts` are the CALL's name; without a catalog it is the current catalog.
+     */
+    void parsedCall(List<String> nameParts, List<Expression> args) {
+      if (nameParts.size() < 2) {
+        problem("a procedure call without a namespace");
+        return;
+      }
+      String catalog =
+          nameParts.size() >= 3 ? nameParts.get(0) : session.sessionState().catalogManager().currentCatalog().name();
+      List<String> rest = nameParts.size() >= 3 ? nameParts.subList(1, nameParts.size()) : nameParts;
+      call(catalog, String.join(".", rest), args);
+    }
+
+    private void call(String catalog, String name, List<Expression> args) {
       if (!PlanClasses.PROCEDURES.contains(name.toLowerCase(Locale.ROOT))) {
         problem("procedure " + name + " is not allowed");
         return;
       }
-      List<Expression> args = Scala.list(c.args());
       boolean table = false;
       for (int i = 0; i < args.size(); i++) {
         Expression a = args.get(i);

@@ -253,7 +253,7 @@ export const platformSchema = z
         z
           .object({
             'storage-roots': z.array(storageUri()).min(1),
-            // Read-only grants checked by the tenant read policy (src/spark/policy): shared
+            // Read-only grants checked by the tenant policy (src/spark/policy): shared
             // namespaces (`catalog.namespace`) and where their files live. Writes stay the templates'.
             'read-namespaces': z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\.[a-z][a-z0-9_]*$/, 'a catalog.namespace')).default([]),
             'read-roots': z.array(storageUri()).default([]),

@@ -15,7 +15,7 @@ import { REGEX_FUNCTIONS } from '../../spark/policy/allow-list.js';
  * literals too), no positional `?` parameters, no statement keywords, and every table a
  * layer-qualified name of the tenant's silver or gold layer (or a CTE/step name). What the query
  * may compute (functions, plan nodes) and what it reads in the end is judged again on the server
- * by the tenant read policy (src/spark/policy), which does not rely on this screen.
+ * by the tenant policy (src/spark/policy), which does not rely on this screen.
  */
 
 export type Token =
@@ -339,7 +339,7 @@ export function screenTransform(sql: string, known: readonly string[] = []): Scr
         const ref = isWord(t, 'stream')
           ? 'STREAM is not allowed: Spark reads STREAM <table> as a streaming read of that table (backquote a CTE or step of that name: `stream`)'
           : lateral && called
-            ? undefined // a lateral table-valued function: judged by the read policy on the server
+            ? undefined // a lateral table-valued function: judged by the tenant policy on the server
             : classify(chain, called, (name) => isCte(name, k));
         if (typeof ref === 'string') problems.push(ref);
         else if (ref) {

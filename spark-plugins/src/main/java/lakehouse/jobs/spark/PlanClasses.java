@@ -74,6 +74,8 @@ final class PlanClasses {
     put(Role.WRITE_COMMAND, D + "commands.",
         "MergeIntoCommand", "WriteIntoDelta", "DeleteCommand", "UpdateCommand", "OptimizeTableCommand", "VacuumTableCommand",
         "CreateDeltaTableCommand", "AlterTableAddColumnsDeltaCommand", "AlterTableSetPropertiesDeltaCommand");
+    // Delta 4.4's VACUUM as parsed (its `child` is the table it deletes files of: a write).
+    put(Role.WRITE_COMMAND, "io.delta.tables.execution.", "VacuumTableCommand");
     put(Role.CALL, L, "Call");
     put(Role.COMMAND_RESULT, L, "CommandResult");
   }
@@ -81,6 +83,11 @@ final class PlanClasses {
   static Role role(String className) {
     return ROLES.get(className);
   }
+
+  /** Commands whose `child` is the table they change, not a query they read. */
+  static final Set<String> TARGET_CHILD = Set.of(
+      "io.delta.tables.execution.VacuumTableCommand", "org.apache.spark.sql.delta.commands.VacuumTableCommand",
+      "org.apache.spark.sql.delta.commands.OptimizeTableCommand");
 
   /** Fields of a command that hold a query it reads, whatever else it writes. */
   static final Set<String> QUERY_FIELDS = Set.of("query", "child", "source", "sourceTable", "sourcePlan", "data", "plan", "analyzedQuery", "inputQuery");

@@ -152,7 +152,8 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
       List<Object> values = Scala.elements(p);
       for (int i = 0; i < values.size(); i++) {
         String name = i < names.size() ? names.get(i) : "";
-        Access a = PlanClasses.QUERY_FIELDS.contains(name) ? Access.READ : access;
+        boolean target = name.equals("child") && PlanClasses.TARGET_CHILD.contains(p.getClass().getName());
+        Access a = PlanClasses.QUERY_FIELDS.contains(name) && !target ? Access.READ : access;
         // A streaming query keeps its progress here: the tenant's own storage.
         if (name.equals("resolvedCheckpointLocation") && values.get(i) instanceof String location) path(location, Access.WRITE);
         else value(name, values.get(i), a);
@@ -202,6 +203,17 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
         Object ct = call(v, "catalogTable");
         if (ct instanceof scala.Option<?> o && o.isDefined()) catalogTable((CatalogTable) o.get(), access);
         else if (call(v, "path") instanceof Path path) path(path.toString(), access);
+      }
+    }
+
+    /** A field a Scala class keeps private (a batch KafkaRelation's options): null when it has none. */
+    private static Object privateField(Object target, String name) {
+      try {
+        var f = target.getClass().getDeclaredField(name);
+        f.setAccessible(true);
+        return f.get(target);
+      } catch (ReflectiveOperationException | RuntimeException e) {
+        return null;
       }
     }
 
@@ -296,7 +308,7 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
       if (r.relation() instanceof HadoopFsRelation fs) fileIndex(fs.location(), access);
       else if (r.relation() instanceof JDBCRelation && access == Access.READ) jdbcRelations++;
       else if (r.relation().getClass().getName().equals("org.apache.spark.sql.kafka010.KafkaRelation") && access == Access.READ
-          && call(r.relation(), "sourceOptions") instanceof scala.collection.Map<?, ?> options)
+          && privateField(r.relation(), "sourceOptions") instanceof scala.collection.Map<?, ?> options)
         kafka(new CaseInsensitiveStringMap(stringMap(options)));
       else problem("relation " + r.relation().getClass().getSimpleName() + " is not allowed");
     }

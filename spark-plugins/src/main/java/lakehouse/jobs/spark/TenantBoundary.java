@@ -32,6 +32,7 @@ import org.apache.spark.sql.execution.datasources.LogicalRelation;
 import org.apache.spark.sql.execution.datasources.jdbc.JDBCRelation;
 import org.apache.spark.sql.execution.datasources.v2.DataSourceV2Relation;
 import org.apache.spark.sql.execution.datasources.v2.FileTable;
+import org.apache.spark.sql.execution.datasources.v2.StreamingDataSourceV2Relation;
 import org.apache.spark.sql.util.CaseInsensitiveStringMap;
 import scala.runtime.AbstractFunction1;
 import scala.runtime.BoxedUnit;
@@ -265,6 +266,9 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
       else if (p instanceof StreamingRelationV2 r) streamingRelation(r, access);
       else if (p.getClass().getName().equals("org.apache.spark.sql.execution.datasources.v2.StreamingDataSourceV2ScanRelation")
           && call(p, "relation") instanceof DataSourceV2Relation r) v2Relation(r, access);
+      // Spark 4.1's micro-batch read: a StreamingDataSourceV2Relation inside the scan relation.
+      else if (p.getClass().getName().equals("org.apache.spark.sql.execution.datasources.v2.StreamingDataSourceV2ScanRelation")
+          && call(p, "relation") instanceof StreamingDataSourceV2Relation r) microBatch(r, access);
       else if (p instanceof ResolvedTable r) identity(r.catalog().name(), r.identifier().namespace(), r.identifier().name(), access);
       else if (p instanceof ResolvedIdentifier r) identity(r.catalog().name(), r.identifier().namespace(), r.identifier().name(), access);
       else if (p instanceof ResolvedNamespace r) namespace(r.catalog().name(), Scala.list(r.namespace()).toArray(String[]::new), access);
@@ -297,6 +301,14 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
         detail(access + " table without a catalog " + r.table().name());
         problem("a " + (access == Access.READ ? "read of" : "write to") + " a table without a catalog is not allowed");
       }
+    }
+
+    private void microBatch(StreamingDataSourceV2Relation r, Access access) {
+      CatalogPlugin catalog = Scala.orNull(r.catalog());
+      Identifier id = Scala.orNull(r.identifier());
+      if (catalog != null && id != null) identity(catalog.name(), id.namespace(), id.name(), access);
+      else if (r.table().getClass().getName().equals("org.apache.spark.sql.kafka010.KafkaSourceProvider$KafkaTable") && access == Access.READ) kafka(r.options());
+      else problem("a streaming read of a table without a catalog is not allowed");
     }
 
     private void logicalRelation(LogicalRelation r, Access access) {

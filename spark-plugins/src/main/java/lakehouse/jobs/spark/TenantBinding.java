@@ -84,6 +84,22 @@ final class TenantBinding {
     return ns != null && writeNamespaces.contains(ns);
   }
 
+  /**
+   * The tables (`catalog.namespace.table`, lower case) of the maintenance procedure this session
+   * runs, set when the parser has judged its CALL: Iceberg's rewrite_data_files reads and writes
+   * its file groups through a table it caches under a random key (catalog default_rewrite_catalog),
+   * allowed only when that cached table is one of these.
+   */
+  private volatile Set<String> maintained = Set.of();
+
+  void maintaining(Set<String> tables) {
+    maintained = Set.copyOf(tables);
+  }
+
+  boolean isMaintained(String qualifiedName) {
+    return qualifiedName != null && maintained.contains(qualifiedName.toLowerCase(Locale.ROOT));
+  }
+
   boolean mayReadPath(String location) {
     return Roots.inside(location, readRoots);
   }

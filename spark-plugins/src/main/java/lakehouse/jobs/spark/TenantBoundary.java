@@ -278,6 +278,10 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
     private void v2Relation(DataSourceV2Relation r, Access access) {
       CatalogPlugin catalog = Scala.orNull(r.catalog());
       Identifier id = Scala.orNull(r.identifier());
+      if (catalog != null && id != null && catalog.name().equals(REWRITE_CATALOG) && id.namespace().length == 0) {
+        rewriteGroup(r, id.name(), access);
+        return;
+      }
       if (catalog != null && id != null) {
         String[] ns = id.namespace();
         // An Iceberg metadata table (`<table>.refs`, `.snapshots` …) of one of the tenant's tables: read only.
@@ -301,6 +305,44 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
         detail(access + " table without a catalog " + r.table().name());
         problem("a " + (access == Access.READ ? "read of" : "write to") + " a table without a catalog is not allowed");
       }
+    }
+
+    /** Iceberg's catalog of the tables its rewrite_data_files caches (IcebergSource's rewrite catalog). */
+    static final String REWRITE_CATALOG = "default_rewrite_catalog";
+
+    /**
+     * A file group of Iceberg's rewrite_data_files, read and written through the table the action
+     * cached under a random key: allowed only when the key is in Iceberg's table cache, the relation's
+     * table is that cached table, the table is the one the session's judged CALL maintains (by its
+     * catalog name) and its location lies under the tenant's write roots.
+     */
+    private void rewriteGroup(DataSourceV2Relation r, String key, Access access) {
+      Object cached = null;
+      try {
+        Class<?> cache = Class.forName("org.apache.iceberg.spark.SparkTableCache", true, r.table().getClass().getClassLoader());
+        Object instance = cache.getMethod("get").invoke(null);
+        cached = cache.getMethod("get", String.class).invoke(instance, key);
+      } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
+        cached = null;
+      }
+      Object table = r.table().getClass().getName().equals("org.apache.iceberg.spark.source.SparkTable") ? call(r.table(), "table") : null;
+      Object name = table == null ? null : call(table, "name");
+      Object location = table == null ? null : call(table, "location");
+      if (cached == null || table == null || !sameTable(cached, table) || !(name instanceof String n) || !binding.isMaintained(n)
+          || !(location instanceof String loc)) {
+        detail(access + " rewrite group " + key + " of " + name);
+        problem("a " + (access == Access.READ ? "read of" : "write to") + " a table outside the tenant's namespaces");
+        return;
+      }
+      path(loc, Access.WRITE);
+    }
+
+    /** The cached table and the relation's: the same object, or the same table (UUID and location). */
+    private static boolean sameTable(Object cached, Object table) {
+      if (cached == table) return true;
+      Object a = call(cached, "uuid"), b = call(table, "uuid");
+      Object la = call(cached, "location"), lb = call(table, "location");
+      return a != null && a.equals(b) && la != null && la.equals(lb);
     }
 
     private void microBatch(StreamingDataSourceV2Relation r, Access access) {
@@ -516,8 +558,13 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
         problem("a procedure's table argument has no namespace");
         return;
       }
-      identity(catalog, parts.subList(0, parts.size() - 1).toArray(String[]::new), parts.get(parts.size() - 1), Access.WRITE);
+      String[] ns = parts.subList(0, parts.size() - 1).toArray(String[]::new);
+      identity(catalog, ns, parts.get(parts.size() - 1), Access.WRITE);
+      procedureTables.add((catalog + "." + String.join(".", ns) + "." + parts.get(parts.size() - 1)).toLowerCase(Locale.ROOT));
     }
+
+    /** The tables the procedures of a parsed statement maintain (`catalog.namespace.table`, lower case). */
+    final Set<String> procedureTables = new LinkedHashSet<>();
   }
 
   /** For the strict judge: a fresh walk's problems over one plan. */

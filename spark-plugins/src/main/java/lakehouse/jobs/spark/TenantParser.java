@@ -42,6 +42,8 @@ final class TenantParser implements ParserInterface {
       else walk.problem("a procedure call the server did not resolve");
     }
     PolicySettings.verdict(session, binding, walk.problems, List.of(), "tenant boundary", walk.details, null);
+    // Judged (or only reported): the tables the procedures maintain, for their internal reads and writes.
+    binding.maintaining(walk.procedureTables);
     return plan;
   }
 

@@ -182,6 +182,8 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
     private void options(Map<?, ?> m, Access access) {
       for (var e : m.entrySet()) {
         String k = String.valueOf(e.getKey()).toLowerCase(Locale.ROOT);
+        // A rewrite group's write names its group (the judged cached table) as its path.
+        if (k.equals("path") && e.getValue() != null && rewriteGroups.contains(String.valueOf(e.getValue()))) continue;
         if ((k.equals("path") || k.equals("location")) && e.getValue() != null) path(String.valueOf(e.getValue()), access);
         if (k.equals("paths") && e.getValue() != null) problem("a \"paths\" option is not allowed in a bound session");
       }
@@ -325,7 +327,10 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
       } catch (ReflectiveOperationException | RuntimeException | LinkageError e) {
         cached = null;
       }
-      Object table = r.table().getClass().getName().equals("org.apache.iceberg.spark.source.SparkTable") ? call(r.table(), "table") : null;
+      // Iceberg 1.11 reads and writes a group through a SparkRewriteTable of the group's id.
+      String cls = r.table().getClass().getName();
+      boolean group = cls.equals("org.apache.iceberg.spark.source.SparkRewriteTable") && key.equals(privateField(r.table(), "groupId"));
+      Object table = group || cls.equals("org.apache.iceberg.spark.source.SparkTable") ? call(r.table(), "table") : null;
       Object name = table == null ? null : call(table, "name");
       Object location = table == null ? null : call(table, "location");
       if (cached == null || table == null || !sameTable(cached, table) || !(name instanceof String n) || !binding.isMaintained(n)
@@ -335,7 +340,11 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
         return;
       }
       path(loc, Access.WRITE);
+      rewriteGroups.add(key);
     }
+
+    /** The rewrite groups judged in this plan: their key is also the path option of their write. */
+    private final Set<String> rewriteGroups = new LinkedHashSet<>();
 
     /** The cached table and the relation's: the same object, or the same table (UUID and location). */
     private static boolean sameTable(Object cached, Object table) {

@@ -5,6 +5,7 @@
 //   KafkaTool <bootstrap> produce <topic>    stdin: JSON lines {"key", "value", "partition", "headers": {name: value}}
 //                                            (key/value strings or null); stdout: one JSON line per record,
 //                                            {"topic", "partition", "offset"}, in input order
+//   KafkaTool <bootstrap> end-offsets <topic>   stdout: {"<partition>": <end offset>, ...} (nothing yet: {})
 //   KafkaTool <bootstrap> delete-records <topic> <partition> <before-offset>
 //                                            the partition's records before the offset are gone (as retention
 //                                            would remove them): a consumer behind it has lost data
@@ -37,6 +38,7 @@ public class KafkaTool {
     switch (args[1]) {
       case "create-topic" -> createTopic(bootstrap, args[2], args.length > 3 ? Integer.parseInt(args[3]) : 1);
       case "produce" -> produce(bootstrap, args[2]);
+      case "end-offsets" -> endOffsets(bootstrap, args[2]);
       case "delete-records" -> {
         if (args.length < 5) usage();
         deleteRecords(bootstrap, args[2], Integer.parseInt(args[3]), Long.parseLong(args[4]));
@@ -46,7 +48,7 @@ public class KafkaTool {
   }
 
   static void usage() {
-    System.err.println("usage: KafkaTool <bootstrap> create-topic <name> [partitions] | produce <topic> | delete-records <topic> <partition> <before-offset>");
+    System.err.println("usage: KafkaTool <bootstrap> create-topic <name> [partitions] | produce <topic> | end-offsets <topic> | delete-records <topic> <partition> <before-offset>");
     System.exit(2);
   }
 
@@ -58,6 +60,21 @@ public class KafkaTool {
     } catch (java.util.concurrent.ExecutionException e) {
       if (!(e.getCause() instanceof TopicExistsException)) throw e;
     }
+  }
+
+  static void endOffsets(String bootstrap, String topic) throws Exception {
+    Properties p = new Properties();
+    p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    Map<String, Long> out = new java.util.TreeMap<>();
+    try (Admin admin = Admin.create(p)) {
+      if (admin.listTopics().names().get().contains(topic)) {
+        Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> ask = new java.util.HashMap<>();
+        for (var part : admin.describeTopics(List.of(topic)).allTopicNames().get().get(topic).partitions())
+          ask.put(new TopicPartition(topic, part.partition()), org.apache.kafka.clients.admin.OffsetSpec.latest());
+        admin.listOffsets(ask).all().get().forEach((tp, r) -> out.put(String.valueOf(tp.partition()), r.offset()));
+      }
+    }
+    System.out.println(new ObjectMapper().writeValueAsString(out));
   }
 
   static void deleteRecords(String bootstrap, String topic, int partition, long beforeOffset) throws Exception {

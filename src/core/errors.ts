@@ -4,6 +4,12 @@
  * (or becomes an InternalError), and its `exitCode` is the contract in docs/contracts.md.
  */
 
+/**
+ * The prefix of the message a template's own data check raises with `raise_error` (exit 65, the
+ * message after it). Here, not in src/spark/errors.ts: templates build it without loading gRPC.
+ */
+export const BAD_VALUE_MARKER = 'LAKEHOUSE_BAD_VALUE:';
+
 export const ExitCode = {
   succeeded: 0,
   usage: 64,

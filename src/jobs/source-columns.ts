@@ -1,4 +1,5 @@
-import { DataError } from '../core/errors.js';
+import { ConfigError, DataError } from '../core/errors.js';
+import { closest } from '../core/config/closest.js';
 import type { Query } from '../spark/plan/query.js';
 import type { Step } from './template.js';
 
@@ -31,9 +32,31 @@ export function reservedIn(columns: readonly string[], reserved: ReservedColumns
   });
 }
 
+/** A column the config names that the source must have, at the config path that names it. */
+export interface RequiredColumn {
+  readonly path: string;
+  readonly column: string;
+}
+
 /**
- * A step that analyses the source's columns (no row is read) and fails the run (65 at
- * `configPath`, nothing written) when one is named like the template's own.
+ * The required columns the source lacks, as config issues: each at its path, with the source's own
+ * closest column as "did you mean" (compared case-insensitively, as Spark resolves names).
+ */
+export function missingColumns(columns: readonly string[], required: readonly RequiredColumn[], sourceName: string): ConfigError | undefined {
+  const have = new Set(columns.map((c) => c.toLowerCase()));
+  const issues = required
+    .filter((r) => !have.has(r.column.toLowerCase()))
+    .map((r) => {
+      const near = closest(r.column, columns);
+      return { path: r.path, message: `column "${r.column}" is not a column of ${sourceName}${near ? `; did you mean "${near}"?` : ''}` };
+    });
+  return issues.length ? new ConfigError(issues) : undefined;
+}
+
+/**
+ * A step that analyses the source's columns (no row is read) and fails the run before anything is
+ * written: 78 at their paths when a column the config names (a key, a sequence, a grain) is not
+ * one of them, 65 at `configPath` when one is named like the template's own.
  */
 export function checkSourceColumns(opts: {
   readonly id?: string;
@@ -42,19 +65,24 @@ export function checkSourceColumns(opts: {
   readonly configPath: string;
   readonly template: string;
   readonly reserved: ReservedColumns;
+  readonly required?: readonly RequiredColumn[];
 }): Step {
   const { reserved } = opts;
   const what = [...reserved.names, ...reserved.prefixes.map((p) => `${p}…`)].join(', ');
+  const required = opts.required ?? [];
   return {
     kind: 'checkColumns',
     id: opts.id ?? 'check-source-columns',
-    title: `Check that no column of ${opts.sourceName} is named like ${opts.template}'s own (${what})`,
+    title: `Check the columns of ${opts.sourceName}: ${[
+      ...(required.length ? [`the ${required.length} the config names are there`] : []),
+      ...(what ? [`none is named like ${opts.template}'s own (${what})`] : []),
+    ].join(', and ')}`,
     source: opts.source,
     interpret: (columns) => {
-      const found = reservedIn(
-        columns.map((c) => c.name),
-        reserved,
-      );
+      const names = columns.map((c) => c.name);
+      const missing = missingColumns(names, required, opts.sourceName);
+      if (missing) return { fail: missing };
+      const found = reservedIn(names, reserved);
       if (!found.length) return {};
       return {
         fail: new DataError(

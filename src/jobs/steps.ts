@@ -6,6 +6,8 @@ import type { Cmd } from '../spark/plan/commands.js';
 import type { Query } from '../spark/plan/query.js';
 import type { PositionMapper } from '../spark/policy/refusals.js';
 
+export type { PositionMapper };
+
 /**
  * The steps a template's plan is made of, and how one step reads what an earlier one found: the
  * query steps are built by `queryStep` / `materializeStep`, which return a typed handle over their
@@ -59,6 +61,8 @@ export interface StreamProgress {
   readonly batchId: number;
   readonly numInputRows: number;
   readonly sources: readonly { readonly description: string; readonly startOffset?: unknown; readonly endOffset?: unknown; readonly numInputRows: number }[];
+  /** The batch's observed aggregates (`Query.observe(name, …)`), by name, then by column. */
+  readonly observedMetrics?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
 }
 
 declare const columnRefBrand: unique symbol;
@@ -136,10 +140,40 @@ interface StepBase {
    */
   readonly untrusted?: readonly string[];
   /**
-   * Where a position in the SQL this step sends lies in the tenant's own text (gold rewrites table
-   * names before sending): the server's refusals and analysis errors are reported there.
+   * Where positions of the tenant SQL this step sends come from (gold's transform): an error at a
+   * position of that text is reported at the config path, line and column the tenant wrote.
+   */
+  readonly sqlOrigin?: SqlOrigin;
+  /**
+   * The same map as the tenant policy's hook: where a position the server's refusals and analysis
+   * errors name in the SQL sent lies in the tenant's own text, at its config path.
    */
   readonly mapPosition?: PositionMapper;
+  /**
+   * What a failure of this step means in the config's words (a Kafka topic the server does not
+   * have is the topic the config names, 66): the executor throws the answer instead of the
+   * failure; undefined keeps the failure as it is.
+   */
+  readonly explainFailure?: (error: LakehouseError) => LakehouseError | undefined;
+}
+
+/** A place in a tenant's SQL as its config gives it: the config path of the SQL, line and column from 1, offset from 0. */
+export interface SqlPosition {
+  readonly path: string;
+  readonly line: number;
+  readonly column: number;
+  readonly offset: number;
+}
+
+/**
+ * The map from positions of SQL text the runner sends to the tenant's own text: the rewrite of
+ * table names and parameters, dropped comments and composed steps shift them.
+ */
+export interface SqlOrigin {
+  /** A character offset (from 0) of the text sent. */
+  locate(offset: number): SqlPosition | undefined;
+  /** A line (from 1) and column (from 0, as Spark's parse errors count it) of the text sent. */
+  locateLineColumn(line: number, column0: number): SqlPosition | undefined;
 }
 
 /** Run a query and interpret its rows with a pure function; the rows become a fact for later steps. */

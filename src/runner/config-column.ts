@@ -31,7 +31,7 @@ function unquote(name: string): string {
 /** The text of the config value at a dotted path: a string, or a parsed expression's source text. */
 function textAt(config: Record<string, unknown>, path: string): string {
   let v: unknown = config;
-  for (const key of path.split('.')) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[key] : undefined;
+  for (const key of path.split('.')) v = v && typeof v === 'object' && Object.hasOwn(v, key) ? (v as Record<string, unknown>)[key] : undefined;
   if (typeof v === 'string') return v;
   if (v && typeof v === 'object' && typeof (v as { text?: unknown }).text === 'string') return (v as { text: string }).text;
   return '';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Table } from 'apache-arrow';
 import type { Logger } from '../core/logger.js';
-import { CancelledError } from '../core/errors.js';
+import { CancelledError, LakehouseError } from '../core/errors.js';
 import { errorClassOf, SparkError } from '../spark/errors.js';
 import {
   type CompiledPlan as Plan,
@@ -134,7 +134,8 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
       } catch (e) {
         report.failedStep = step.id;
         opts.onStep?.({ kind: 'failed', ...at, ms: performance.now() - started });
-        throw tenantPolicyError(e, step.mapPosition ? { position: step.mapPosition } : {}) ?? (await findBadSourceFile(step, e, opts));
+        const explained = e instanceof LakehouseError ? step.explainFailure?.(e) : undefined;
+        throw explained ?? tenantPolicyError(e, step.mapPosition ? { position: step.mapPosition } : {}) ?? (await findBadSourceFile(step, e, opts));
       }
       report.completedSteps.push(step.id);
       opts.logger.info({ step: step.id, durationMs: Math.round(performance.now() - started) }, `${step.id} done`);

@@ -1,8 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { ConfigError, type ConfigIssue, UsageError } from '../core/errors.js';
 import { identify, type JobIdentity, loadPlatform, type LoadRequest, readJobConfig, validateJobConfig } from '../core/config/load.js';
+import type { FileIdentity } from '../core/config/hocon.js';
 import { localPlatformDefaults, type PlatformConfig, resolveSecret, type SecretRef } from '../core/config/platform.js';
 import { closest } from '../core/config/closest.js';
+import { own } from '../core/config/own.js';
 import { instantOfMillis, parseLogicalDate } from '../core/instant.js';
 import { NAME_PATTERN } from '../core/naming.js';
 import { Secret } from '../core/secrets.js';
@@ -37,13 +39,15 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
     );
   // The platform config first: it says which environment variables the job config may read.
   const issues: ConfigIssue[] = [];
-  const platform = req.envFile ? await loadPlatform(req.envFile, req.env, issues) : localPlatformDefaults;
+  // The files the platform config read: the job config may include none of them (by any path).
+  const platformFiles: FileIdentity[] = [];
+  const platform = req.envFile ? await loadPlatform(req.envFile, req.env, issues, platformFiles) : localPlatformDefaults;
   // A job config is judged under its platform config (its variables, catalogs, tenants): against a
   // broken one its problems would be guesses, so the platform's own problems come alone.
   if (issues.length) throw new ConfigError(issues);
   checkBinding(req.tenant, platform);
   const origins = new Map<string, string>();
-  const raw = await readJobConfig(req, platform, origins);
+  const raw = await readJobConfig(req, platform, origins, platformFiles);
   const { named, schemaVersion: wanted } = identify(raw, identity);
   // The status names the tenant the orchestrator bound the run to, not the config's claim.
   if (req.tenant !== undefined) identity.tenant = req.tenant;
@@ -64,7 +68,7 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
 
   const config = validateJobConfig(raw, version.schema, platform, origins, req.tenant) as Record<string, any>;
   const tenant = tenantContext(config.tenant.id, config.tenant['storage-root']);
-  const grant = platform.tenants?.[tenant.id];
+  const grant = own(platform.tenants, tenant.id);
   const context: JobContext = {
     tenant,
     runId: req.runId,
@@ -98,7 +102,7 @@ function checkBinding(bound: string | undefined, platform: PlatformConfig): void
     return;
   }
   if (!NAME_PATTERN.test(bound)) throw new UsageError(`--tenant ${JSON.stringify(bound)} is not a tenant id (${NAME_PATTERN.source})`);
-  if (platform.tenants && !platform.tenants[bound]) throw new UsageError(`--tenant ${bound} is not a tenant of the platform config`);
+  if (platform.tenants && !own(platform.tenants, bound)) throw new UsageError(`--tenant ${bound} is not a tenant of the platform config`);
 }
 
 /**
@@ -136,12 +140,18 @@ function resolveCatalog(platform: PlatformConfig, name: string | undefined, path
     if (!def) throw new ConfigError([{ path, message: 'is required: the platform config names no default catalog' }]);
     return { name: def[0], format: def[1].format };
   }
-  const found = platform.catalogs[name];
+  const found = own(platform.catalogs, name);
   if (!found)
     throw new ConfigError([
-      { path, message: `catalog "${name}" is not configured by the platform (configured: ${entries.map(([n]) => n).join(', ') || 'none'})` },
+      { path, message: `catalog "${name}" is not configured by the platform${knownNames(name, Object.keys(platform.catalogs), 'configured')}` },
     ]);
   return { name, format: found.format };
+}
+
+/** ` (<list>: a, b; did you mean "a"?)`: what a config could have named instead of an unknown name. */
+function knownNames(name: string, known: readonly string[], list: string): string {
+  const near = closest(name, known);
+  return ` (${list}: ${known.join(', ') || 'none'})${near ? `; did you mean "${near}"?` : ''}`;
 }
 
 /**
@@ -158,11 +168,14 @@ function resolveJdbcConnection(
   path: string,
   env: Record<string, string | undefined>,
 ): JdbcConnectionRef {
-  const c = platform.jdbc.connections[name];
-  if (!c) {
-    const known = Object.keys(platform.jdbc.connections);
-    throw new ConfigError([{ path, message: `connection "${name}" is not configured by the platform (jdbc.connections: ${known.join(', ') || 'none'})` }]);
-  }
+  const c = own(platform.jdbc.connections, name);
+  if (!c)
+    throw new ConfigError([
+      {
+        path,
+        message: `connection "${name}" is not configured by the platform${knownNames(name, Object.keys(platform.jdbc.connections), 'jdbc.connections')}`,
+      },
+    ]);
   const tenants = Object.keys(platform.tenants ?? {});
   if (c.tenants ? !c.tenants.includes(tenant) : tenants.length > 1)
     throw new ConfigError([
@@ -203,11 +216,11 @@ function resolveKafkaCluster(
         },
       ]);
   }
-  const c = clusters[chosen];
+  const c = own(clusters, chosen);
   if (!c)
-    throw new ConfigError([{ path, message: `Kafka cluster "${chosen}" is not configured by the platform (kafka.clusters: ${known.join(', ') || 'none'})` }]);
+    throw new ConfigError([{ path, message: `Kafka cluster "${chosen}" is not configured by the platform${knownNames(chosen, known, 'kafka.clusters')}` }]);
   const where = `(platform) kafka.clusters.${chosen}`;
-  const grant = c.tenants[tenant];
+  const grant = own(c.tenants, tenant);
   const tls = c.tls;
   return {
     name: chosen,
@@ -240,7 +253,7 @@ function resolveKafkaCluster(
  */
 function grantedSecret(ref: SecretRef, path: string, platform: PlatformConfig | undefined, tenant: string): SecretRef {
   if (!platform) return ref;
-  const grant = platform.tenants?.[tenant]?.secrets;
+  const grant = own(platform.tenants, tenant)?.secrets;
   const where = `tenants.${tenant}.secrets`;
   if ('env' in ref) {
     if (grant?.env.includes(ref.env)) return ref;

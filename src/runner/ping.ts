@@ -16,6 +16,8 @@ export interface PingOptions {
   remote?: string;
   /** The platform config (`--env`): its remote and token apply as for `run`. */
   envFile?: string;
+  /** `--tenant`: with a platform config that gives the tenant a server of its own, that server is pinged. */
+  tenant?: string;
   env: Record<string, string | undefined>;
   logLevel: string;
   /** Where the log's JSON lines go (scrubbed); stderr by default. */
@@ -53,7 +55,12 @@ export async function ping(opts: PingOptions, stdout: (text: string) => void = (
     // Without `--env` there is no platform config to read: no remote, token or REST catalog beyond
     // the defaults, so ping never loads the config loader or zod (cold start → first RPC, issue 13).
     const platform = opts.envFile ? await readPlatform(opts.envFile, opts.env) : undefined;
-    const sources = { ...(opts.remote ? { option: opts.remote } : {}), env: opts.env, ...(platform ? { platform } : {}) };
+    const sources = {
+      ...(opts.remote ? { option: opts.remote } : {}),
+      env: opts.env,
+      ...(platform ? { platform } : {}),
+      ...(opts.tenant !== undefined ? { tenant: opts.tenant } : {}),
+    };
     remote = chosenRemote(sources).text;
     const spec = await resolveRemote(sources, logger);
     client = SparkConnectClient.connect(spec, {

@@ -239,7 +239,10 @@ async function execute(
 /** A session on the one resolved remote (src/runner/remote.ts), recorded in the run's Spark state. */
 async function connect(loaded: LoadedJob, req: RunRequest, logger: Logger, signal: AbortSignal, spark: SparkState): Promise<SparkConnectClient> {
   const { SparkConnectClient } = await import('../spark/client.js');
-  const spec = await resolveRemote({ ...(req.remote ? { option: req.remote } : {}), env: req.env, platform: loaded.platform }, logger);
+  const spec = await resolveRemote(
+    { ...(req.remote ? { option: req.remote } : {}), env: req.env, platform: loaded.platform, tenant: loaded.tenant.id },
+    logger,
+  );
   spark.remote = describeRemote(spec);
   const client = SparkConnectClient.connect(spec, {
     userAgent: `lakehouse-jobs/${VERSION}`,

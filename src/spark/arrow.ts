@@ -49,12 +49,22 @@ export function rows(table: Table | RecordBatch, options: RowOptions = {}): Reco
     for (let i = 0; i < batch.numRows; i++) {
       const row: Record<string, unknown> = {};
       names.forEach((name, c) => {
-        row[name] = value(columns[c] as Data, i, options);
+        setOwn(row, name, value(columns[c] as Data, i, options));
       });
       out.push(row);
     }
   }
   return out;
+}
+
+/**
+ * A field named by the data (a column, a struct field): an own property even for `__proto__`,
+ * which a plain assignment would take for the object's prototype (its value lost, or a row
+ * answering for names it does not have).
+ */
+function setOwn(o: Record<string, unknown>, name: string, v: unknown): void {
+  if (name === '__proto__') Object.defineProperty(o, name, { value: v, enumerable: true, writable: true, configurable: true });
+  else o[name] = v;
 }
 
 const vectors = new WeakMap<Data, Vector>();
@@ -94,7 +104,7 @@ export function value(data: Data, index: number, options: RowOptions = {}): unkn
     case Type.Struct: {
       const obj: Record<string, unknown> = {};
       type.children.forEach((field, c) => {
-        obj[field.name] = value(data.children[c] as Data, index, options);
+        setOwn(obj, field.name, value(data.children[c] as Data, index, options));
       });
       return obj;
     }

@@ -8,7 +8,7 @@
 import { status as GrpcStatus, type Metadata } from '@grpc/grpc-js';
 import { fromBinary } from '@bufbuild/protobuf';
 import { anyUnpack } from '@bufbuild/protobuf/wkt';
-import { ExitCode, LakehouseError, type ErrorCategory, type ErrorReport } from '../core/errors.js';
+import { BAD_VALUE_MARKER, ExitCode, LakehouseError, type ErrorCategory, type ErrorReport } from '../core/errors.js';
 import { scrub } from '../core/secrets.js';
 import { ErrorInfoSchema, RetryInfoSchema, StatusSchema } from './proto/gen/google/rpc/status_pb.js';
 import type { FetchErrorDetailsResponse } from './proto/gen/spark/connect/base_pb.js';
@@ -344,6 +344,22 @@ export const errorRules: readonly ErrorRule[] = [
     outcome: 'data',
     errorClass: ['PARQUET_TYPE_ILLEGAL', 'PARQUET_TYPE_NOT_SUPPORTED', 'PARQUET_TYPE_NOT_RECOGNIZED'],
     explain: dataExplanations.illegalType,
+  },
+  // A record's value does not fit its declared column: the template's own check raised it (with
+  // raise_error) naming the record and the column, before the micro-batch was written.
+  {
+    code: 'SOURCE_BAD_VALUE',
+    outcome: 'data',
+    errorClass: ['STREAM_FAILED', 'USER_RAISED_EXCEPTION'],
+    when: (f) => [f.message, ...(f.causes ?? [])].some((m) => m.includes(BAD_VALUE_MARKER)),
+    explain: (f) => {
+      const m = [f.message, ...(f.causes ?? [])].find((x) => x.includes(BAD_VALUE_MARKER)) ?? f.message;
+      const text = m
+        .slice(m.indexOf(BAD_VALUE_MARKER) + BAD_VALUE_MARKER.length)
+        .replace(/\s*\(set source\.bad-values[^)]*\).*$/s, '')
+        .trim();
+      return { message: text, hint: 'correct the record or the declared type, or set source.bad-values = set-null to keep such values NULL and count them' };
+    },
   },
   // Kafka offsets a streaming query must read are gone (retention, a recreated topic) and the source
   // fails on data loss: rerunning cannot bring them back, the data is lost (kafka-bronze-ingest).

@@ -1,85 +1,55 @@
 import { execFileSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+// @ts-expect-error -- a plain JavaScript module of scripts/ (no declarations)
+import { NEEDS } from '../../scripts/test-plan.mjs';
 
 /**
- * Integration tests run against the project's own local Spark Connect server: started here unless
- * one is already running (then reused and left running). A server started here is stopped after
- * the run unless LAKEHOUSE_KEEP_SPARK=1. SPARK_REMOTE, when set, points the tests elsewhere.
- * The stack's Iceberg REST catalog (scripts/iceberg-rest, the Spark catalog "rest") and its object
- * store (scripts/object-store) are started and stopped the same way, next to the server.
+ * Integration test files declare what they need (test/support/needs.ts): each need is installed
+ * and started by the first file that declares it and reused by the later ones. This setup gives the
+ * run a folder where those files record what they started, and stops it all at the end (the last
+ * started first), except what a LAKEHOUSE_KEEP_* variable keeps (LAKEHOUSE_KEEP_SPARK=1: the
+ * Spark Connect server and the REST catalog; LAKEHOUSE_KEEP_KAFKA, LAKEHOUSE_KEEP_POSTGRES). A
+ * service found running is reused and left running.
+ *
+ * SPARK_REMOTE, when set, names a stack someone else runs: nothing is started next to it (its
+ * Kafka, if the run needs one, is LAKEHOUSE_KAFKA_BOOTSTRAP or KAFKA_PORT), never a broker on the
+ * default port. LAKEHOUSE_KAFKA_BOOTSTRAP alone points the tests at another broker.
  */
-const script = fileURLToPath(new URL('../../scripts/spark-connect', import.meta.url));
-const restScript = fileURLToPath(new URL('../../scripts/iceberg-rest', import.meta.url));
+const root = fileURLToPath(new URL('../../', import.meta.url));
 
-function isRunning(path: string): boolean {
-  try {
-    execFileSync('bash', [path, 'status'], { stdio: 'ignore' });
-    return true;
-  } catch {
-    return false;
-  }
+interface Spec {
+  script: string;
+  stop?: string[];
+  keep?: string;
 }
 
 export default function setup(): () => void {
-  // SPARK_REMOTE names a stack someone else runs: start nothing next to it (its Kafka, if the run
-  // needs one, is LAKEHOUSE_KAFKA_BOOTSTRAP or KAFKA_PORT), never a broker on the default port.
-  const external = Boolean(process.env.SPARK_REMOTE);
-  const stopKafka = external ? () => undefined : startKafka();
-  // Before Spark: the server takes the store's access key from the file its first start writes.
-  const stopStore = external ? () => undefined : startObjectStore();
-  const stopSpark = startSpark();
+  const external = [];
+  if (process.env.SPARK_REMOTE) external.push('spark', 'spark-cluster', 'iceberg-rest', 'kafka', 'object-store');
+  if (process.env.LAKEHOUSE_KAFKA_BOOTSTRAP) external.push('kafka');
+  process.env.LAKEHOUSE_TEST_EXTERNAL = external.join(',');
+  const run = mkdtempSync(join(tmpdir(), 'lakehouse-test-run-'));
+  process.env.LAKEHOUSE_TEST_RUN = run;
   return () => {
-    stopSpark();
-    stopStore();
-    stopKafka();
-  };
-}
-
-/**
- * The local object store (scripts/object-store, OBJECT_STORE_PORT or 18333) for the tests whose
- * tenants live on S3: started here unless running (then reused), stopped after the run unless
- * LAKEHOUSE_KEEP_OBJECT_STORE=1.
- */
-function startObjectStore(): () => void {
-  const store = fileURLToPath(new URL('../../scripts/object-store', import.meta.url));
-  const running = isRunning(store);
-  execFileSync('bash', [store, 'start'], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 1_800_000 });
-  return () => {
-    if (!running && process.env.LAKEHOUSE_KEEP_OBJECT_STORE !== '1') execFileSync('bash', [store, 'stop'], { stdio: 'inherit' });
-  };
-}
-
-/**
- * The local Kafka broker (scripts/kafka, KAFKA_PORT or 19092) next to Spark, for the Kafka tests:
- * started here unless running (then reused), stopped after the run unless LAKEHOUSE_KEEP_KAFKA=1.
- * LAKEHOUSE_KAFKA_BOOTSTRAP, when set, points the tests at another broker.
- */
-function startKafka(): () => void {
-  if (process.env.LAKEHOUSE_KAFKA_BOOTSTRAP) return () => undefined;
-  const kafka = fileURLToPath(new URL('../../scripts/kafka', import.meta.url));
-  let running = true;
-  try {
-    execFileSync('bash', [kafka, 'status'], { stdio: 'ignore' });
-  } catch {
-    running = false;
-  }
-  const out = execFileSync('bash', [kafka, 'start'], { stdio: ['ignore', 'pipe', 'inherit'], timeout: 600_000 }).toString();
-  process.env.LAKEHOUSE_KAFKA_BOOTSTRAP = out.trim().split('\n').pop();
-  return () => {
-    if (!running && process.env.LAKEHOUSE_KEEP_KAFKA !== '1') execFileSync('bash', [kafka, 'stop'], { stdio: 'inherit' });
-  };
-}
-
-function startSpark(): () => void {
-  if (process.env.SPARK_REMOTE) return () => undefined;
-  const restRunning = isRunning(restScript);
-  execFileSync('bash', [restScript, 'start'], { stdio: ['ignore', 'ignore', 'inherit'], timeout: 600_000 });
-  const running = isRunning(script);
-  const out = execFileSync('bash', [script, 'start'], { stdio: ['ignore', 'pipe', 'inherit'], timeout: 900_000 }).toString();
-  process.env.SPARK_REMOTE = out.trim().split('\n').pop();
-  return () => {
-    if (process.env.LAKEHOUSE_KEEP_SPARK === '1') return;
-    if (!running) execFileSync('bash', [script, 'stop'], { stdio: 'inherit' });
-    if (!restRunning) execFileSync('bash', [restScript, 'stop'], { stdio: 'inherit' });
+    const records = readdirSync(run)
+      .filter((f) => f.endsWith('.json'))
+      .map((f) => ({ need: f.slice(0, -'.json'.length), ...(JSON.parse(readFileSync(join(run, f), 'utf8')) as { started: boolean; seq: number }) }))
+      .filter((r) => r.started)
+      .sort((a, b) => b.seq - a.seq);
+    const failures: string[] = [];
+    for (const r of records) {
+      const spec = (NEEDS as Record<string, Spec>)[r.need]!;
+      if (spec.keep && process.env[spec.keep] === '1') continue;
+      try {
+        execFileSync('bash', [join(root, spec.script), ...(spec.stop ?? ['stop'])], { stdio: 'inherit' });
+      } catch (e) {
+        failures.push(`${spec.script} stop: ${(e as Error).message}`);
+      }
+    }
+    rmSync(run, { recursive: true, force: true });
+    if (failures.length) throw new Error(`could not stop what the run started:\n${failures.join('\n')}`);
   };
 }

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
+import { requireNeed } from './needs.js';
 import { repoRoot } from './stack.js';
 
 /**
@@ -9,6 +10,7 @@ import { repoRoot } from './stack.js';
  */
 
 export function kafkaBootstrap(): string {
+  requireNeed('the Kafka broker', 'kafka');
   return process.env.LAKEHOUSE_KAFKA_BOOTSTRAP ?? `127.0.0.1:${process.env.KAFKA_PORT ?? '19092'}`;
 }
 
@@ -23,6 +25,22 @@ function tool(args: string[], input?: string): string {
 
 export function createTopic(name: string, partitions: number): void {
   tool(['create-topic', name, String(partitions)]);
+}
+
+/** The topic's end offsets by partition (none: the topic does not exist yet). */
+export function endOffsets(topic: string): Record<string, number> {
+  return JSON.parse(tool(['end-offsets', topic]).trim().split('\n').pop() ?? '{}') as Record<string, number>;
+}
+
+/** Wait until the topic holds at least `count` records (all partitions), or fail after `ms`. */
+export function waitForRecords(topic: string, count: number, ms = 180_000): number {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const n = Object.values(endOffsets(topic)).reduce((a, b) => a + b, 0);
+    if (n >= count) return n;
+    if (Date.now() > deadline) throw new Error(`${topic} holds ${n} records after ${ms / 1000} s, expected ${count}`);
+    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+  }
 }
 
 /** Remove a partition's records before `offset`, as retention would: a reader behind it lost data. */
@@ -60,3 +78,19 @@ export const recordKey = (r: {
   _kafka_partition?: unknown;
   _kafka_offset?: unknown;
 }): string => `${String(r._kafka_topic ?? r.topic)}/${String(r._kafka_partition ?? r.partition)}/${String(r._kafka_offset ?? r.offset)}`;
+
+/**
+ * A decimal as Debezium's default `decimal.handling.mode=precise` sends it in JSON: base64 of the
+ * unscaled value's big-endian two's-complement bytes (`"LxI="` for 120.50 at scale 2).
+ */
+export function debeziumDecimal(value: string, scale: number): string {
+  const [int, frac = ''] = value.replace('-', '').split('.');
+  let unscaled = BigInt(int! + frac.padEnd(scale, '0').slice(0, scale));
+  if (value.startsWith('-')) unscaled = -unscaled;
+  const bytes: number[] = [];
+  for (let v = unscaled; ; v >>= 8n) {
+    bytes.unshift(Number(v & 0xffn));
+    if ((v >= -128n && v < 128n && v < 0n === ((bytes[0]! & 0x80) !== 0)) || bytes.length > 32) break;
+  }
+  return Buffer.from(bytes).toString('base64');
+}

@@ -1,5 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { join } from 'node:path';
+import { requireNeed } from './needs.js';
 import { repoRoot } from './stack.js';
 
 /** The throw-away PostgreSQL of scripts/postgres (started, or reused when running), for JDBC tests. */
@@ -16,8 +17,12 @@ export interface Postgres {
 const script = join(repoRoot, 'scripts/postgres');
 const run = (...args: string[]) => execFileSync('bash', [script, ...args], { encoding: 'utf8', stdio: ['pipe', 'pipe', 'inherit'] }).trim();
 
-export function startPostgres(): Postgres {
-  const url = run('start').split('\n').pop()!;
+/** `logical`: with logical decoding, for a change-data-capture connector (scripts/postgres start --logical). */
+export function startPostgres(opts: { logical?: boolean } = {}): Postgres {
+  requireNeed('PostgreSQL', 'postgres');
+  const url = run('start', ...(opts.logical ? ['--logical'] : []))
+    .split('\n')
+    .pop()!;
   return {
     url,
     user: run('user'),

@@ -10,11 +10,13 @@ import { SparkConnectClient } from '../../src/spark/client.js';
 import type { PlatformConfig } from '../../src/core/config/platform.js';
 import type { TenantContext } from '../../src/core/tenant.js';
 import { bindTenant } from '../../src/runner/tenant-logic.js';
+import { requireNeed } from './needs.js';
 
 /** Helpers for integration tests against the project's own local stack. */
 export const repoRoot = fileURLToPath(new URL('../../', import.meta.url));
 
 export function remote(): string {
+  requireNeed('the shared Spark Connect server', 'spark', 'spark-cluster');
   return process.env.SPARK_REMOTE ?? 'sc://127.0.0.1:15002';
 }
 
@@ -67,7 +69,7 @@ export function useClusterRemote(set: (remote: string) => void): void {
   let started: string | undefined;
   beforeAll(() => {
     if (process.env.LAKEHOUSE_CLUSTER_REMOTE) return set(process.env.LAKEHOUSE_CLUSTER_REMOTE);
-    const port = process.env.LAKEHOUSE_CLUSTER_PORT ?? String(Number(/:(\d+)/.exec(remote())?.[1] ?? 15002) + 2);
+    const port = process.env.LAKEHOUSE_CLUSTER_PORT ?? String(Number(process.env.SPARK_CONNECT_PORT ?? 15002) + 2);
     const script = join(repoRoot, 'scripts/spark-connect');
     let running = true;
     try {
@@ -94,6 +96,7 @@ export function lakeHome(): string {
 
 /** The local stack's Iceberg REST catalog (scripts/iceberg-rest, port ICEBERG_REST_PORT): the Spark catalog "rest". */
 export function icebergRestUri(): string {
+  requireNeed('the REST catalog', 'iceberg-rest');
   return execFileSync('bash', [join(repoRoot, 'scripts/iceberg-rest'), 'uri'])
     .toString()
     .trim();
@@ -148,7 +151,7 @@ export function objectStoreEnv(): Record<string, string> {
   return storeEnv;
 }
 
-/** Does this test server reach the object store? (global setup starts it unless LAKEHOUSE_OBJECT_STORE=0) */
+/** Does this test server reach the object store? (the need object-store starts it) */
 export function objectStoreRunning(): boolean {
   try {
     execFileSync('bash', [join(repoRoot, 'scripts/object-store'), 'status'], { stdio: 'ignore' });
@@ -160,6 +163,7 @@ export function objectStoreRunning(): boolean {
 
 /** A script of test/support run by the independent readers' Python (scripts/py-tools): its stdout. */
 function pyTool(script: string, ...args: string[]): string {
+  requireNeed('reading with the Python readers', 'py-tools');
   // A table may be on the object store (a catalog's table too): the readers get its endpoint and key
   // when it has been started.
   let s3: Record<string, string> = {};

@@ -1,4 +1,4 @@
-import { closestMatch } from 'leven';
+import leven, { closestMatch } from 'leven';
 
 /**
  * "Did you mean" for keys, templates, commands and options: leven's closest match, compared without
@@ -7,6 +7,9 @@ import { closestMatch } from 'leven';
  */
 export function closest(key: string, candidates: readonly string[]): string | undefined {
   const lower = candidates.map((c) => c.toLowerCase());
-  const found = closestMatch(key.toLowerCase(), lower, { maxDistance: Math.max(2, Math.floor(key.length / 3)) });
-  return found === undefined ? undefined : candidates[lower.indexOf(found)];
+  const target = key.toLowerCase();
+  const found = closestMatch(target, lower, { maxDistance: Math.max(2, Math.floor(key.length / 3)) });
+  // Not a replacement of every character (`id` is no typo of `v`; `vv` may be one of `v`).
+  if (found === undefined || leven(target, found) >= Math.max(key.length, found.length)) return undefined;
+  return candidates[lower.indexOf(found)];
 }

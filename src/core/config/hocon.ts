@@ -1,4 +1,4 @@
-import { open, realpath } from 'node:fs/promises';
+import { open, realpath, stat } from 'node:fs/promises';
 import path from 'node:path';
 import { ConfigError, type ConfigIssue, InputMissingError } from '../errors.js';
 import { resolveInclude } from './paths.js';
@@ -49,6 +49,40 @@ export interface HoconOptions {
    * a schema problem found after parsing can then point at the line, as a syntax error does.
    */
   origins?: Map<string, string>;
+  /**
+   * Files this parse may not read, whatever path leads to them (a symbolic link, `..`, a hard link):
+   * for a job config, the platform config and every file it includes. Compared by real path and by
+   * device and inode.
+   */
+  forbidden?: readonly FileIdentity[];
+  /** Why a forbidden file is refused, for the message (it names the rule, never the file's content). */
+  forbiddenReason?: string;
+  /** Filled with every file read (the sources and their includes): what a later parse may be forbidden. */
+  files?: FileIdentity[];
+  /** Filled with each environment variable a substitution read, and the paths of the values that read it. */
+  envReads?: Map<string, string[]>;
+}
+
+/** A file by its real path and its identity on disk (a hard link has another path, the same identity). */
+export interface FileIdentity {
+  readonly real: string;
+  readonly dev: bigint;
+  readonly ino: bigint;
+}
+
+/** The identity of an existing file (undefined when it cannot be found). */
+export async function fileIdentity(file: string): Promise<FileIdentity | undefined> {
+  try {
+    const real = await realpath(file);
+    const s = await stat(real, { bigint: true });
+    return { real, dev: s.dev, ino: s.ino };
+  } catch {
+    return undefined;
+  }
+}
+
+function sameFile(a: FileIdentity, b: FileIdentity): boolean {
+  return a.real === b.real || (a.dev === b.dev && a.ino === b.ino);
 }
 
 /** The key of a config path in {@link HoconOptions.origins}. */
@@ -116,7 +150,7 @@ export async function parseHocon(sources: HoconSource[], options: HoconOptions =
 
 /** Read a main config file; a missing one is an InputMissingError (66), one past the size limit a ConfigError (78). */
 export async function readHoconFile(file: string): Promise<HoconSource> {
-  let read: { text: string } | { tooLarge: true };
+  let read: Awaited<ReturnType<typeof readBounded>>;
   try {
     read = await readBounded(file, HOCON_LIMITS.fileBytes);
   } catch (e) {
@@ -128,10 +162,15 @@ export async function readHoconFile(file: string): Promise<HoconSource> {
   return { file, text: read.text };
 }
 
-/** At most `limit` bytes of a file: a larger one is never read into memory. */
-async function readBounded(file: string, limit: number): Promise<{ text: string } | { tooLarge: true }> {
+/**
+ * At most `limit` bytes of a file: a larger one is never read into memory. The identity is the
+ * opened file's own (fstat), so what was checked is what is read, even if a link changes meanwhile.
+ */
+async function readBounded(file: string, limit: number): Promise<({ text: string } | { tooLarge: true }) & { identity: FileIdentity }> {
   const fh = await open(file, 'r');
   try {
+    const s = await fh.stat({ bigint: true });
+    const identity = { real: file, dev: s.dev, ino: s.ino };
     const chunks: Buffer[] = [];
     let total = 0;
     for (;;) {
@@ -139,10 +178,10 @@ async function readBounded(file: string, limit: number): Promise<{ text: string 
       const { bytesRead } = await fh.read(chunk, 0, chunk.length, null);
       if (bytesRead === 0) break;
       total += bytesRead;
-      if (total > limit) return { tooLarge: true };
+      if (total > limit) return { tooLarge: true, identity };
       chunks.push(chunk.subarray(0, bytesRead));
     }
-    return { text: Buffer.concat(chunks).toString('utf8') };
+    return { text: Buffer.concat(chunks).toString('utf8'), identity };
   } finally {
     await fh.close();
   }
@@ -636,6 +675,14 @@ class Loader {
     this.allowed = (name) => allowed(name) && !isSecretLikeName(name);
   }
 
+  private get forbiddenReason(): string {
+    return this.options.forbiddenReason ?? 'this file may not be read by this config';
+  }
+
+  private isForbidden(file: FileIdentity): boolean {
+    return (this.options.forbidden ?? []).some((f) => sameFile(f, file));
+  }
+
   async addSource(source: HoconSource, index: number) {
     const display = source.file ?? `<source ${index + 1}>`;
     if (!this.admit(source.text, display, HOCON_LIMITS.fileBytes)) return;
@@ -643,6 +690,11 @@ class Loader {
     const dir = file && path.dirname(file);
     const root = this.options.includeRoot === undefined ? dir : path.resolve(this.options.includeRoot);
     const stack = file ? [await realpath(file).catch(() => file)] : [];
+    const identity = file === undefined ? undefined : await fileIdentity(file);
+    if (identity) {
+      if (this.isForbidden(identity)) return this.issue(display, `this file cannot be read here: ${this.forbiddenReason}`);
+      this.options.files?.push(identity);
+    }
     const body = this.parse(source.text, display, []);
     if (body) await this.mergeBody(this.root, body, [], { display, dir: dir ?? root, root, prefix: [], stack });
   }
@@ -725,16 +777,20 @@ class Loader {
       if (s.required) this.missing.push(display);
       return;
     }
+    if (this.isForbidden({ real: found.real, dev: -1n, ino: -1n })) return refuse(this.forbiddenReason);
     if (f.stack.includes(found.real)) return refuse('include cycle');
     if (++this.included > HOCON_LIMITS.includes)
       return this.limit(at, `${where(s.loc)}: include "${s.target}" refused: more than ${HOCON_LIMITS.includes} includes (limit)`);
-    let read: { text: string } | { tooLarge: true };
+    let read: Awaited<ReturnType<typeof readBounded>>;
     try {
       read = await readBounded(found.real, HOCON_LIMITS.fileBytes);
     } catch (e) {
       return refuse(`cannot be read (${(e as NodeJS.ErrnoException).code ?? 'error'})`);
     }
+    // The opened file's identity: a hard link to a forbidden file has another path, not another inode.
+    if (this.isForbidden(read.identity)) return refuse(this.forbiddenReason);
     if ('tooLarge' in read) return refuse(`larger than ${fmtBytes(HOCON_LIMITS.fileBytes)} (the limit for one file)`);
+    this.options.files?.push(read.identity);
     if (!this.admit(read.text, at, Infinity)) return;
     const text = read.text;
     const body = this.parse(text, display, base);
@@ -1013,8 +1069,13 @@ class Loader {
     // Not in the config: HOCON falls back to the environment, which we only read for allowed names.
     const name = s.path.join('.');
     if (this.allowed(name)) {
-      const v = this.env[name];
-      if (v !== undefined) return v;
+      // An own key only: `process.env` answers `constructor` and `toString` from its prototype.
+      const v = Object.hasOwn(this.env, name) ? this.env[name] : undefined;
+      if (typeof v === 'string') {
+        const reads = this.options.envReads;
+        if (reads) reads.set(name, [...(reads.get(name) ?? []), fmtPath(s.at)]);
+        return v;
+      }
     } else if (/^[A-Z_][A-Z0-9_]*$/.test(name)) {
       const why = isSecretLikeName(name)
         ? ' (a name for credentials: secrets are references, never substituted)'

@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { isSecretLikeName } from './hocon.js';
 import { storageUriProblem } from '../naming.js';
 import { catalogName, name, storageUri } from './validate.js';
+import { nullPrototype } from './own.js';
 
 /**
  * The platform config (`--env`), owned by the platform team: where Spark is, which catalogs exist,
@@ -70,7 +71,7 @@ const lineageSchema = z
     transports: z.array(lineageTransport).default([]),
     // The OpenLineage namespace of a catalog's table names (the symlink of a table's location), e.g.
     // `hive://metastore:9083`; by default the catalog's name.
-    'catalog-namespaces': z.record(catalogName(), z.string().min(1)).default({}),
+    'catalog-namespaces': z.record(catalogName(), z.string().min(1)).transform(nullPrototype).prefault({}),
   })
   .strict();
 
@@ -246,7 +247,7 @@ export const platformSchema = z
       })
       .strict()
       .default({}),
-    catalogs: z.record(catalogName(), catalogSchema).default({}),
+    catalogs: z.record(catalogName(), catalogSchema).transform(nullPrototype).prefault({}),
     tenants: z
       .record(
         name(),
@@ -258,6 +259,15 @@ export const platformSchema = z
             'read-namespaces': z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\.[a-z][a-z0-9_]*$/, 'a catalog.namespace')).default([]),
             'read-roots': z.array(storageUri()).default([]),
             limits: tenantLimitsSchema.optional().describe("This tenant's limits, overriding the platform's `limits` key by key."),
+            // A Spark Connect server of the tenant's own, where a shared server's isolation is not
+            // enough (docs/security.md): every run of the tenant goes there, never to spark.remote.
+            spark: z
+              .object({
+                remote: z.string().min(1).describe("The tenant's own Spark Connect server (sc://…), used instead of spark.remote for its runs."),
+                token: secretRef.optional().describe("That server's token, by reference (the platform's spark.token is never sent to it)."),
+              })
+              .strict()
+              .optional(),
             // The secrets a job config of this tenant may name by reference (an inline JDBC url's
             // password): without a grant it names none, or it could send the runner's own
             // credentials (any variable, any mounted file) to a server of its choosing.
@@ -282,6 +292,7 @@ export const platformSchema = z
           })
           .strict(),
       )
+      .transform(nullPrototype)
       .optional(),
     /**
      * Who says which tenant a run is for. A job config's `tenant.id` is the tenant's own claim: under
@@ -316,7 +327,8 @@ export const platformSchema = z
               })
               .strict(),
           )
-          .default({}),
+          .transform(nullPrototype)
+          .prefault({}),
         /**
          * Whether a job config may give its own `source.url`. An inline url makes the Spark server
          * open whatever the tenant names: any host it can reach, any SQLite file it can read (the
@@ -326,7 +338,7 @@ export const platformSchema = z
         'inline-urls': z.enum(['deny', 'allow']).default('deny'),
       })
       .strict()
-      .default({ connections: {}, 'inline-urls': 'deny' }),
+      .prefault({}),
     /**
      * Kafka clusters job configs may read from (kafka-bronze-ingest), by name. Everything that
      * connects (brokers, security, credentials) is here, never in a job config: a tenant naming its
@@ -369,7 +381,8 @@ export const platformSchema = z
                       })
                       .strict(),
                   )
-                  .default({}),
+                  .transform(nullPrototype)
+                  .prefault({}),
               })
               .strict()
               .superRefine((c, ctx) => {
@@ -380,10 +393,11 @@ export const platformSchema = z
                   ctx.addIssue({ code: 'custom', path: ['tls'], message: 'needs security-protocol SSL or SASL_SSL' });
               }),
           )
-          .default({}),
+          .transform(nullPrototype)
+          .prefault({}),
       })
       .strict()
-      .default({ clusters: {} }),
+      .prefault({}),
     /** The environment variables job configs may read with `${VAR}` / `${?VAR}`: none unless listed. */
     'config-env': z
       .object({ allow: z.array(configEnvName).default([]) })
@@ -407,6 +421,14 @@ export const platformSchema = z
     // tenant added later without review.
     if (!p.tenants) return;
     const known = Object.keys(p.tenants);
+    // A server of a tenant's own isolates it only if a job config cannot claim another tenant.
+    const ownServers = known.filter((t) => p.tenants![t]!.spark !== undefined);
+    if (ownServers.length && known.length > 1 && p['tenant-binding'] !== 'required')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['tenant-binding'],
+        message: `must be required where tenants have Spark Connect servers of their own (${ownServers.map((t) => `tenants.${t}.spark`).join(', ')}): otherwise a job config chooses the server by the tenant it claims`,
+      });
     for (const [name, c] of Object.entries(p.jdbc.connections))
       c.tenants?.forEach((t, i) => {
         if (!known.includes(t))

@@ -12,8 +12,9 @@ export type SecretRef = { env: string } | { file: string };
 /** Resolve a secret reference. The value never leaves the returned `Secret` unless revealed. */
 export function resolveSecret(ref: SecretRef, path: string, env: Record<string, string | undefined>): Secret {
   if ('env' in ref) {
-    const value = env[ref.env];
-    if (value === undefined || value === '') throw new ConfigError(`environment variable ${ref.env} is not set`, { path });
+    // An own key: `process.env` answers `constructor` and `toString` from its prototype.
+    const value = Object.hasOwn(env, ref.env) ? env[ref.env] : undefined;
+    if (typeof value !== 'string' || value === '') throw new ConfigError(`environment variable ${ref.env} is not set`, { path });
     return new Secret(value);
   }
   try {

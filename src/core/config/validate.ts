@@ -106,8 +106,9 @@ export function toConfigIssues(
   error: z.ZodError,
   knownKeys?: (path: readonly PropertyKey[]) => string[],
   origin?: (path: readonly PropertyKey[]) => string | undefined,
+  input?: unknown,
 ): LocatedIssue[] {
-  const issues = issuesOf(error, knownKeys);
+  const issues = issuesOf(error, knownKeys, input);
   const misspelled = new Set(issues.flatMap((i) => (i.meant === undefined ? [] : [i.meant])));
   return issues
     .filter((i) => !(i.required && misspelled.has(i.path)))
@@ -119,7 +120,7 @@ export function toConfigIssues(
 
 type RawIssue = ConfigIssue & { raw: readonly PropertyKey[]; meant?: string; required?: boolean };
 
-function issuesOf(error: z.ZodError, knownKeys?: (path: readonly PropertyKey[]) => string[]): RawIssue[] {
+function issuesOf(error: z.ZodError, knownKeys?: (path: readonly PropertyKey[]) => string[], input?: unknown): RawIssue[] {
   const out: RawIssue[] = [];
   for (const issue of error.issues) {
     if (issue.code === 'unrecognized_keys') {
@@ -133,27 +134,76 @@ function issuesOf(error: z.ZodError, knownKeys?: (path: readonly PropertyKey[]) 
           ...(hint ? { meant: formatPath([...issue.path, hint]) } : {}),
         });
       }
+    } else if (issue.code === 'invalid_key') {
+      // A record's key (a tenant, a connection, a cluster, a catalog): say the naming rule it broke.
+      const rule = (issue as unknown as { issues?: { message: string }[] }).issues?.[0]?.message;
+      const key = String(issue.path[issue.path.length - 1] ?? '');
+      const suggestion = key.toLowerCase().replace(/[^a-z0-9_]/g, '_');
+      out.push({
+        path: formatPath(issue.path),
+        raw: issue.path,
+        message: `is not a valid name: it ${rule ?? 'breaks the naming rule'}${suggestion !== key && /^[a-z][a-z0-9_]*$/.test(suggestion) ? ` (e.g. "${suggestion}")` : ''}`,
+      });
     } else if (issue.code === 'invalid_union') {
       // Report the branch that got furthest: its issues are the actionable ones.
       const branches = (issue as unknown as { errors: z.core.$ZodIssue[][] }).errors;
       const best = branches.reduce((a, b) => (b.length < a.length ? b : a), branches[0] ?? []);
       if (best.length === 0) out.push({ path: formatPath(issue.path), raw: issue.path, message: issue.message });
-      for (const sub of best) out.push(...issuesOf(new z.ZodError([{ ...sub, path: [...issue.path, ...sub.path] }]), knownKeys));
+      for (const sub of best) out.push(...issuesOf(new z.ZodError([{ ...sub, path: [...issue.path, ...sub.path] }]), knownKeys, input));
     } else {
-      const message = describeIssue(issue);
+      const message = describeIssue(issue, input);
       out.push({ path: formatPath(issue.path), raw: issue.path, message, ...(message === 'is required' ? { required: true } : {}) });
     }
   }
   return out;
 }
 
-function describeIssue(issue: z.core.$ZodIssue): string {
-  if (issue.code === 'invalid_type' && (issue as { input?: unknown }).input === undefined) return 'is required';
+function describeIssue(issue: z.core.$ZodIssue, input: unknown): string {
+  if (issue.code === 'invalid_type') {
+    // zod's issues carry no input: whether the key is missing is read from the config itself.
+    const value = input === undefined ? (issue as { input?: unknown }).input : valueAt(input, issue.path);
+    if (value === undefined) return 'is required';
+    return `must be ${KINDS[issue.expected] ?? issue.expected}, not ${kindOf(value)}`;
+  }
   if (issue.code === 'invalid_value' && 'values' in issue) {
     const values = (issue as { values: unknown[] }).values;
     return values.length === 1 ? `must be ${JSON.stringify(values[0])}` : `must be one of ${values.map((v) => JSON.stringify(v)).join(', ')}`;
   }
   return issue.message.replace(/^Invalid input: /, '');
+}
+
+const KINDS: Readonly<Record<string, string>> = Object.assign(Object.create(null) as Record<string, string>, {
+  string: 'a string',
+  number: 'a number',
+  int: 'an integer',
+  bigint: 'an integer',
+  boolean: 'true or false',
+  array: 'a list',
+  tuple: 'a list',
+  object: 'an object',
+  record: 'an object',
+  map: 'an object',
+  null: 'null',
+  date: 'a date',
+});
+
+/** What a config value is, in the words of the messages (never the value: it may be long or a secret's name). */
+function kindOf(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'a list';
+  if (typeof v === 'bigint') return 'an integer beyond the range of a number (2^53)';
+  if (typeof v === 'object') return 'an object';
+  if (typeof v === 'boolean') return `${String(v)} (a boolean)`;
+  return typeof v === 'string' ? 'a string' : typeof v === 'number' ? 'a number' : typeof v;
+}
+
+/** The value at a zod issue's path in the parsed config, own keys only. */
+function valueAt(v: unknown, path: readonly PropertyKey[]): unknown {
+  for (const p of path) {
+    if (typeof v !== 'object' || v === null || !Object.hasOwn(v, p)) return undefined;
+    v = (v as Record<PropertyKey, unknown>)[p];
+  }
+  return v;
 }
 
 /** The keys a strict object schema accepts at `path`, for "did you mean" hints. */

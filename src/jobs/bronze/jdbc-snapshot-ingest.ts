@@ -175,7 +175,7 @@ const source = z
       );
     } else if (s.driver !== undefined) {
       const protocol = /^jdbc:([a-z0-9]+):/.exec(s.url)?.[1] as keyof typeof INLINE_DRIVERS | undefined;
-      const allowed: readonly string[] = protocol ? (INLINE_DRIVERS[protocol] ?? []) : [];
+      const allowed: readonly string[] = protocol && Object.hasOwn(INLINE_DRIVERS, protocol) ? INLINE_DRIVERS[protocol] : [];
       if (!allowed.includes(s.driver)) issue('driver', `must be the ${protocol ?? 'url'}'s driver: ${allowed.join(' or ') || 'none known'}`);
     }
     const partitioned = ['lower-bound', 'upper-bound', 'num-partitions'] as const;

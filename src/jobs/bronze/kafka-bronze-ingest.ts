@@ -4,14 +4,16 @@ import { COLUMN_PATTERN, type Layer, tableParts } from '../../core/naming.js';
 import { catalogName, columnName, columnTypeName, name, tableName } from '../../core/config/validate.js';
 import { KAFKA_TOPIC } from '../../core/config/platform.js';
 import { isUnderRoot } from '../../core/tenant.js';
-import { type Expr, alias, cast, coalesce, col, eq, fn, lit } from '../../spark/plan/expressions.js';
-import { Query } from '../../spark/plan/query.js';
+import { alias, col, fn, lit } from '../../spark/plan/expressions.js';
+import { Query, sqlCommand } from '../../spark/plan/query.js';
 import { sql } from '../../spark/plan/sql.js';
 import type { JobContext, JobPlan, StreamProgress } from '../template.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { createNamespaceStep, tableProperties } from '../tables.js';
 import { BRONZE_SESSION_CONF, BRONZE_STAMPS, SNAPSHOT_DATE, bronzeOutput, bronzeRef } from '../layers/bronze.js';
-import { TOPIC_GLOB, type TopicSelection, checkGrant, connectionOptions, subscription } from './kafka-source.js';
+import { TOPIC_GLOB, type TopicSelection, checkGrant, connectionOptions, subscription, topicChecks } from './kafka-source.js';
+import { CDC_LSN, CDC_OP, CDC_TS, CDC_UNAVAILABLE, DECODE_METRICS, type DebeziumSettings, UNDECODED, decodeValue, observeDecoding } from './kafka-values.js';
+import type { SchemaDiff } from '../template.js';
 
 /**
  * kafka-bronze-ingest: copy Kafka records into the tenant's bronze Iceberg or Delta table
@@ -44,12 +46,10 @@ export const KAFKA_COLUMNS = [
   ['headers', '_kafka_headers'],
 ] as const;
 
-/** Columns a Debezium envelope adds next to the row's own columns. */
-export const CDC_OP = 'op';
-export const CDC_TS = '_cdc_ts_ms';
+export { CDC_LSN, CDC_OP, CDC_TS, CDC_UNAVAILABLE, UNDECODED };
 
 /** Names a parsed value column cannot take: they are the template's own. */
-const RESERVED = new Set<string>([...KAFKA_COLUMNS.map(([, b]) => b), ...BRONZE_STAMPS, CDC_OP, CDC_TS]);
+const RESERVED = new Set<string>([...KAFKA_COLUMNS.map(([, b]) => b), ...BRONZE_STAMPS, CDC_OP, CDC_TS, CDC_LSN, CDC_UNAVAILABLE, UNDECODED]);
 
 const SCALAR_TYPES = ['string', 'boolean', 'int', 'bigint', 'float', 'double', 'date', 'timestamp', 'binary'];
 /** A value column's type: a scalar or decimal(p,s), normalised (it travels inside a schema Spark parses). */
@@ -92,7 +92,39 @@ const source = z
     'value-schema': z
       .record(columnName(), columnType())
       .optional()
-      .describe("The columns to parse out of the value (json), or of the envelope's row (debezium-json): column name -> type."),
+      .describe(
+        "The columns to parse out of the value (json), or of the envelope's row (debezium-json): column name -> type. Columns may be added later (the bronze table gains them), never removed or retyped.",
+      ),
+    'bad-values': z
+      .enum(['fail', 'set-null'])
+      .default('fail')
+      .describe(
+        'A value that does not fit its declared type (a decimal that would be rounded or overflow, text in a bigint column): fail the run (65, naming topic, partition, offset and column), or keep the column NULL, list it in _kafka_undecoded and count it in the status (set-null).',
+      ),
+    debezium: z
+      .object({
+        'decimal-handling-mode': z
+          .enum(['precise', 'string', 'double'])
+          .default('precise')
+          .describe(
+            "The connector's decimal.handling.mode, for events without schemas (with schemas, each event's schema says): precise = base64 bytes of the unscaled value at the declared column's scale.",
+          ),
+        'time-precision-mode': z
+          .enum(['adaptive', 'adaptive_time_microseconds', 'connect'])
+          .default('adaptive')
+          .describe(
+            "The connector's time.precision.mode, for events without schemas: a numeric timestamp is microseconds (adaptive: PostgreSQL's timestamp(4..6)) or milliseconds (connect).",
+          ),
+        'unavailable-value-placeholder': z
+          .string()
+          .min(1)
+          .max(256)
+          .default('__debezium_unavailable_value')
+          .describe("The connector's unavailable.value.placeholder: a TOASTed column it did not get is NULL and listed in _cdc_unavailable, never this text."),
+      })
+      .strict()
+      .optional()
+      .describe('How the Debezium connector encodes values (value-format debezium-json): its settings of the same names.'),
   })
   .strict()
   .superRefine((s, ctx) => {
@@ -103,13 +135,14 @@ const source = z
       if (s.topics!.indexOf(t) !== i) issue(['topics', i], `"${t}" appears twice`);
     });
     const schema = s['value-schema'];
+    if (s.debezium !== undefined && s['value-format'] !== 'debezium-json') issue(['debezium'], 'needs value-format debezium-json');
     if (s['value-format'] === 'raw' && schema !== undefined) issue(['value-schema'], 'needs value-format json or debezium-json');
     if (s['value-format'] !== 'raw' && (schema === undefined || Object.keys(schema).length === 0))
       issue(['value-schema'], `is required with value-format ${s['value-format']} (the columns to parse)`);
     const seen = new Set<string>();
     for (const c of Object.keys(schema ?? {})) {
       if (RESERVED.has(c.toLowerCase()) || c.toLowerCase().startsWith('_kafka_') || c.toLowerCase().startsWith('_lake_'))
-        issue(['value-schema', c], 'is a column of the template (raw record, bronze stamps, op, _cdc_ts_ms): choose another name');
+        issue(['value-schema', c], 'is a column of the template (raw record, bronze stamps, op, _cdc_*): choose another name');
       if (seen.has(c.toLowerCase())) issue(['value-schema', c], 'appears twice (column names are case-insensitive)');
       seen.add(c.toLowerCase());
     }
@@ -139,40 +172,6 @@ export function checkpointLocation(ctx: JobContext, table: string): string {
   return path;
 }
 
-/** Spark's DDL for a struct of the declared columns (names quoted, types validated above). */
-function structDdl(schema: Record<string, string>): string {
-  return sql.join(
-    Object.entries(schema).map(([c, t]) => sql`${sql.id(c)}: ${sql.sparkType(t)}`),
-    sql`, `,
-  ).text;
-}
-
-/**
- * The parsed columns, taken out of `__value` (the value parsed by `valueStruct`). JSON: the
- * declared fields. Debezium: the envelope with or without the JSON converter's `schema`/`payload`
- * wrapper; the row is `after`, or `before` for a delete. A value that does not parse (or a
- * tombstone, a NULL value) gives NULL columns: bronze still keeps the record raw.
- */
-function parsedColumns(format: 'json' | 'debezium-json', schema: Record<string, string>): (readonly [string, Expr])[] {
-  const fields = Object.keys(schema);
-  if (format === 'json') return fields.map((f) => [f, col('__value', f)] as const);
-  const either = (...path: string[]) => coalesce(col('__value', 'payload', ...path), col('__value', ...path));
-  const op = either('op');
-  return [
-    ...fields.map((f) => [f, fn('if', eq(op, lit('d')), either('before', f), either('after', f))] as const),
-    [CDC_OP, op] as const,
-    [CDC_TS, coalesce(either('source', 'ts_ms'), either('ts_ms'))] as const,
-  ];
-}
-
-/** The value's struct as Spark parses it: what `__value` holds before the columns are taken out. */
-function valueStruct(format: 'json' | 'debezium-json', schema: Record<string, string>): string {
-  const row = `struct<${structDdl(schema)}>`;
-  if (format === 'json') return row;
-  const envelope = `before: ${row}, after: ${row}, op: string, ts_ms: bigint, source: struct<ts_ms: bigint>`;
-  return `struct<payload: struct<${envelope}>, ${envelope}>`;
-}
-
 /**
  * Kafka records as bronze rows: the raw columns renamed, the parsed ones, the stamps. The same
  * function shapes the streaming query and the (empty, batch) query that creates the table, so the
@@ -182,10 +181,7 @@ export function bronzeRows(records: Query, spec: KafkaBronzeIngestSpec, s: { ten
   const format = spec.source['value-format'];
   const schema = spec.source['value-schema'] ?? {};
   let rows = records.select(...KAFKA_COLUMNS.map(([from, to]) => alias(col(from), to)));
-  if (format !== 'raw') {
-    rows = rows.withColumns([['__value', fn('from_json', cast(col('_kafka_value'), 'string'), lit(valueStruct(format, schema)))]]);
-    rows = rows.withColumns(parsedColumns(format, schema)).drop('__value');
-  }
+  if (format !== 'raw') rows = decodeValue(rows, { format, schema, debezium: debeziumSettings(spec), badValues: spec.source['bad-values'] });
   return rows.withColumns([
     ['_lake_tenant', lit(s.tenant)],
     ['_lake_source', lit(s.origin)],
@@ -195,20 +191,67 @@ export function bronzeRows(records: Query, spec: KafkaBronzeIngestSpec, s: { ten
   ]);
 }
 
+function debeziumSettings(spec: KafkaBronzeIngestSpec): DebeziumSettings | undefined {
+  if (spec.source['value-format'] !== 'debezium-json') return undefined;
+  const d = spec.source.debezium;
+  return {
+    decimalHandlingMode: d?.['decimal-handling-mode'] ?? 'precise',
+    timePrecisionMode: d?.['time-precision-mode'] ?? 'adaptive',
+    unavailableValuePlaceholder: d?.['unavailable-value-placeholder'] ?? '__debezium_unavailable_value',
+  };
+}
+
+/** The decode counts of a run: records that did not decode, and per column the values kept NULL. */
+export function decodeCounts(progress: readonly StreamProgress[]): Record<string, number> {
+  const out: Record<string, number> = {};
+  for (const p of progress)
+    for (const [k, v] of Object.entries(p.observedMetrics?.[DECODE_METRICS] ?? {})) {
+      const n = Number(v ?? 0);
+      if (Number.isFinite(n)) out[k] = (out[k] ?? 0) + n;
+    }
+  return Object.fromEntries(Object.entries(out).filter(([k, n]) => n > 0 || k === 'undecodable'));
+}
+
+/**
+ * The bronze table follows the declared columns: a column added to value-schema (or a column of
+ * the template that an older version did not write) is added to the table before the stream
+ * writes; one removed or retyped cannot be, as the table's rows keep it.
+ */
+export function bronzeSchemaDecision(diff: SchemaDiff, parts: string[]): { fail?: ConfigError; commands?: ReturnType<typeof sqlCommand>[] } {
+  const issues = [
+    ...diff.missing.map((c) => ({
+      path: 'source.value-schema',
+      message: `the bronze table has a column ${c} that the config no longer declares: columns can be added, never removed (write to a new table)`,
+    })),
+    ...diff.changed.map((c) => ({
+      path: `source.value-schema.${c.name}`,
+      message: `the bronze table has ${c.name} as ${c.tableType}, the config declares ${c.sourceType}: a column's type is fixed (write to a new table)`,
+    })),
+  ];
+  if (issues.length) return { fail: new ConfigError(issues) };
+  if (!diff.added.length) return {};
+  const columns = sql.join(
+    diff.added.map((f) => sql`${sql.id(f.name)} ${sql.sparkType(f.type)}`),
+    sql`, `,
+  );
+  return { commands: [sqlCommand(sql`ALTER TABLE ${sql.target(parts)} ADD COLUMNS (${columns})`)] };
+}
+
 function selection(spec: KafkaBronzeIngestSpec): TopicSelection {
   return spec.source.topics !== undefined ? { topics: spec.source.topics } : { pattern: spec.source['topic-pattern']! };
 }
 
 /** Per topic-partition, the highest offset the batches reached (Kafka's end offsets are exclusive). */
 export function endOffsets(progress: readonly StreamProgress[]): Record<string, Record<string, number>> {
-  const out: Record<string, Record<string, number>> = {};
+  // Without prototypes: a topic named __proto__ is a topic, not the prototype of the result.
+  const out: Record<string, Record<string, number>> = Object.create(null);
   for (const p of progress)
     for (const s of p.sources) {
       const end = s.endOffset;
       if (!end || typeof end !== 'object') continue;
       for (const [topic, parts] of Object.entries(end as Record<string, Record<string, number>>))
         for (const [partition, offset] of Object.entries(parts ?? {})) {
-          const t = (out[topic] ??= {});
+          const t = (out[topic] ??= Object.create(null) as Record<string, number>);
           t[partition] = Math.max(t[partition] ?? 0, Number(offset));
         }
     }
@@ -253,6 +296,8 @@ function plan(ctx: JobContext, spec: KafkaBronzeIngestSpec): JobPlan {
       'spark.sql.streaming.numRecentProgressUpdates': '100000',
     },
     steps: [
+      // The topics first: a missing one is 66 before any namespace, table or checkpoint exists.
+      ...topicChecks(topics, cluster, connection),
       createNamespaceStep(bronze.table),
       {
         kind: 'ensureTable',
@@ -270,22 +315,36 @@ function plan(ctx: JobContext, spec: KafkaBronzeIngestSpec): JobPlan {
           }),
       },
       {
+        kind: 'compareSchemas',
+        id: 'check-schema',
+        title: `Compare the declared columns with ${bronze.name}`,
+        source: bronzeRows(empty, spec, stamps),
+        table: bronze.table,
+        interpret: (diff) => bronzeSchemaDecision(diff, parts),
+      },
+      {
         kind: 'stream',
         id: 'ingest',
         title: `Stream ${origin} into ${bronze.name} until caught up (checkpoint ${checkpoint})`,
-        command: bronzeRows(stream, spec, stamps).writeStreamTo(parts, {
+        command: (spec.source['value-format'] === 'raw'
+          ? bronzeRows(stream, spec, stamps)
+          : observeDecoding(bronzeRows(stream, spec, stamps), spec.source['value-schema'] ?? {})
+        ).writeStreamTo(parts, {
           checkpointLocation: checkpoint,
           queryName: `${TEMPLATE}.${ctx.tenant.id}.${layer}.${target.table}`.replace(/[^A-Za-z0-9_.-]/g, '_'),
           // Iceberg's writers expect rows clustered by partition unless fanout is on; streaming
           // micro-batches are not sorted for them. A Delta table of the session catalog is a V1
           // table: the sink must name its provider, or Spark refuses it as not its default, parquet.
-          ...(target.format === 'iceberg' ? { options: { 'fanout-enabled': 'true' } } : { format: 'delta' }),
+          // A column added to value-schema is appended to the table, not where the stream has it: Iceberg's
+          // writer matches the stream's columns by name, not by position (check-ordering off; Delta does).
+          ...(target.format === 'iceberg' ? { options: { 'fanout-enabled': 'true', 'check-ordering': 'false' } } : { format: 'delta' }),
         }),
         interpret: (progress) => {
           const rows = progress.reduce((n, p) => n + p.numInputRows, 0);
           if (rows === 0) return { skip: `no new records in ${origin}: nothing written to ${bronze.name}` };
+          const decoded = spec.source['value-format'] === 'raw' ? {} : decodeCounts(progress);
           return {
-            output: { ...output, metrics: { rowsWritten: rows, batches: progress.filter((p) => p.numInputRows > 0).length } },
+            output: { ...output, metrics: { rowsWritten: rows, batches: progress.filter((p) => p.numInputRows > 0).length, ...decoded } },
             metrics: { rowsRead: rows, rowsWritten: rows },
           };
         },

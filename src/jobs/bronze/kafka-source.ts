@@ -1,7 +1,11 @@
-import { ConfigError, type ConfigIssue } from '../../core/errors.js';
+import { ConfigError, type ConfigIssue, InputMissingError, type LakehouseError } from '../../core/errors.js';
 import { Secret, registerSecretValue } from '../../core/secrets.js';
+import { SparkError } from '../../spark/errors.js';
+import { col } from '../../spark/plan/expressions.js';
+import { Query } from '../../spark/plan/query.js';
 import type { OptionValue } from '../../spark/plan/relations.js';
-import type { KafkaClusterRef } from '../template.js';
+import type { KafkaClusterRef, Step } from '../template.js';
+import { queryStep } from '../steps.js';
 
 /**
  * What a Kafka source may read and how Spark connects to it. The connection (brokers, security,
@@ -66,6 +70,66 @@ export function grantIssues(selection: TopicSelection, grant: KafkaClusterRef['g
 export function checkGrant(selection: TopicSelection, cluster: KafkaClusterRef): void {
   const issues = grantIssues(selection, cluster.grant, cluster.name);
   if (issues.length) throw new ConfigError(issues);
+}
+
+/** A start later than any record (the year 3000), so that a topic's check reads none of its records. */
+const AFTER_EVERY_RECORD = '32503680000000';
+
+/**
+ * Steps that check the topics exist before anything is created: each listed topic with a batch read
+ * that starts after its last record (Spark asks the cluster for the topic's partitions and reads
+ * nothing); a topic the cluster lacks is 66 naming it at its path. A glob knows its topics only
+ * through their records, so it is checked by reading at most one record of what it matches: none is
+ * 66 too (a glob matching only topics that hold no record, such as retention emptied, included).
+ */
+export function topicChecks(selection: TopicSelection, cluster: KafkaClusterRef, connection: Record<string, OptionValue>): Step[] {
+  const where = `Kafka cluster "${cluster.name}"`;
+  if ('topics' in selection)
+    return selection.topics.map((topic, i) =>
+      queryStep({
+        id: `check-topic-${i}`,
+        columns: ['topic'],
+        title: `Check that topic ${topic} exists on ${where} (no record is read)`,
+        query: Query.read('kafka', {
+          options: {
+            ...connection,
+            subscribe: topic,
+            startingTimestamp: AFTER_EVERY_RECORD,
+            startingOffsetsByTimestampStrategy: 'latest',
+            endingOffsets: 'latest',
+          },
+        })
+          .select(col('topic'))
+          .limit(1),
+        interpret: () => ({}),
+        explainFailure: (e: LakehouseError) =>
+          unknownTopic(e)
+            ? new InputMissingError(`source.topics[${i}]: topic "${topic}" does not exist on ${where}; nothing was created`, { cause: e })
+            : undefined,
+      }),
+    );
+  return [
+    queryStep({
+      id: 'check-topics',
+      columns: ['topic'],
+      title: `Check that ${selection.pattern} matches a topic with records on ${where} (reads at most one record)`,
+      query: Query.read('kafka', { options: { ...connection, ...subscription(selection), startingOffsets: 'earliest', endingOffsets: 'latest' } })
+        .select(col('topic'))
+        .limit(1),
+      interpret: (rows) =>
+        rows.length
+          ? {}
+          : {
+              fail: new InputMissingError(`source.topic-pattern: "${selection.pattern}" matches no topic that holds a record on ${where}; nothing was created`),
+            },
+    }),
+  ];
+}
+
+/** Kafka's answer for a topic the cluster does not have, as Spark passes it on. */
+function unknownTopic(e: LakehouseError): boolean {
+  const text = e instanceof SparkError ? `${e.serverMessage} ${e.message}` : e.message;
+  return /UnknownTopicOrPartition/.test(text);
 }
 
 /** A JAAS string literal: backslashes and quotes escaped. */

@@ -9,11 +9,11 @@ import { Query } from '../../spark/plan/query.js';
 import { sql } from '../../spark/plan/sql.js';
 import type { Cmd } from '../../spark/plan/commands.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
-import type { CatalogRef, Facts, JobContext, JobPlan, Row, RowsStep, SchemaDiff, Step } from '../template.js';
+import type { CatalogRef, Facts, JobContext, JobPlan, PositionMapper, Row, RowsStep, SchemaDiff, SqlOrigin, Step } from '../template.js';
 import { queryStep } from '../steps.js';
 import { outputColumns } from '../../spark/plan/columns.js';
 import { createNamespaceStep, readCommitStep, tableCatalog, tableProperties } from '../tables.js';
-import { LAKE_INTERNAL_PREFIX, checkSourceColumns } from '../source-columns.js';
+import { LAKE_INTERNAL_PREFIX, type RequiredColumn, checkSourceColumns } from '../source-columns.js';
 import {
   type Expectation,
   GRAIN_UNIQUE,
@@ -26,7 +26,16 @@ import {
   rowFailure,
   uniqueColumns,
 } from './expectations.js';
-import { type Screened, type TableRef, type TransformParameter, composeSteps, rewriteTables, screenTransform } from './transform-sql.js';
+import {
+  type GrantedTableRef,
+  type Screened,
+  type TableRef,
+  type TransformParameter,
+  composeStepsWithOrigin,
+  rewriteTransform,
+  sentPositionMapper,
+  screenTransform,
+} from './transform-sql.js';
 
 /**
  * gold-publish: run the tenant's transform (one SELECT, or named steps each a SELECT over the
@@ -105,8 +114,9 @@ const transform = z
   })
   .describe("The query that computes the gold table from the tenant's silver and gold tables: either sql or steps.");
 
+/** The screen when the config is loaded: the platform's grants are not known yet (the plan checks three-part names). */
 function screenProblems(sql: string, known: readonly string[]): readonly string[] {
-  const s = screenTransform(sql, known);
+  const s = screenTransform(sql, { known });
   return s.ok ? [] : s.problems;
 }
 
@@ -192,27 +202,35 @@ function publishOf(ctx: JobContext, spec: GoldPublishSpec, parameters: readonly 
 
 /**
  * The transform as one query: each query screened (again: the plan does not trust that the schema
- * ran) and its tables rewritten to the tenant's namespaces; steps become CTEs. Parameters are sent
- * as named arguments.
+ * ran), now with the tenant's read grants, and its tables rewritten to the tenant's namespaces;
+ * steps become CTEs. The origin maps a position of the text sent back to the tenant's SQL.
  */
 function transformQuery(
   ctx: JobContext,
   spec: GoldPublishSpec,
   catalog: string,
-): { parameters: TransformParameter[]; path: string; tables: TableRef[]; text: (publish: Publish) => string } {
+): {
+  parameters: TransformParameter[];
+  path: string;
+  tables: TableRef[];
+  granted: GrantedTableRef[];
+  text: (publish: Publish) => { text: string; origin: SqlOrigin };
+} {
   const resolve = (ref: TableRef) => tableParts(layerTable(ctx, spec, catalog, ref));
+  const readNamespaces = ctx.access?.readNamespaces ?? [];
   const screen = (sql: string, known: readonly string[], path: string): Extract<Screened, { ok: true }> => {
-    const s = screenTransform(sql, known);
+    const s = screenTransform(sql, { known, readNamespaces });
     if (!s.ok) throw new ConfigError(s.problems.map((message) => ({ path, message })));
     return s;
   };
   if (spec.transform.sql !== undefined) {
     const s = screen(spec.transform.sql, [], 'transform.sql');
     return {
-      text: (p) => rewriteTables(s, resolve, (name) => parameterValue(name, p)),
+      text: (p) => rewriteTransform(s, resolve, (name) => parameterValue(name, p), 'transform.sql'),
       parameters: [...s.parameters],
       path: 'transform.sql',
       tables: [...s.tables],
+      granted: [...s.granted],
     };
   }
   const steps = spec.transform.steps ?? [];
@@ -224,10 +242,17 @@ function transformQuery(
     ),
   );
   return {
-    text: (p) => composeSteps(steps.map((st, i) => ({ name: st.name, sql: rewriteTables(screened[i]!, resolve, (name) => parameterValue(name, p)) }))),
+    text: (p) =>
+      composeStepsWithOrigin(
+        steps.map((st, i) => {
+          const { text, origin } = rewriteTransform(screened[i]!, resolve, (name) => parameterValue(name, p), `transform.steps[${i}].sql`);
+          return { name: st.name, sql: text, origin };
+        }),
+      ),
     parameters: [...new Set(screened.flatMap((s) => s.parameters))],
     path: 'transform.steps',
     tables: screened.flatMap((s) => s.tables),
+    granted: screened.flatMap((s) => s.granted),
   };
 }
 
@@ -252,12 +277,33 @@ function parameterValue(p: TransformParameter, publish: Publish): string {
 // ---------------------------------------------------------------------------------------------
 // The plan
 
+/** The columns of the result the config names (grain, range, expectations), at their paths: the result must have each (78). */
+function resultColumns(spec: GoldPublishSpec): RequiredColumn[] {
+  const t = spec.target;
+  return [
+    ...t.grain.map((column, i) => ({ path: `target.grain[${i}]`, column })),
+    ...(t['range-column'] !== undefined ? [{ path: 'target.range-column', column: t['range-column'] }] : []),
+    ...spec.expectations.flatMap((e, i): RequiredColumn[] => {
+      if (e.type === 'not-null' || e.type === 'unique') return (e.columns ?? []).map((column, j) => ({ path: `expectations[${i}].columns[${j}]`, column }));
+      if ('column' in e) return [{ path: `expectations[${i}].column`, column: e.column }];
+      return [];
+    }),
+  ];
+}
+
 /** The expectations the plan checks: the config's, plus the grain's uniqueness unless declared. */
 function allExpectations(spec: GoldPublishSpec): Expectation[] {
   const declared = spec.expectations;
   const grain = spec.target.grain;
   const grainChecked = declared.some((e) => e.type === 'unique' && sameSet(uniqueColumns(e, grain), grain));
   return grainChecked ? declared : [...declared, { name: GRAIN_UNIQUE, type: 'unique', action: 'fail' }];
+}
+
+/** What every step carrying tenant logic is marked with: its config paths, and where its SQL came from. */
+interface Flagged {
+  readonly untrusted: string[];
+  readonly sqlOrigin: SqlOrigin;
+  readonly mapPosition: PositionMapper;
 }
 
 /** The gold table and its quarantine, in the target's catalog. */
@@ -284,12 +330,18 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
   };
   const transformed = transformQuery(ctx, spec, catalog.name);
   const publish = publishOf(ctx, spec, transformed.parameters, transformed.path);
-  const reads = transformed.tables.map((t) => tableParts(layerTable(ctx, spec, catalog.name, t)));
-  const result = Query.sql(sql.screened(transformed.text(publish), reads));
+  const sent = transformed.text(publish);
+  // The tables the transform reads, its granted ones included: what plan, validate and lineage list.
+  const reads = [
+    ...transformed.tables.map((t) => tableParts(layerTable(ctx, spec, catalog.name, t))),
+    ...transformed.granted.map((t) => [t.catalog, t.namespace, t.table]),
+  ];
+  const result = Query.sql(sql.screened(sent.text, reads));
   const expectations = allExpectations(spec);
   const quarantines = expectations.some((e) => e.action === 'quarantine');
   // Every step that carries the transform or an expression is judged by the tenant policy.
-  const flagged = { untrusted: [transformed.path, ...spec.expectations.flatMap((e, i) => (e.type === 'expression' ? [`expectations[${i}].expr`] : []))] };
+  const untrusted = [transformed.path, ...spec.expectations.flatMap((e, i) => (e.type === 'expression' ? [`expectations[${i}].expr`] : []))];
+  const flagged: Flagged = { untrusted, sqlOrigin: sent.origin, mapPosition: sentPositionMapper(sent.origin) };
   const pass = checkedRows(ctx, spec, gold, result, expectations, publish);
   const check = queryStep({
     id: 'check',
@@ -300,7 +352,7 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
     interpret: ([r]) => judge(r ?? {}, expectations, publish, { table: displayTable(gold.target), format: catalog.format, location: gold.location }),
   });
   const steps: Step[] = [
-    ...judgePhase(result, pass.judged, transformed.path, quarantines, flagged),
+    ...judgePhase(result, pass.judged, transformed.path, resultColumns(spec), quarantines, flagged),
     ...createPhase(gold, result, pass.quarantined, publish, quarantines, flagged),
     check,
     ...writePhase(gold, spec, pass, publish, quarantines, check, flagged),
@@ -388,7 +440,14 @@ function checkedRows(ctx: JobContext, spec: GoldPublishSpec, gold: Gold, result:
  * template's and dropped from what is written, or make its references ambiguous; with a
  * quarantine, one named like a quarantine column would be overwritten there.
  */
-function judgePhase(result: Query, judged: Query | undefined, path: string, quarantines: boolean, flagged: { untrusted: string[] }): Step[] {
+function judgePhase(
+  result: Query,
+  judged: Query | undefined,
+  path: string,
+  required: readonly RequiredColumn[],
+  quarantines: boolean,
+  flagged: Flagged,
+): Step[] {
   const checkColumns: Step = {
     ...checkSourceColumns({
       source: result,
@@ -396,6 +455,7 @@ function judgePhase(result: Query, judged: Query | undefined, path: string, quar
       configPath: path,
       template: TEMPLATE,
       reserved: { names: quarantines ? Object.values(QUARANTINE_COLUMNS) : [], prefixes: [LAKE_INTERNAL_PREFIX] },
+      required,
     }),
     ...flagged,
   };
@@ -414,7 +474,7 @@ function judgePhase(result: Query, judged: Query | undefined, path: string, quar
 }
 
 /** Namespace, gold table (partitioned by the range column) and quarantine on first run; then gold's columns are fixed. */
-function createPhase(gold: Gold, result: Query, quarantined: Query, publish: Publish, quarantines: boolean, flagged: { untrusted: string[] }): Step[] {
+function createPhase(gold: Gold, result: Query, quarantined: Query, publish: Publish, quarantines: boolean, flagged: Flagged): Step[] {
   const { catalog, target, location, quarantine } = gold;
   return [
     createNamespaceStep(target),
@@ -471,7 +531,7 @@ function writePhase(
   publish: Publish,
   quarantines: boolean,
   check: RowsStep<string>,
-  flagged: { untrusted: string[] },
+  flagged: Flagged,
 ): Step[] {
   const { target, quarantine } = gold;
   const rangeFilter = publish.range

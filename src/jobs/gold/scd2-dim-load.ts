@@ -12,7 +12,7 @@ import { materializeStep, queryStep } from '../steps.js';
 import { createNamespaceStep, readCommitStep, tableCatalog, tableProperties } from '../tables.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { BRONZE_SESSION_CONF, BRONZE_STAMPS, bronzeRef, readBronze } from '../layers/bronze.js';
-import { checkSourceColumns, reservedIn } from '../source-columns.js';
+import { type RequiredColumn, checkSourceColumns, reservedIn } from '../source-columns.js';
 import { silverRef } from '../layers/silver.js';
 import {
   BREACHES,
@@ -202,7 +202,7 @@ function checkColumns(c: ColumnRoles, ctx: z.RefinementCtx): void {
   const seen = new Map<string, string>();
   for (const [path, cols] of roles)
     cols.forEach((x, i) => {
-      const at = path.split('.').concat(cols.length > 1 || path.startsWith('dimension') ? [String(i)] : []);
+      const at: (string | number)[] = [...path.split('.'), ...(cols.length > 1 || path.startsWith('dimension') ? [i] : [])];
       if (reservedIn([x], { names: [...HISTORY_COLUMNS, ...BRONZE_STAMPS], prefixes: [INTERNAL_PREFIX] }).length)
         ctx.addIssue({ code: 'custom', path: at, message: `"${x}" is a reserved column name (history, internal or bronze metadata)` });
       const other = seen.get(x.toLowerCase());
@@ -225,6 +225,19 @@ function checkColumns(c: ColumnRoles, ctx: z.RefinementCtx): void {
 
 // ---------------------------------------------------------------------------------------------
 // The plan
+
+/** The source columns the config names (not exclude-columns: excluding a column the source lacks changes nothing). */
+function requiredColumns(spec: Scd2DimLoadSpec): RequiredColumn[] {
+  const { dimension: d, history: h } = spec;
+  const list = (path: string, cols: readonly string[] | undefined) => (cols ?? []).map((column, i) => ({ path: `${path}[${i}]`, column }));
+  return [
+    ...list('dimension.natural-key', d['natural-key']),
+    ...list('dimension.tracked-columns', d['tracked-columns']),
+    ...list('dimension.type1-columns', d['type1-columns']),
+    ...(h['sequence-by'] ? [{ path: 'history.sequence-by', column: h['sequence-by'] }] : []),
+    ...(h['op-column'] ? [{ path: 'history.op-column', column: h['op-column'] }] : []),
+  ];
+}
 
 /**
  * The boundary of a snapshot load, to the microsecond: effective-at, else the logical date (a
@@ -334,6 +347,7 @@ function readSource(ctx: JobContext, spec: Scd2DimLoadSpec): { rows: Query; chec
     configPath: 'source.table',
     template: TEMPLATE,
     reserved: { names: HISTORY_COLUMNS, prefixes: [INTERNAL_PREFIX] },
+    required: requiredColumns(spec),
   });
   return { rows: s.where ? rows.filter(configExpr(s.where)) : rows, checks: [...checks, columns], name };
 }

@@ -44,7 +44,7 @@ import {
 } from '../layers/bronze.js';
 import { SILVER_FORMATS, type SilverFormat, type SilverRef, silverCompanion, silverRef } from '../layers/silver.js';
 import { type CommitWindow, commitWindow } from '../commit-window.js';
-import { LAKE_INTERNAL_PREFIX, checkSourceColumns, reservedIn } from '../source-columns.js';
+import { LAKE_INTERNAL_PREFIX, type RequiredColumn, checkSourceColumns, reservedIn } from '../source-columns.js';
 
 /**
  * cdc-silver-merge: resolve a batch of CDC events from the tenant's bronze layer to the latest
@@ -84,7 +84,14 @@ const KEY_NULL = '__lake_key_null';
 const KEY_NULL_EXAMPLE = '__lake_key_null_example';
 const KEY_TIE = '__lake_key_tie';
 const KEY_TIE_EXAMPLE = '__lake_key_tie_example';
-const CHECK_COLUMNS = [KEY_EVENTS, KEY_NULL, KEY_NULL_EXAMPLE, KEY_TIE, KEY_TIE_EXAMPLE];
+/** Per key: an event lists, as not sent by the source, a column cdc.unavailable-columns does not name. */
+const KEY_UNLISTED = '__lake_key_unlisted';
+const KEY_UNLISTED_EXAMPLE = '__lake_key_unlisted_example';
+const CHECK_COLUMNS = [KEY_EVENTS, KEY_NULL, KEY_NULL_EXAMPLE, KEY_TIE, KEY_TIE_EXAMPLE, KEY_UNLISTED, KEY_UNLISTED_EXAMPLE];
+/** The columns of the resolved event that no event of the batch sent: silver keeps its value for them. */
+const KEEP = '__lake_keep';
+const AVAILABLE = '__lake_av_';
+const CURRENT = '__lake_cur_';
 const PAYLOAD_JSON = '__lake_json';
 /** Two independent hashes of the payload's JSON: the tie check compares them instead of the JSON. */
 const PAYLOAD_HASH = '__lake_h1';
@@ -209,6 +216,21 @@ const v2 = defineVersion(2, {
           .max(36_500)
           .default(30)
           .describe('How long a deleted key keeps its tombstone (which stops a late, older event from resurrecting it), in days.'),
+        'unavailable-columns': z
+          .object({
+            'listed-in': columnName().describe(
+              "The bronze column (an array of column names) listing, per event, the columns whose value the source did not send: kafka-bronze-ingest's _cdc_unavailable (Debezium's unchanged TOASTed values). It never reaches silver.",
+            ),
+            columns: z
+              .array(columnName())
+              .min(1)
+              .describe(
+                "The columns it may list (PostgreSQL's TOASTable ones: long text, bytea, json): each keeps its latest known value, from an earlier event of the batch, else silver's. An event listing another column fails the run (65).",
+              ),
+          })
+          .strict()
+          .optional()
+          .describe('Columns a source may leave out of an event (an unchanged TOASTed value): silver keeps their value, never a placeholder or NULL.'),
       })
       .strict()
       .superRefine((cdc, ctx) => {
@@ -217,6 +239,15 @@ const v2 = defineVersion(2, {
           ctx.addIssue({ code: 'custom', path: ['delete-values'], message: 'needs cdc.op-column (which column holds the operation?)' });
         if (cdc['delete-when'] !== undefined && cdc['op-column'] !== undefined)
           ctx.addIssue({ code: 'custom', path: ['delete-when'], message: 'use either cdc.delete-when or cdc.op-column/delete-values, not both' });
+        const u = cdc['unavailable-columns'];
+        const cdcCols = [...cdc['primary-key'], ...cdc['sequence-by'], ...(cdc['op-column'] ? [cdc['op-column']] : [])];
+        if (u && cdcCols.includes(u['listed-in']))
+          ctx.addIssue({ code: 'custom', path: ['unavailable-columns', 'listed-in'], message: 'must differ from the key, sequence and op columns' });
+        u?.columns.forEach((c, i) => {
+          if (cdcCols.includes(c) || c === u['listed-in'])
+            ctx.addIssue({ code: 'custom', path: ['unavailable-columns', 'columns', i], message: `"${c}" is a key, sequence or op column (always sent)` });
+          if (u.columns.indexOf(c) !== i) ctx.addIssue({ code: 'custom', path: ['unavailable-columns', 'columns', i], message: `"${c}" appears twice` });
+        });
       })
       .describe(CDC),
     columns: z
@@ -291,6 +322,8 @@ interface MergeSpec {
   isDelete: Expr;
   /** Columns of bronze that never reach silver besides the bronze metadata (the op column). */
   cdcOnly: string[];
+  /** The column listing each event's unsent columns, and the columns it may list. */
+  unavailable?: { listedIn: string; columns: string[] } | undefined;
   include?: string[] | undefined;
   exclude?: string[] | undefined;
   /** Declared silver column types (validated type names). */
@@ -314,7 +347,8 @@ const mergeSpec = (c: CdcSilverMergeSpec): MergeSpec => ({
   keys: c.cdc['primary-key'],
   sequence: c.cdc['sequence-by'],
   isDelete: c.cdc['delete-when'] ? fn('coalesce', configExpr(c.cdc['delete-when']), lit(false)) : opDelete(c.cdc['op-column'], c.cdc['delete-values']),
-  cdcOnly: c.cdc['op-column'] ? [c.cdc['op-column']] : [],
+  cdcOnly: [...(c.cdc['op-column'] ? [c.cdc['op-column']] : []), ...(c.cdc['unavailable-columns'] ? [c.cdc['unavailable-columns']['listed-in']] : [])],
+  unavailable: c.cdc['unavailable-columns'] && { listedIn: c.cdc['unavailable-columns']['listed-in'], columns: c.cdc['unavailable-columns'].columns },
   include: c.columns?.include,
   exclude: c.columns?.exclude,
   types: Object.entries(c.columns?.types ?? {}),
@@ -326,6 +360,22 @@ const mergeSpec = (c: CdcSilverMergeSpec): MergeSpec => ({
 
 // ---------------------------------------------------------------------------------------------
 // The plan
+
+/**
+ * The bronze columns the config names, at their paths: each must be a column of bronze (78
+ * otherwise, before anything is written). Not columns.exclude: excluding a column a batch lacks
+ * changes nothing.
+ */
+function requiredColumns(spec: MergeSpec): RequiredColumn[] {
+  const list = (path: string, cols: readonly string[] | undefined) => (cols ?? []).map((column, i) => ({ path: `${path}[${i}]`, column }));
+  return [
+    ...list('cdc.primary-key', spec.keys),
+    ...(spec.sequence.length === 1 ? [{ path: 'cdc.sequence-by', column: spec.sequence[0]! }] : list('cdc.sequence-by', spec.sequence)),
+    ...spec.cdcOnly.map((column) => ({ path: 'cdc.op-column', column })),
+    ...list('columns.include', spec.include),
+    ...spec.types.map(([column]) => ({ path: `columns.types.${column}`, column })),
+  ];
+}
 
 /** `a > b` for sequences compared left to right: (a1 > b1) or (a1 = b1 and a2 > b2) … */
 export function sequenceGreater(columns: string[], a: string, b: string): Expr {
@@ -379,7 +429,8 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
 
 /** The resolved batch's rows, kept by check-batch: the latest event per key and its delete flag. */
 const latest = (): Query => Query.materialized(BATCH).drop(...CHECK_COLUMNS);
-const silverColumns = (): Query => latest().drop(DELETE_FLAG);
+// KEEP (cdc.unavailable-columns) is the merge's, never silver's; dropping it where absent is a no-op.
+const silverColumns = (): Query => latest().drop(DELETE_FLAG, KEEP);
 
 /**
  * Read bronze once, resolve it to the latest event per key with its delete flag and the key's
@@ -402,12 +453,14 @@ function resolvePhase({ bronze }: Tables, spec: MergeSpec): { steps: Step[] } {
     configPath: 'source.table',
     template: TEMPLATE,
     reserved: { names: [], prefixes: [LAKE_INTERNAL_PREFIX] },
+    required: requiredColumns(spec),
   });
   let events = read.rows;
   if (spec.where) events = events.filter(configExpr(spec.where));
   const payload = events.drop(...BRONZE_STAMPS);
-  let resolved = resolveBatch(payload, keys, sequence, spec.isDelete).drop(...spec.cdcOnly);
-  if (spec.include) resolved = resolved.select(...[...new Set([...keyAndSeq, ...spec.include])], DELETE_FLAG, ...CHECK_COLUMNS);
+  let resolved = resolveBatch(payload, keys, sequence, spec.isDelete, spec.unavailable).drop(...spec.cdcOnly);
+  const internal = [DELETE_FLAG, ...(spec.unavailable ? [KEEP] : []), ...CHECK_COLUMNS];
+  if (spec.include) resolved = resolved.select(...[...new Set([...keyAndSeq, ...spec.include])], ...internal);
   if (spec.exclude) resolved = resolved.drop(...spec.exclude);
   // Declared types: silver is created with them, and every later batch is cast to them.
   if (spec.types.length) resolved = resolved.withColumns(spec.types.map(([c, t]) => [c, cast(col(c), t)] as const));
@@ -418,13 +471,20 @@ function resolvePhase({ bronze }: Tables, spec: MergeSpec): { steps: Step[] } {
     name: BATCH,
     query: resolved,
     check: batchChecks(Query.materialized(BATCH)),
-    columns: ['events', 'null_groups', 'null_example', 'ties', 'tie_example'],
+    columns: ['events', 'null_groups', 'null_example', 'ties', 'tie_example', 'unlisted', 'unlisted_example'],
     interpret: ([r]) => {
       const events = Number(r?.events ?? 0);
       if (events === 0) return { skip: `no CDC events in ${bronze.name}${spec.where ? ' matching source.where' : ''}` };
       if (Number(r?.null_groups ?? 0) > 0)
         return {
           fail: new DataError(`CDC events have a NULL in cdc.primary-key or cdc.sequence-by, e.g. ${String(r?.null_example)}`, { code: 'CDC_NULL_KEY' }),
+        };
+      if (Number(r?.unlisted ?? 0) > 0)
+        return {
+          fail: new DataError(
+            `${Number(r?.unlisted)} key(s) have events whose ${spec.unavailable?.listedIn} lists a column that cdc.unavailable-columns.columns does not name (silver would lose its value), e.g. ${String(r?.unlisted_example)}`,
+            { code: 'CDC_UNAVAILABLE_UNLISTED' },
+          ),
         };
       if (Number(r?.ties ?? 0) > 0)
         return {
@@ -539,7 +599,7 @@ function commitPhase(ctx: JobContext, tables: Tables, spec: MergeSpec, measure: 
   const target = tables.silver.table;
   const tombstones = tables.tombstones.table;
   const { joined, afterTombstone } = withKnownTombstones(tables, spec);
-  const source = joined.select(star(RESOLVED), afterTombstone);
+  const source = keepUnsent(joined.select(star(RESOLVED), afterTombstone), target, keys, spec.unavailable);
   const newerThanRow = sequenceGreater(sequence, SOURCE, target.table);
   return [
     {
@@ -734,7 +794,7 @@ function resurrected(events: Query, target: TableName, tombstones: TableName, ke
  * sequence, whichever sequence), each with an example. Each event gets its delete flag. Keys whose
  * events are all identical keep one of them.
  */
-export function resolveBatch(payload: Query, keys: string[], sequence: string[], isDelete: Expr): Query {
+export function resolveBatch(payload: Query, keys: string[], sequence: string[], isDelete: Expr, unavailable?: { listedIn: string; columns: string[] }): Query {
   const keyCols = keys.map((k) => col(k));
   const ordered = (f: Expr) => over(f, keyCols, [...sequence.map((s) => desc(col(s))), asc(col(PAYLOAD_HASH)), asc(col(PAYLOAD_HASH2))]);
   const wholeKey = (f: Expr) => over(f, keyCols, []);
@@ -742,8 +802,21 @@ export function resolveBatch(payload: Query, keys: string[], sequence: string[],
   const example = (cond: Expr) =>
     wholeKey(fn('max', fn('if', cond, fn('to_json', fn('named_struct', ...[...keys, ...sequence].flatMap((c) => [lit(c), col(c)]))), lit(null))));
   const nullish = or(...[...keys, ...sequence].map((c) => isNull(col(c))));
+  // A column the source did not send takes the key's latest event that did send it (NULL-ordered
+  // rows are skipped by max_by); none in the batch: silver's value (KEEP, applied by keepUnsent).
+  const listed = unavailable ? fn('coalesce', col(unavailable.listedIn), fn('array')) : undefined;
+  const sent = (c: string) => not(fn('array_contains', listed!, lit(c)));
+  const latestSent = (c: string) =>
+    wholeKey(
+      fn(
+        'max_by',
+        fn('if', sent(c), fn('named_struct', lit('v'), col(c)), lit(null)),
+        fn('if', sent(c), fn('named_struct', ...sequence.flatMap((s) => [lit(s), col(s)])), lit(null)),
+      ),
+    );
+  const unlisted = unavailable ? fn('>', fn('size', fn('array_except', listed!, fn('array', ...unavailable.columns.map(lit)))), lit(0)) : lit(false);
   const samePayload = and(eqNullSafe(prev(PAYLOAD_HASH), col(PAYLOAD_HASH)), eqNullSafe(prev(PAYLOAD_HASH2), col(PAYLOAD_HASH2)));
-  return payload
+  const resolved = payload
     .withColumns([
       [PAYLOAD_JSON, fn('to_json', fn('struct', star()))],
       [DELETE_FLAG, isDelete],
@@ -763,9 +836,38 @@ export function resolveBatch(payload: Query, keys: string[], sequence: string[],
       [KEY_NULL_EXAMPLE, example(nullish)],
       [KEY_TIE, wholeKey(fn('max', col(TIE_ROW)))],
       [KEY_TIE_EXAMPLE, example(col(TIE_ROW))],
+      [KEY_UNLISTED, wholeKey(fn('max', unlisted))],
+      [KEY_UNLISTED_EXAMPLE, example(unlisted)],
+      ...(unavailable?.columns ?? []).map((c, i) => [`${AVAILABLE}${i}`, latestSent(c)] as const),
     ])
     .filter(eq(col(ROW_NUMBER), lit(1)))
     .drop(ROW_NUMBER, PAYLOAD_HASH, PAYLOAD_HASH2, TIE_ROW);
+  if (!unavailable) return resolved;
+  const av = (i: number) => col(`${AVAILABLE}${i}`);
+  return resolved
+    .withColumns([
+      ...unavailable.columns.map((c, i) => [c, fn('if', isNull(av(i)), lit(null), col(`${AVAILABLE}${i}`, 'v'))] as const),
+      [KEEP, fn('array_compact', fn('array', ...unavailable.columns.map((c, i) => fn('if', isNull(av(i)), lit(c), lit(null)))))],
+    ])
+    .drop(...unavailable.columns.map((_, i) => `${AVAILABLE}${i}`));
+}
+
+/**
+ * The merge's source with silver's current value for each column no event of the batch sent
+ * (KEEP): an update leaves it as it is, an insert (no row yet) gets NULL.
+ */
+function keepUnsent(source: Query, target: TableName, keys: string[], unavailable: { columns: string[] } | undefined): Query {
+  if (!unavailable) return source;
+  const current = Query.table(tableParts(target))
+    .select(...keys.map((k) => alias(col(k), `${CURRENT}k_${k}`)), ...unavailable.columns.map((c, i) => alias(col(c), `${CURRENT}${i}`)))
+    .as(ROW);
+  return source
+    .as(SOURCE)
+    .join(current, and(...keys.map((k) => eqNullSafe(col(SOURCE, k), col(ROW, `${CURRENT}k_${k}`)))), 'left')
+    .withColumns(
+      unavailable.columns.map((c, i) => [c, fn('if', fn('array_contains', col(SOURCE, KEEP), lit(c)), col(ROW, `${CURRENT}${i}`), col(SOURCE, c))] as const),
+    )
+    .drop(...keys.map((k) => `${CURRENT}k_${k}`), ...unavailable.columns.map((_, i) => `${CURRENT}${i}`));
 }
 
 /**
@@ -782,6 +884,8 @@ function batchChecks(resolved: Query): Query {
       alias(fn('max', col(KEY_NULL_EXAMPLE)), 'null_example'),
       alias(fn('count_if', col(KEY_TIE)), 'ties'),
       alias(fn('max', col(KEY_TIE_EXAMPLE)), 'tie_example'),
+      alias(fn('count_if', col(KEY_UNLISTED)), 'unlisted'),
+      alias(fn('max', col(KEY_UNLISTED_EXAMPLE)), 'unlisted_example'),
     ],
   );
 }

@@ -72,7 +72,15 @@ function plan(ctx: JobContext, spec: DvHubSpec): JobPlan {
   const hk = spec.hub['hash-key'];
   const hubKey = spec.hub['business-key'];
   const load = loadDate(ctx);
-  const sources = spec.sources.map((s, i) => ({ spec: s, read: readSource(ctx, s, `sources[${i}]`) }));
+  const sources = spec.sources.map((s, i) => ({
+    spec: s,
+    read: readSource(
+      ctx,
+      s,
+      `sources[${i}]`,
+      (s['business-key'] ?? hubKey).map((column, j) => ({ path: s['business-key'] ? `sources[${i}].business-key[${j}]` : `hub.business-key[${j}]`, column })),
+    ),
+  }));
   const batches = sources.map(({ spec: s, read }) => {
     const sourceKey = s['business-key'] ?? hubKey;
     // One row per hash key: keys that differ only in case or surrounding spaces are one key.

@@ -57,7 +57,12 @@ function plan(ctx: JobContext, spec: DvLinkSpec): JobPlan {
   const { hubs, 'hash-algorithm': algorithm } = spec.link;
   const lhk = spec.link['hash-key'];
   const load = loadDate(ctx);
-  const read = readSource(ctx, spec.source, 'source');
+  const read = readSource(
+    ctx,
+    spec.source,
+    'source',
+    hubs.flatMap((h, i) => h['business-key'].map((column, j) => ({ path: `link.hubs[${i}].business-key[${j}]`, column }))),
+  );
   // A relationship needs every parent: a row missing one parent's whole key relates nothing.
   const incomplete = or(...hubs.map((h) => noKey(h['business-key'].map((k) => col(k)))));
   const rows = read.rows

@@ -70,7 +70,8 @@ function plan(ctx: JobContext, spec: DvSatelliteSpec): JobPlan {
   const hk = s['parent-hash-key'];
   const orderBy = s['order-by'] ?? [];
   const load = loadDate(ctx);
-  const read = readSource(ctx, spec.source, 'source');
+  const named = (key: 'business-key' | 'payload' | 'order-by') => (s[key] ?? []).map((column, j) => ({ path: `satellite.${key}[${j}]`, column }));
+  const read = readSource(ctx, spec.source, 'source', [...named('business-key'), ...named('payload'), ...named('order-by')]);
   const loadDateLit = lit({ timestamp: load.value });
   const ords = orderBy.map((_, i) => ord(i));
   const byOrder: SortOrder[] = ords.map((o) => ({ expr: col(o), descending: false, nullsFirst: true }));

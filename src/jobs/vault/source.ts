@@ -8,6 +8,7 @@ import type { JobContext, Step } from '../template.js';
 import { withId } from '../steps.js';
 import { BRONZE_FORMATS, bronzeRef, readBronze } from '../layers/bronze.js';
 import { silverRef } from '../layers/silver.js';
+import { type RequiredColumn, checkSourceColumns } from '../source-columns.js';
 
 /**
  * Where a raw vault template reads: a table of the tenant's bronze layer (what jdbc-snapshot-ingest
@@ -76,8 +77,12 @@ export interface VaultSource {
   readonly untrusted: string[];
 }
 
-/** Read one source; `path` is its config path (`source`, `sources[1]`), which errors name. */
-export function readSource(ctx: JobContext, s: SourceSpec, path: string): VaultSource {
+/**
+ * Read one source; `path` is its config path (`source`, `sources[1]`), which errors name. `required`
+ * are the source columns the config names (business keys, payload, order): a check of the source's
+ * columns, before anything is written, refuses a missing one at its path (78, "did you mean").
+ */
+export function readSource(ctx: JobContext, s: SourceSpec, path: string, required: readonly RequiredColumn[] = []): VaultSource {
   let rows: Query;
   let checks: Step[] = [];
   let label: string;
@@ -93,6 +98,19 @@ export function readSource(ctx: JobContext, s: SourceSpec, path: string): VaultS
     // Each source probes its own dates: ids must be unique within a plan.
     checks = read.checks.map((c) => withId(c, `${c.id}-${stepSuffix(path)}`));
   }
+  if (required.length)
+    checks.push(
+      checkSourceColumns({
+        id: `check-source-columns-${stepSuffix(path)}`,
+        source: rows,
+        sourceName: label,
+        configPath: `${path}.table`,
+        template: 'the raw vault',
+        // The vault's plans carry only the columns the config names: no source column is in their way.
+        reserved: { names: [], prefixes: [] },
+        required,
+      }),
+    );
   if (s.where) rows = rows.filter(configExpr(s.where));
   return { rows, checks, name: label, untrusted: s.where ? [`${path}.where`] : [] };
 }

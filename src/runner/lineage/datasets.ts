@@ -137,7 +137,8 @@ function tableDataset(named: readonly string[], naming: NamingContext, location?
   const table = parts.join('.');
   const ref: DatasetRef = { kind: 'table', table };
   const [catalog, ...rest] = parts;
-  const catalogNs = naming.catalogNamespaces[catalog ?? ''] ?? catalog ?? '';
+  const catalogNs =
+    (catalog !== undefined && Object.hasOwn(naming.catalogNamespaces, catalog) ? naming.catalogNamespaces[catalog] : undefined) ?? catalog ?? '';
   const byName: DatasetId = { namespace: catalogNs, name: rest.join('.') };
   const at = location ?? tenantLocation(parts, naming.tenant);
   const dataset: PlanDataset = at

@@ -53,7 +53,7 @@ export function jdbcDataset(url: string, table: string): DatasetId | undefined {
     const file = rest.replace(/^file:/, '').replace(/[?;].*$/, '');
     return file && file !== ':memory:' ? { namespace: `sqlite://${file.startsWith('/') ? '' : '/'}${file}`, name: table } : undefined;
   }
-  const known = JDBC_SCHEMES[protocol];
+  const known = Object.hasOwn(JDBC_SCHEMES, protocol) ? JDBC_SCHEMES[protocol] : undefined;
   if (protocol === 'oracle') rest = rest.replace(/^thin:@/, '');
   const m = /^\/\/(?:[^@/]*@)?([^/:;?]+)(?::(\d+))?([^;?]*)(.*)$/.exec(rest);
   if (!m) return undefined;

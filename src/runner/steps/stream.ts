@@ -30,6 +30,9 @@ export const stream: StepKindModule<StepOf<'stream'>> = {
         break;
       } catch (e) {
         if (attempt >= STREAM_ATTEMPTS || run.signal.aborted || run.errorClass(e) !== 'STREAM_FAILED') throw e;
+        // A bad value fails the same batch again: no second start. (The code, not instanceof
+        // SparkError: plan and validate load this module, and must not load gRPC.)
+        if ((e as { code?: unknown } | null)?.code === 'SOURCE_BAD_VALUE') throw e;
         run.logger.warn({ step: step.id, streamingQuery: query, err: e }, 'streaming query failed; restarting it once from its checkpoint');
       }
     }
@@ -76,6 +79,7 @@ function parseProgress(doc: string): StreamProgress {
     batchId?: number;
     numInputRows?: number;
     sources?: { description?: string; startOffset?: unknown; endOffset?: unknown; numInputRows?: number }[];
+    observedMetrics?: Record<string, unknown>;
   };
   const offsets = (o: unknown) => (typeof o === 'string' ? (JSON.parse(o) as unknown) : o);
   const sources = p.sources ?? [];
@@ -89,5 +93,21 @@ function parseProgress(doc: string): StreamProgress {
       ...(s.endOffset === undefined || s.endOffset === null ? {} : { endOffset: offsets(s.endOffset) }),
       numInputRows: Number(s.numInputRows ?? 0),
     })),
+    ...(p.observedMetrics && typeof p.observedMetrics === 'object' ? { observedMetrics: observedRows(p.observedMetrics) } : {}),
   };
+}
+
+/**
+ * Observed metrics by name, each as `{ column: value }`. Spark writes a row either so, or (Spark
+ * Connect's progress) as `{ values: [...], schema: { fields: [{ name }, ...] } }`.
+ */
+function observedRows(metrics: Record<string, unknown>): Record<string, Record<string, unknown>> {
+  const out: Record<string, Record<string, unknown>> = {};
+  for (const [name, row] of Object.entries(metrics)) {
+    const r = row as { values?: unknown[]; schema?: { fields?: { name?: string }[] } } | null;
+    if (r && Array.isArray(r.values) && Array.isArray(r.schema?.fields))
+      out[name] = Object.fromEntries(r.schema.fields.map((f, i) => [String(f.name), r.values![i]]));
+    else if (r && typeof r === 'object') out[name] = r as Record<string, unknown>;
+  }
+  return out;
 }

@@ -11,6 +11,7 @@ import {
   Expression_SortOrder_NullOrdering,
   Expression_SortOrder_SortDirection,
   ExpressionSchema,
+  Expression_Cast_EvalMode,
   MergeAction_ActionType,
 } from '../proto/gen/spark/connect/expressions_pb.js';
 import { Join_JoinType, type Relation, RelationSchema, Aggregate_GroupType } from '../proto/gen/spark/connect/relations_pb.js';
@@ -174,6 +175,8 @@ export function relation(rel: Rel, opts: CompileOptions): Relation {
       });
     case 'limit':
       return create(RelationSchema, { relType: { case: 'limit', value: { input: r(rel.input), limit: rel.n } } });
+    case 'observe':
+      return create(RelationSchema, { relType: { case: 'collectMetrics', value: { input: r(rel.input), name: rel.name, metrics: rel.metrics.map(e) } } });
     case 'alias':
       return create(RelationSchema, { relType: { case: 'subqueryAlias', value: { input: r(rel.input), alias: rel.name } } });
     case 'extension':
@@ -247,7 +250,12 @@ export function expression(x: Expr, opts: CompileOptions): Expression {
     case 'alias':
       return create(ExpressionSchema, { exprType: { case: 'alias', value: { expr: e(x.expr), name: [x.name] } } });
     case 'cast':
-      return create(ExpressionSchema, { exprType: { case: 'cast', value: { expr: e(x.expr), castToType: { case: 'typeStr', value: x.type } } } });
+      return create(ExpressionSchema, {
+        exprType: {
+          case: 'cast',
+          value: { expr: e(x.expr), castToType: { case: 'typeStr', value: x.type }, ...(x.try ? { evalMode: Expression_Cast_EvalMode.TRY } : {}) },
+        },
+      });
     case 'star':
       return create(ExpressionSchema, {
         exprType: { case: 'unresolvedStar', value: x.qualifier === undefined ? {} : { unparsedTarget: `${quoteIdentifier(x.qualifier)}.*` } },

@@ -28,7 +28,8 @@ export type Expr =
   | { readonly kind: 'lit'; readonly value: LiteralValue }
   | { readonly kind: 'fn'; readonly name: string; readonly args: readonly Expr[]; readonly distinct?: boolean }
   | { readonly kind: 'alias'; readonly expr: Expr; readonly name: string }
-  | { readonly kind: 'cast'; readonly expr: Expr; readonly type: string }
+  /** `try`: a value that does not convert becomes NULL (TRY_CAST) instead of failing the query. */
+  | { readonly kind: 'cast'; readonly expr: Expr; readonly type: string; readonly try?: boolean }
   | { readonly kind: 'star'; readonly qualifier?: string }
   | { readonly kind: 'window'; readonly fn: Expr; readonly partitionBy: readonly Expr[]; readonly orderBy: readonly SortOrder[] };
 
@@ -46,6 +47,7 @@ export const lit = (value: LiteralValue): Expr => freeze({ kind: 'lit', value })
 export const fn = (name: string, ...args: Expr[]): Expr => freeze({ kind: 'fn', name, args: freeze(args) });
 export const alias = (expr: Expr, name: string): Expr => freeze({ kind: 'alias', expr, name });
 export const cast = (expr: Expr, type: string): Expr => freeze({ kind: 'cast', expr, type });
+export const tryCast = (expr: Expr, type: string): Expr => freeze({ kind: 'cast', expr, type, try: true });
 export const star = (qualifier?: string): Expr => freeze(qualifier === undefined ? { kind: 'star' } : { kind: 'star', qualifier });
 export const asc = (expr: Expr): SortOrder => freeze({ expr, descending: false, nullsFirst: true });
 export const desc = (expr: Expr): SortOrder => freeze({ expr, descending: true, nullsFirst: false });

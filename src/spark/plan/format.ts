@@ -75,6 +75,8 @@ function relTree(rel: Rel): Tree {
       return { line: `Sort [${rel.orders.map(sortOrder).join(', ')}]`, children: [relTree(rel.input)] };
     case 'limit':
       return { line: `Limit ${rel.n}`, children: [relTree(rel.input)] };
+    case 'observe':
+      return { line: `Observe ${ident(rel.name)} [${rel.metrics.map(formatExpr).join(', ')}]`, children: [relTree(rel.input)] };
     case 'alias':
       return { line: `SubqueryAlias ${ident(rel.name)}`, children: [relTree(rel.input)] };
     case 'extension':
@@ -176,7 +178,7 @@ export function formatExpr(e: Expr): string {
     case 'alias':
       return `${formatExpr(e.expr)} AS ${ident(e.name)}`;
     case 'cast':
-      return `CAST(${formatExpr(e.expr)} AS ${e.type.toUpperCase()})`;
+      return `${e.try ? 'TRY_CAST' : 'CAST'}(${formatExpr(e.expr)} AS ${e.type.toUpperCase()})`;
     case 'window': {
       const spec = [
         e.partitionBy.length ? `PARTITION BY ${e.partitionBy.map(formatExpr).join(', ')}` : '',

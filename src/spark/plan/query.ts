@@ -96,6 +96,11 @@ export class Query {
     return Query.of({ kind: 'sort', input: this.rel, orders: Object.freeze(orders) });
   }
 
+  /** The same rows, with aggregates the server reports per micro-batch (or per query) under `name`. */
+  observe(name: string, ...metrics: Expr[]): Query {
+    return Query.of({ kind: 'observe', input: this.rel, name, metrics: Object.freeze(metrics) });
+  }
+
   limit(n: number): Query {
     return Query.of({ kind: 'limit', input: this.rel, n });
   }

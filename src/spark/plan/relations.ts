@@ -32,6 +32,11 @@ export type Rel =
   | { readonly kind: 'sort'; readonly input: Rel; readonly orders: readonly SortOrder[] }
   | { readonly kind: 'limit'; readonly input: Rel; readonly n: number }
   | { readonly kind: 'alias'; readonly input: Rel; readonly name: string }
+  /**
+   * The rows unchanged, with named aggregates over them that the server reports beside the result
+   * (a streaming query: in each micro-batch's progress, `observedMetrics.<name>`).
+   */
+  | { readonly kind: 'observe'; readonly input: Rel; readonly name: string; readonly metrics: readonly Expr[] }
   | ({ readonly kind: 'extension' } & Extension)
   /**
    * Rows an earlier `materialize` step of the same run computed and the server keeps (a local

@@ -56,10 +56,10 @@ export function tenantPolicyError(e: unknown, opts: { position?: PositionMapper 
  * Undefined: the position stays as sent.
  */
 export type PositionMapper = (sent: {
-  configPath: string;
-  line: number;
-  column: number;
-  offset?: number;
+  readonly configPath: string;
+  readonly line: number;
+  readonly column: number;
+  readonly offset?: number;
 }) => { configPath: string; line: number; column: number } | undefined;
 
 function describeAnalysis(errorClass: string): string {

@@ -19,6 +19,9 @@ import {
   useClusterRemote,
 } from '../../support/stack.js';
 import { writeFileAt } from '../../support/storage.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark-install', 'iceberg-rest', 'object-store', 'py-tools');
 
 /**
  * The medallion chain in the seeds' shape: every table on the object store (S3A on

@@ -1,5 +1,5 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -7,31 +7,20 @@ import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { type OrderEvent, QUICKSTART_ORDERS, writeOrderEvents } from '../../support/shop-source.js';
 import { connect, lakeHome, readIcebergWithPyIceberg, remote, repoRoot } from '../../support/stack.js';
 import { testCommand } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'py-tools', 'examples-py');
 
 /**
  * The orchestrator examples against the real libraries, without a server or cluster: Airflow and
  * its cncf-kubernetes provider import the DAG; kubernetes-validate checks the manifests against the
  * Kubernetes OpenAPI schemas. Pinned in configs/examples/airflow/requirements-check.txt, installed
- * once into .cache/examples-py (about 90 s from PyPI; a marker with the pins makes reruns instant).
+ * into a venv of their own by `scripts/py-tools install-examples` (the need 'examples-py').
  * Then the DAG runs for real on the local stack: its pods as Airflow renders them, the local CLI in
  * place of the image's entrypoint.
  */
 const cache = process.env.LAKEHOUSE_CACHE ?? join(repoRoot, '.cache');
-const venv = join(cache, 'examples-py', 'venv');
-const python = join(venv, 'bin', 'python');
-const requirements = join(repoRoot, 'configs/examples/airflow/requirements-check.txt');
-const marker = join(venv, '.lakehouse-installed');
-
-beforeAll(() => {
-  const pins = readFileSync(requirements, 'utf8');
-  if (existsSync(python) && existsSync(marker) && readFileSync(marker, 'utf8') === pins) return;
-  mkdirSync(join(cache, 'examples-py'), { recursive: true });
-  const t0 = Date.now();
-  if (!existsSync(python)) execFileSync('python3', ['-m', 'venv', venv], { stdio: 'inherit' });
-  execFileSync(python, ['-m', 'pip', 'install', '--quiet', '--disable-pip-version-check', '-r', requirements], { stdio: 'inherit', timeout: 900_000 });
-  writeFileSync(marker, pins);
-  console.log(`examples venv installed in ${((Date.now() - t0) / 1000).toFixed(0)} s`);
-}, 1_000_000);
+const python = join(cache, 'examples-py', 'venv', 'bin', 'python');
 
 function run(script: string, flag: string) {
   return execFileSync(python, [join(repoRoot, script), flag], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] });
@@ -65,7 +54,7 @@ interface RenderedTask {
  * token the local server does not check) and its ConfigMap (the files it is created from).
  */
 const token = 'airflow-dag-test-token-5f1c';
-const secrets: Record<string, Record<string, string>> = { 'lakehouse-spark-connect': { SPARK_REMOTE: `${remote()}/;token=${token};use_ssl=False` } };
+const secrets = (): Record<string, Record<string, string>> => ({ 'lakehouse-spark-connect': { SPARK_REMOTE: `${remote()}/;token=${token};use_ssl=False` } });
 const configMaps: Record<string, string> = { 'lakehouse-acme-jobs': join(repoRoot, 'configs/examples/airflow/conf') };
 
 function renderDag(logicalDate: string, runId: string): { dag_id: string; tasks: RenderedTask[] } {
@@ -84,7 +73,7 @@ function runPod(task: RenderedTask): Promise<{ code: number | null; stdout: stri
     return a;
   });
   const env: Record<string, string> = {};
-  for (const [name, v] of Object.entries(task.env)) env[name] = 'value' in v ? v.value : secrets[v.secret]![v.key]!;
+  for (const [name, v] of Object.entries(task.env)) env[name] = 'value' in v ? v.value : secrets()[v.secret]![v.key]!;
   const xcomDir = mkdtempSync(join(tmpdir(), 'lakehouse-xcom-'));
   const podEnv = {
     PATH: process.env.PATH!,

@@ -2,10 +2,13 @@ import { execFileSync, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
-import { createTopic, produce, recordKey } from '../../support/kafka.js';
+import { createTopic, debeziumDecimal, produce, recordKey } from '../../support/kafka.js';
 import { QUICKSTART_ORDERS, writeOrderEvents } from '../../support/shop-source.js';
 import { connect, lakeHome, readDeltaWithDeltaRs, readIcebergWithPyIceberg, repoRoot } from '../../support/stack.js';
 import { testQuery, testCommand } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'kafka', 'py-tools');
 
 /**
  * Every job example in configs/examples/ runs as its comment says: `scripts/lakehouse-jobs` with
@@ -254,7 +257,7 @@ describe('configs/examples, run as their comments say', () => {
     createTopic(topic, 1);
     const base = Date.now();
     const event = (id: number, op: 'c' | 'u', status: string, ts: number) => {
-      const row = { id, customer: `c${id}`, status, amount: 12.5 };
+      const row = { id, customer: `c${id}`, status, amount: debeziumDecimal('12.50', 2) }; // Debezium's default (precise) encoding
       return { key: JSON.stringify({ id }), value: { before: op === 'c' ? null : row, after: row, op, ts_ms: ts, source: { ts_ms: ts } } };
     };
     const produced = produce(topic, [event(base, 'c', 'NEW', base), event(base, 'u', 'PAID', base + 1), event(base + 1, 'c', 'NEW', base + 2)]);

@@ -6,6 +6,9 @@ import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, runCli } from '../../support/stack.js';
 import { testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark');
 
 /**
  * The seed project's v1 configs, unchanged, on the embedded default (no --env): the platform

@@ -7,6 +7,9 @@ import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, readIcebergWithPyIceberg, remote, repoRoot } from '../../support/stack.js';
 import { testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'container', 'py-tools');
 
 /**
  * The real container image, built with podman from a base made of Debian packages

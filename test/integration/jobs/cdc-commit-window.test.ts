@@ -7,6 +7,9 @@ import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
 import { pausePoint, runInProcess } from '../../support/in-process.js';
 import { testQuery, testCommand } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'py-tools');
 
 /**
  * cdc-silver-merge looks a second time for resurrected rows (find-resurrected) only when it has to:

@@ -9,6 +9,9 @@ import { tempFiles } from '../../support/files.js';
 import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, releaseSession, runSession, useClient } from '../../support/stack.js';
 import { mulberry32, shuffledIndices } from '../../support/random.js';
 import { testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'py-tools');
 
 /**
  * The merge's contract as a property: random CDC histories (inserts, updates, deletes, exact

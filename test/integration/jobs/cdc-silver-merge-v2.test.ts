@@ -5,6 +5,9 @@ import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, deltaLastCommit, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
 import { testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'iceberg-rest', 'py-tools');
 
 /**
  * cdc-silver-merge v2 through the CLI: a two-column sequence, delete-when, excluded columns, schema

@@ -4,6 +4,9 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tempFiles } from '../../support/files.js';
 import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'py-tools');
 
 /**
  * The medallion chain in every format the templates offer: jdbc-snapshot-ingest v2 writes bronze
@@ -73,18 +76,25 @@ async function ingestAll(date: string): Promise<void> {
   }
 }
 
-async function mergeAll(date: string) {
+async function mergeAll(date: string, which = combos) {
   const results = [];
   // Two at a time: the machine's cores are shared.
-  for (let i = 0; i < combos.length; i += 2) {
+  for (let i = 0; i < which.length; i += 2) {
     results.push(
       ...(await Promise.all(
-        combos.slice(i, i + 2).map(async (c) => ({ c, r: await run(`merge-${c.bronze}-${c.silver}.conf`, [`source.snapshot-date=${date}`]) })),
+        which.slice(i, i + 2).map(async (c) => ({ c, r: await run(`merge-${c.bronze}-${c.silver}.conf`, [`source.snapshot-date=${date}`]) })),
       )),
     );
   }
   return results;
 }
+
+/**
+ * Whether a rerun commits is silver's matter (its measure and guards), not bronze's: the day-two
+ * run of every combination already read each bronze format. So the rerun goes once per silver
+ * format, from two different bronze formats.
+ */
+const rerunCombos = combos.filter((c) => (c.bronze === 'parquet' && c.silver === 'iceberg') || (c.bronze === 'delta' && c.silver === 'delta'));
 
 beforeAll(() => {
   dir = tempFiles({
@@ -134,7 +144,8 @@ describe('the chain: every bronze format into every silver format', () => {
         { id: 3, ts: 1, name: 'three' },
       ]);
     }
-    for (const { c, r } of await mergeAll(DAY2)) {
+    expect(rerunCombos.map((c) => c.silver).sort()).toEqual(['delta', 'iceberg']);
+    for (const { c, r } of await mergeAll(DAY2, rerunCombos)) {
       expect(r.code, `${c.bronze} → ${c.silver}: ${r.stderr}`).toBe(0);
       expect(r.status.outputs[0], `${c.bronze} → ${c.silver}`).toMatchObject({ committed: false, metrics: { inserted: 0, updated: 0, deleted: 0, late: 3 } });
     }

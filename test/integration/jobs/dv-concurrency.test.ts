@@ -7,6 +7,9 @@ import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg } from '../../support/stack.js';
 import { type Outcome, pausePoint, runInProcess } from '../../support/in-process.js';
 import { testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'py-tools');
 
 /**
  * Two dv-hub loads of the same batch into one hub, interleaved deterministically with the

@@ -12,6 +12,9 @@ import { executePlan } from '../../../src/runner/executor.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, lakeHome, readIcebergWithPyIceberg, repoRoot, runJob, releaseSession, runSession } from '../../support/stack.js';
 import { testQuery, testCommand } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'py-tools');
 
 /**
  * iceberg-zero-copy-append through the real CLI on the local stack (whose server runs the

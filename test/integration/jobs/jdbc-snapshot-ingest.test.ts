@@ -7,6 +7,9 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { tempFiles } from '../../support/files.js';
 import { type Postgres, startPostgres } from '../../support/postgres.js';
 import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, repoRoot, runCli } from '../../support/stack.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'iceberg-rest', 'postgres', 'py-tools');
 
 /**
  * jdbc-snapshot-ingest end to end through the real CLI on the real local Spark Connect server:

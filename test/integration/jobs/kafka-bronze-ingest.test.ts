@@ -1,10 +1,13 @@
 import { execFileSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tempFiles } from '../../support/files.js';
-import { type RecordId, createTopic, deleteRecords, kafkaBootstrap, produce, recordKey } from '../../support/kafka.js';
+import { type RecordId, createTopic, debeziumDecimal, deleteRecords, kafkaBootstrap, produce, recordKey } from '../../support/kafka.js';
 import { freshTenant, objectsUnder, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, repoRoot, spawnCli, runJob } from '../../support/stack.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'kafka', 'object-store', 'py-tools');
 
 /**
  * kafka-bronze-ingest against the real local broker (scripts/kafka) and Spark Connect: records
@@ -50,7 +53,8 @@ const keys = (ids: readonly RecordId[]) => ids.map(recordKey).sort();
 const landed = (rows: Record<string, unknown>[]) => rows.map(recordKey).sort();
 
 function debezium(id: number, op: 'c' | 'u' | 'd', status: string, ts: number, wrapped = false) {
-  const row = { id, customer: `c${id}`, status, amount: 10.5 + id };
+  // The amount as Debezium sends a decimal by default (precise: base64 of the unscaled bytes).
+  const row = { id, customer: `c${id}`, status, amount: debeziumDecimal((10.5 + id).toFixed(2), 2) };
   const event = { before: op === 'c' ? null : row, after: op === 'd' ? null : row, op, ts_ms: ts, source: { ts_ms: ts } };
   return { key: JSON.stringify({ id }), partition: id % 2, value: wrapped ? { schema: {}, payload: event } : event };
 }
@@ -312,7 +316,9 @@ describe('kafka-bronze-ingest: a topic-pattern cannot hold the server', () => {
       const produced = produce(topic, [{ key: 'k', value: 'v' }]);
       const started = Date.now();
       const none = await run(job(`topic-pattern = "${tenant.id}.${'*a'.repeat(30)}*Z"`, 'table = "many_stars", format = delta, catalog = "spark_catalog"'));
-      expect(none.code, none.stderr).toBe(99);
+      // Matching no topic is the missing input it is (66), found before anything is created.
+      expect(none.code, none.stderr).toBe(66);
+      expect(existsSync(`${tenant.root.replace(/^file:\/\//, '')}/bronze/many_stars`)).toBe(false);
       const some = await run(job(`topic-pattern = "${tenant.id}.${'*a'.repeat(30)}*"`, 'table = "many_stars", format = delta, catalog = "spark_catalog"'));
       expect(some.code, some.stderr).toBe(0);
       expect(landed(readDeltaWithDeltaRs(`${tenant.root}/bronze/many_stars`))).toEqual(keys(produced));
@@ -323,6 +329,29 @@ describe('kafka-bronze-ingest: a topic-pattern cannot hold the server', () => {
 });
 
 describe('kafka-bronze-ingest refusals on a live stack', () => {
+  it('a listed topic the cluster does not have: 66 naming it at its path, before any namespace, table or checkpoint exists', async () => {
+    const present = `${tenant.id}.present`;
+    createTopic(present, 1);
+    const missing = `${tenant.id}.no_such_topic`;
+    const r = await run(job(`topics = ["${present}", "${missing}"]`, 'table = "missing_topic", format = iceberg, catalog = "lake"'));
+    expect(r.code, r.stderr).toBe(66);
+    expect(r.status.error.message).toBe(`source.topics[1]: topic "${missing}" does not exist on Kafka cluster "local"; nothing was created`);
+    expect(r.status.failedStep).toBe('check-topic-1');
+    expect(r.status.completedSteps).toEqual(['check-topic-0']);
+    const root = tenant.root.replace(/^file:\/\//, '');
+    expect(existsSync(`${root}/_checkpoints/missing_topic`)).toBe(false);
+    expect(existsSync(`${root}/bronze/missing_topic`)).toBe(false);
+    expect(() => readIcebergWithPyIceberg(`${tenant.id}_bronze`, 'missing_topic')).toThrow();
+  });
+
+  it('a topic pattern matching no topic: 66 at source.topic-pattern, nothing created', async () => {
+    const r = await run(job(`topic-pattern = "${tenant.id}.nothing.*"`, 'table = "no_match", format = delta, catalog = "spark_catalog"'));
+    expect(r.code, r.stderr).toBe(66);
+    expect(r.status.error.message).toContain(`source.topic-pattern: "${tenant.id}.nothing.*" matches no topic that holds a record`);
+    expect(r.status.completedSteps).toEqual([]);
+    expect(existsSync(`${tenant.root.replace(/^file:\/\//, '')}/bronze/no_match`)).toBe(false);
+  });
+
   it('a topic of another tenant: 78 at its path, nothing sent to Spark, no table created', async () => {
     const r = await run(job('topics = ["globex.orders"]', 'table = "refused", format = iceberg, catalog = "lake"'));
     expect(r.code).toBe(78);

@@ -10,6 +10,9 @@ import { tempFiles } from '../../support/files.js';
 import { type Storage, connect, freshTenant, remote, runCli, runJob } from '../../support/stack.js';
 import { filesUnder, makeFolder, writeFileAt } from '../../support/storage.js';
 import { testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'object-store', 'py-tools');
 
 /**
  * Literal paths on the real server: bronze is read by the exact partitions selected, so a corrupt

@@ -4,6 +4,9 @@ import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { freshTenant, useClient } from '../../support/stack.js';
 import { load, readDimension, silverTable } from './scd2-support.js';
 import { testCommand } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'py-tools');
 
 /**
  * scd2-dim-load on the real server: v1 on Iceberg (versions, an unchanged reload, a late

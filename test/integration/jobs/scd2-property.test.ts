@@ -3,6 +3,9 @@ import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { freshTenant, useClient } from '../../support/stack.js';
 import { type Format, catalogOf, load, readDimension, silverTable } from './scd2-support.js';
 import { mulberry32, shuffledIndices } from '../../support/random.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'py-tools');
 
 /**
  * scd2-dim-load's history as a property: random change feeds (upserts with few distinct states, so

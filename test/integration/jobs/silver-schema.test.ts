@@ -6,6 +6,9 @@ import { BRONZE_STAMPS } from '../../../src/jobs/layers/bronze.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, icebergSnapshotSummary, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
 import { testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'py-tools');
 
 /**
  * Silver's schema is fixed when it is created: a batch whose column changed type (bronze `amount`

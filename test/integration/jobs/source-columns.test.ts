@@ -6,6 +6,9 @@ import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { freshTenant, readIcebergWithPyIceberg, useClient } from '../../support/stack.js';
 import { load, readDimension, silverTable } from './scd2-support.js';
 import { testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'py-tools');
 
 /**
  * Source data whose column names are a template's own: the data is not trusted for shape, and a
@@ -177,6 +180,62 @@ target    { table = "sat_order", catalog = "lake", format = iceberg }`;
       expect(r.code).toBe(78);
       expect(r.message).toContain(`satellite.payload[1]: "${column}" is a column the template writes or uses itself`);
       expect(existsSync(fileURLToPath(`${tenant.root}/silver`))).toBe(false);
+    },
+    TIMEOUT,
+  );
+});
+
+describe('a column the config names that the source lacks: 78 at its path, "did you mean" from the source, nothing written', () => {
+  // Before: a CDC key column missing from bronze was a 65 whose message was a 3 KB analyser dump
+  // naming the plan's internal columns, blamed on no config path.
+  it(
+    'cdc-silver-merge: a misspelt key and sequence column',
+    async () => {
+      const tenant = freshTenant();
+      await client.execute(
+        compileCommandPlan(
+          testQuery(
+            `SELECT *, 'x' AS _lake_tenant, 'it' AS _lake_source, current_timestamp() AS _lake_ingested_at, DATE'2026-08-01' AS _snapshot_date FROM VALUES (1, 1, 'c') AS t(order_id, seq, op)`,
+          ).writeFiles(`${tenant.root}/bronze/orders_cdc`, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }),
+          { reveal: true },
+        ),
+      );
+      const r = await load(
+        client,
+        tenant,
+        `
+job    { template = "cdc-silver-merge", schema-version = 2 }
+tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
+source { table = "orders_cdc" }
+cdc    { primary-key = ["orderid"], sequence-by = ["sequence"], op-column = "op" }
+target { table = "orders" }`,
+      );
+      expect(r.code).toBe(78);
+      expect(r.message).toBe(
+        `cdc.primary-key[0]: column "orderid" is not a column of ${tenant.root}/bronze/orders_cdc; did you mean "order_id"?; cdc.sequence-by: column "sequence" is not a column of ${tenant.root}/bronze/orders_cdc`,
+      );
+      expect(existsSync(fileURLToPath(`${tenant.root}/silver`))).toBe(false);
+    },
+    TIMEOUT,
+  );
+
+  it(
+    'gold-publish: a grain column the result lacks',
+    async () => {
+      const tenant = freshTenant();
+      await silverTable(client, tenant, 'iceberg', 'items', `SELECT * FROM VALUES (1, 5) AS t(item_id, v)`);
+      const r = await load(
+        client,
+        tenant,
+        `
+job       { template = "gold-publish", schema-version = 1 }
+tenant    { id = "${tenant.id}", storage-root = "${tenant.root}" }
+transform { sql = "SELECT item_id, v FROM silver.items" }
+target    { table = "items", catalog = "lake", grain = ["itemid"], mode = merge }`,
+      );
+      expect(r.code).toBe(78);
+      expect(r.message).toBe(`target.grain[0]: column "itemid" is not a column of the transform's result; did you mean "item_id"?`);
+      expect(goldWritten(tenant)).toBe(false);
     },
     TIMEOUT,
   );

@@ -25,6 +25,9 @@ import {
 } from '../../support/stack.js';
 import { fileExists, filesUnder, writeFileAt } from '../../support/storage.js';
 import { testQuery, testCommand } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'object-store', 'py-tools');
 
 /**
  * table-maintenance on the local stack: many small files compacted (Iceberg and Delta), snapshots

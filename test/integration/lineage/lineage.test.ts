@@ -7,6 +7,9 @@ import { tempFiles } from '../../support/files.js';
 import { createTopic, kafkaBootstrap, produce } from '../../support/kafka.js';
 import { openLineageProblems } from '../../support/openlineage.js';
 import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, runCli } from '../../support/stack.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'kafka', 'py-tools');
 
 /**
  * OpenLineage events of real runs on the local Spark Connect server: jdbc-snapshot-ingest from a

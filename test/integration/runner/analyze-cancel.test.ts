@@ -6,6 +6,9 @@ import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { connect } from '../spark/support.js';
 import { freshTenant } from '../../support/stack.js';
 import { testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark');
 
 /**
  * The run's signal ends an AnalyzePlan in progress on the real server at once (the run's SIGTERM

@@ -2,6 +2,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { tempFiles } from '../../support/files.js';
 import { icebergRestUri, remote, runCli } from '../../support/stack.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'iceberg-rest');
 
 /**
  * `ping` reaches the platform's REST catalogs: the stack's real Iceberg REST catalog

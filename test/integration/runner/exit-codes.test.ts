@@ -9,6 +9,9 @@ import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, remote, repoRoot, runCli, runJob } from '../../support/stack.js';
 import { testQuery, testCommand } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'object-store', 'py-tools');
 
 /**
  * Failures from the real server get their documented exit codes: bad source files 65 (naming the

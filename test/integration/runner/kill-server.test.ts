@@ -12,18 +12,21 @@ import { Query } from '../../../src/spark/plan/query.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { connect } from '../spark/support.js';
 import { tempFiles } from '../../support/files.js';
-import { freshTenant, readIcebergWithPyIceberg, remote, repoRoot, spawnCli } from '../../support/stack.js';
+import { freshTenant, readIcebergWithPyIceberg, repoRoot, spawnCli } from '../../support/stack.js';
 import { testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark-install', 'py-tools');
 
 /**
  * `kill -9` of the Spark Connect server in the middle of a cdc-silver-merge run, on a server of its
- * own (the shared one's port + 1): the run ends within its retry budget as unreachable (69,
+ * own (the group's Spark port + 1): the run ends within its retry budget as unreachable (69,
  * retryable), and its status says which steps had committed before the server died. That server is
  * set up as a shared server should be (spark.lakehouse.policy.requireBinding=true): a plan of a
  * session nobody bound to a tenant is refused, the runner's runs (bound) are not.
  */
 const script = join(repoRoot, 'scripts/spark-connect');
-const PORT = String(Number(/:(\d+)/.exec(remote())?.[1] ?? '15002') + 1);
+const PORT = String(Number(process.env.SPARK_CONNECT_PORT ?? '15002') + 1);
 const address = `sc://127.0.0.1:${PORT}`;
 const BUDGET_S = 15;
 let client: SparkConnectClient;

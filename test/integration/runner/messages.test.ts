@@ -6,6 +6,9 @@ import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, remote, runCli } from '../../support/stack.js';
 import { testQuery, testCommand } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark');
 
 /** Messages a person acts on, from the real server: the config path, not Spark's plan text. */
 let client: SparkConnectClient;

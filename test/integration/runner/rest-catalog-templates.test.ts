@@ -8,6 +8,9 @@ import { tempFiles } from '../../support/files.js';
 import { type RecordId, createTopic, kafkaBootstrap, produce, recordKey } from '../../support/kafka.js';
 import { connect, freshTenant, readDeltaWithDeltaRs, icebergRestUri, icebergSnapshotSummary, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
 import { testQuery, testCommand } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark', 'iceberg-rest', 'kafka', 'py-tools');
 
 /**
  * Every template that writes or maintains Iceberg tables, run through the CLI against the stack's

@@ -2,6 +2,9 @@ import { describe, expect, it } from 'vitest';
 import { join } from 'node:path';
 import { tempFiles } from '../../support/files.js';
 import { freshTenant, remote, runCli } from '../../support/stack.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark');
 
 /** A token in SPARK_REMOTE (Airflow's form) is used but never printed: not in logs, status or errors. */
 describe('secrets', () => {

@@ -6,6 +6,9 @@ import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, remote, spawnCli } from '../../support/stack.js';
 import { testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark');
 
 /**
  * SIGTERM/SIGINT during a long Spark operation: the run interrupts its operations on the server (by

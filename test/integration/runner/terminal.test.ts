@@ -7,6 +7,9 @@ import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { tempFiles } from '../../support/files.js';
 import { freshTenant, remote, repoRoot, runCli, useClient } from '../../support/stack.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark');
 
 /**
  * A run as a person sees it: the CLI under a pseudo-terminal (util-linux `script`), against the

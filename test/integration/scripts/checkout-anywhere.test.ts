@@ -9,6 +9,9 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { repoRoot } from '../../support/stack.js';
+import { needs } from '../../support/needs.js';
+
+needs('py-tools');
 
 const asRoot = process.getuid?.() === 0;
 const scratch = mkdtempSync(join(tmpdir(), 'lakehouse-checkout-'));
@@ -184,7 +187,7 @@ describe('scripts from a private folder whose path has a space', () => {
   });
 
   it('scripts/py-tools runs its venv from a cache whose path has a space', () => {
-    // The installed venv of the caller's cache (scripts/test installs it), seen through a cache folder with a space.
+    // The installed venv of the caller's cache (this file's need py-tools), seen through a cache folder with a space.
     const realCache = process.env.LAKEHOUSE_CACHE ?? join(repoRoot, '.cache');
     const cache = join(scratch, 'py cache');
     mkdirSync(cache);

@@ -9,6 +9,9 @@ import { tenantPolicyError, wrapTenantLogic } from '../../../src/spark/policy/in
 import { tempFiles } from '../../support/files.js';
 import { freshTenant, releaseSession, remote, runCli, runJob, runSession, useClient } from '../../support/stack.js';
 import { testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark');
 
 /**
  * What one tenant's logic can make the shared server allocate is bounded. Values and generated rows

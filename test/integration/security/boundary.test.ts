@@ -20,6 +20,9 @@ import { tenantPolicyError, wrapTenantLogic } from '../../../src/spark/policy/in
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, releaseSession, repoRoot, runJob, runSession, useClient } from '../../support/stack.js';
 import { testCommand, testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark');
 
 /**
  * The binding and the tenant boundary on the live server. A session is bound to one tenant, once;

@@ -12,6 +12,9 @@ import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan
 import { tenantPolicyError, wrapTenantLogic } from '../../../src/spark/policy/index.js';
 import { freshTenant, lakeHome, releaseSession, repoRoot, runSession, useClient } from '../../support/stack.js';
 import { testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark');
 
 /**
  * The server's judge of tenant logic (spark-plugins/, TenantLogicPlugin) on the live server, with

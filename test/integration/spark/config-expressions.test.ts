@@ -11,6 +11,9 @@ import { readLikePattern } from '../../../src/core/expression/like.js';
 import { mulberry32 } from '../../support/random.js';
 import { connect } from './support.js';
 import { testQuery } from '../../support/sql.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark');
 
 /**
  * Config expressions, validated and compiled by us, evaluated by the real server on one in-plan

@@ -5,6 +5,9 @@ import { ExitCode } from '../../../src/core/errors.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { SparkError } from '../../../src/spark/errors.js';
 import { connect, sql } from './support.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark');
 
 let client: SparkConnectClient;
 beforeAll(() => {

@@ -5,6 +5,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CancelledError, ExitCode } from '../../../src/core/errors.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { NEVER_ENDING, connect, sleep, sql } from './support.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark');
 
 let client: SparkConnectClient;
 beforeAll(() => {

@@ -3,6 +3,9 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { rows } from '../../../src/spark/arrow.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { connect, sql } from './support.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark');
 
 let client: SparkConnectClient;
 beforeAll(async () => {

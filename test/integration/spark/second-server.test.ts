@@ -13,6 +13,9 @@ import { ExitCode } from '../../../src/core/errors.js';
 import { rows } from '../../../src/spark/arrow.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { connect, literal, sleep, sql } from './support.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark-install');
 
 const script = fileURLToPath(new URL('../../../scripts/spark-connect', import.meta.url));
 const PORT = '15013';

@@ -2,10 +2,14 @@
 import { create, type MessageInitShape } from '@bufbuild/protobuf';
 import { SparkConnectClient, type ConnectOptions } from '../../../src/spark/client.js';
 import { parseConnectionString } from '../../../src/spark/connection.js';
+import { requireNeed } from '../../support/needs.js';
 import { PlanSchema, type Plan } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
 import type { ExpressionSchema } from '../../../src/spark/proto/gen/spark/connect/expressions_pb.js';
 
-export const remote = (): string => process.env.SPARK_REMOTE ?? 'sc://127.0.0.1:15002';
+export const remote = (): string => {
+  requireNeed('the shared Spark Connect server', 'spark', 'spark-cluster');
+  return process.env.SPARK_REMOTE ?? 'sc://127.0.0.1:15002';
+};
 
 export function connect(opts: ConnectOptions = {}, address = remote()): SparkConnectClient {
   return SparkConnectClient.connect(parseConnectionString(address), opts);

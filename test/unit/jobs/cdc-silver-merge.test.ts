@@ -194,12 +194,29 @@ target { table = "orders; DROP TABLE x" }
     expect(check.untrusted).toBeUndefined();
     const columns = (...names: string[]) => names.map((name) => ({ name, type: 'string' }));
     expect(check.interpret(columns('id', 'ts', 'op', '__deleted', '_lake_note', '_lake_tenant'))).toEqual({});
-    const e = check.interpret(columns('id', '__LAKE_delete', '__lake_rn')).fail as DataError;
+    const e = check.interpret(columns('id', 'ts', 'op', '__LAKE_delete', '__lake_rn')).fail as DataError;
     expect(e).toBeInstanceOf(DataError);
     expect(e.report()).toMatchObject({ code: 'SOURCE_COLUMN_RESERVED', path: 'source.table' });
     expect(e.message).toContain(
       'source.table: file:///lake/acme/bronze/orders_cdc has column(s) "__LAKE_delete", "__lake_rn" named like cdc-silver-merge\'s own',
     );
+  });
+
+  it('refuses a key, sequence or op column bronze does not have: 78 at its path, "did you mean" from bronze\'s own columns, before anything is written', async () => {
+    const job = await load(valid, { platform });
+    const check = job.plan.steps.find((s) => s.id === 'check-source-columns') as Extract<Step, { kind: 'checkColumns' }>;
+    expect(job.plan.steps.findIndex((s) => s.id === 'check-source-columns')).toBeLessThan(job.plan.steps.findIndex((s) => s.id === 'create-namespace'));
+    const columns = (...names: string[]) => names.map((name) => ({ name, type: 'string' }));
+    // Spark resolves names case-insensitively: ID is id.
+    expect(check.interpret(columns('ID', 'Ts', 'OP', 'v'))).toEqual({});
+    const e = check.interpret(columns('order_id', 'tss', 'v', '_lake_tenant')).fail as ConfigError;
+    expect(e).toBeInstanceOf(ConfigError);
+    expect(e.exitCode).toBe(78);
+    expect(e.issues).toEqual([
+      { path: 'cdc.primary-key[0]', message: 'column "id" is not a column of file:///lake/acme/bronze/orders_cdc' },
+      { path: 'cdc.sequence-by', message: 'column "ts" is not a column of file:///lake/acme/bronze/orders_cdc; did you mean "tss"?' },
+      { path: 'cdc.op-column', message: 'column "op" is not a column of file:///lake/acme/bronze/orders_cdc' },
+    ]);
   });
 });
 

@@ -7,7 +7,17 @@ import { ConfigError, DataError } from '../../../src/core/errors.js';
 import { loadJob } from '../../../src/runner/load-job.js';
 import { stepPlan } from '../../../src/runner/executor.js';
 import { tenantLogicOf } from '../../../src/runner/tenant-logic.js';
-import { composeSteps, dateLiteral, rewriteTables, screenTransform, tokenize } from '../../../src/jobs/gold/transform-sql.js';
+import { stepTouches } from '../../../src/runner/steps/index.js';
+import {
+  composeSteps,
+  composeStepsWithOrigin,
+  dateLiteral,
+  rewriteTables,
+  rewriteTransform,
+  screenTransform,
+  sentPositionMapper,
+  tokenize,
+} from '../../../src/jobs/gold/transform-sql.js';
 import { judge, noOp } from '../../../src/jobs/gold/gold-publish.js';
 import type { Expectation } from '../../../src/jobs/gold/expectations.js';
 import type { Step } from '../../../src/jobs/template.js';
@@ -15,7 +25,7 @@ import { tempFiles } from '../../support/files.js';
 
 const platform = `
 catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }
-tenants { acme { storage-roots = ["file:///lake/acme"] } }
+tenants { acme { storage-roots = ["file:///lake/acme"], read-namespaces = ["lake.shared_ref"] } }
 `;
 
 const config = (transform: string, extra = '') => `
@@ -50,8 +60,10 @@ async function issues(text: string, opts?: { logicalDate?: string }) {
   return (err as ConfigError).issues;
 }
 
+/** What the platform grants tenant acme in these tests (tenants.acme.read-namespaces). */
+const GRANTS = { readNamespaces: ['lake.shared_ref'] };
 const rewrite = (sql: string, known: string[] = []) => {
-  const s = screenTransform(sql, known);
+  const s = screenTransform(sql, { known, ...GRANTS });
   if (!s.ok) throw new Error(s.problems.join('; '));
   return rewriteTables(
     s,
@@ -60,7 +72,7 @@ const rewrite = (sql: string, known: string[] = []) => {
   );
 };
 const problems = (sql: string, known: string[] = []) => {
-  const s = screenTransform(sql, known);
+  const s = screenTransform(sql, { known, ...GRANTS });
   return s.ok ? [] : s.problems;
 };
 
@@ -132,18 +144,39 @@ describe('gold-publish: the transform screen (tokens, never a regex over raw tex
     ['EXECUTE IMMEDIATE', "EXECUTE IMMEDIATE 'DROP TABLE lake.acme_gold.x'"],
     ['EXECUTE IMMEDIATE inside a query', "WITH a AS (SELECT 1) EXECUTE IMMEDIATE 'x'"],
     ['INSERT after WITH', 'WITH a AS (SELECT * FROM silver.t) INSERT INTO gold.x SELECT * FROM a'],
-    ['line comment', 'SELECT * FROM silver.t -- hidden'],
-    ['block comment', 'SELECT * /* FROM lake.beta_silver.x */ FROM silver.t'],
     ['hint', 'SELECT /*+ BROADCAST(t) */ * FROM silver.t'],
+    ['a hint after a comment', 'SELECT /* x */ /*+ REPARTITION(1) */ * FROM silver.t'],
+    ['an unclosed comment', 'SELECT * FROM silver.t /* /* */'],
     ['reflect', "SELECT reflect('java.lang.Runtime', 'getRuntime') FROM silver.t"],
+    // A quoted identifier is an identifier: Spark resolves `reflect` as reflect (the issue's way in).
+    ['backquoted reflect', "SELECT `reflect`('java.lang.System', 'getenv', 'HOME') FROM silver.t"],
+    ['backquoted REFLECT in upper case', "SELECT `REFLECT`('java.lang.System', 'getenv', 'HOME') FROM silver.t"],
+    ['backquoted java_method, qualified', "SELECT system.builtin.`java_method`('java.lang.System', 'getenv', 'HOME') FROM silver.t"],
+    ['backquoted regexp_replace', "SELECT `regexp_replace`(s, '(a+)+$', '') FROM silver.t"],
+    ['backquoted rlike', "SELECT `rlike`(s, '(a+)+b') FROM silver.t"],
+    ['backquoted read_files', "SELECT * FROM `read_files`('file:///lake/beta')"],
+    ['backquoted IDENTIFIER', "SELECT * FROM `identifier`('lake.beta_silver.c')"],
+    ['reflect behind a comment', "SELECT reflect /* x */ ('java.lang.System', 'getenv', 'HOME') FROM silver.t"],
+    // Script transforms run a program on the server.
+    ['SELECT TRANSFORM … USING', "SELECT TRANSFORM (id) USING 'cat' AS (x) FROM silver.t"],
+    ['FROM-first MAP … USING', "FROM silver.t MAP id USING 'sh -c id' AS x"],
+    ['REDUCE … USING, raw string', "FROM silver.t REDUCE id USING r'cat'"],
+    ['ROW FORMAT SERDE', "SELECT TRANSFORM (id) ROW FORMAT SERDE 'x.Y' USING 'cat' FROM silver.t"],
+    ['table options', "SELECT * FROM silver.t WITH ('path' = 'file:///lake/beta/silver/c')"],
     ['java_method', "SELECT java_method('java.lang.System', 'exit', 1) FROM silver.t"],
     ['not a query', 'DROP TABLE gold.x'],
     ['comma join to another tenant', 'SELECT * FROM silver.a JOIN silver.b ON a.x = b.x, lake.beta_silver.c'],
     ['subquery of another tenant', 'SELECT * FROM silver.a WHERE EXISTS (SELECT 1 FROM lake.beta_silver.c)'],
     ['TABLE of another tenant', 'SELECT * FROM silver.a UNION ALL TABLE lake.beta_silver.c'],
     ['non-ASCII look-alike', 'SELECT * FROM silver．orders'],
-    ['LIKE (a regular expression on the server)', "SELECT * FROM silver.t WHERE s LIKE '%a%a%a%a%a%a%a%a%b'"],
-    ['NOT ILIKE', "SELECT * FROM silver.t WHERE s NOT ILIKE 'a%'"],
+    ['LIKE with a column as its pattern', 'SELECT * FROM silver.t WHERE s LIKE p'],
+    ['LIKE with a pattern concatenated', "SELECT * FROM silver.t WHERE s LIKE '%a' || p"],
+    ['LIKE with a pattern compared', "SELECT * FROM silver.t WHERE s LIKE '%a' = true"],
+    ['LIKE with a pattern of a function', 'SELECT * FROM silver.t WHERE s ILIKE lower(p)'],
+    ['LIKE ANY', "SELECT * FROM silver.t WHERE s LIKE ANY ('a%', 'b%')"],
+    ['NOT LIKE ALL', "SELECT * FROM silver.t WHERE s NOT LIKE ALL ('a%', 'b%')"],
+    ['ESCAPE without a literal', "SELECT * FROM silver.t WHERE s LIKE 'a!%' ESCAPE e"],
+    ['like() as a function', "SELECT like(s, '%a%') FROM silver.t"],
     ['RLIKE', "SELECT * FROM silver.t WHERE s RLIKE '(a+)+b'"],
     ['REGEXP', "SELECT * FROM silver.t WHERE s REGEXP '(a|a)*b'"],
     ['regexp_replace', "SELECT regexp_replace(s, '(a+)+$', '') FROM silver.t"],
@@ -161,7 +194,7 @@ describe('gold-publish: the transform screen (tokens, never a regex over raw tex
       'a query hidden behind a raw string after 1e+',
       "WITH c AS (SELECT 1 AS `1e`) SELECT CASE WHEN false THEN 1e+r'\\' END AS a, (SELECT count(*) FROM lake.beta_silver.c) AS b, '\\'' AS z FROM c",
     ],
-    ['a LIKE hidden behind a raw string after 1e-', "SELECT 1e-r'\\', s LIKE '%a%a%b', '\\'' FROM silver.t"],
+    ['an RLIKE hidden behind a raw string after 1e-', "SELECT 1e-r'\\', s RLIKE '%a%a%b', '\\'' FROM silver.t"],
     // Spark reads `1e+reflect(` as 1e, +, reflect(: the function is a call, not part of a number.
     ['reflect after 1e+', "SELECT 1e+reflect('java.lang.Runtime', 'getRuntime') FROM silver.t"],
     ['regexp_replace after 1e-', "SELECT 1e-regexp_replace(s, '(a+)+$', '') FROM silver.t"],
@@ -179,6 +212,25 @@ describe('gold-publish: the transform screen (tokens, never a regex over raw tex
     ['LATERAL before a table of another tenant', 'SELECT * FROM silver.a, LATERAL lake.beta_silver.c'],
     ['JOIN LATERAL before a table of another tenant', 'SELECT * FROM silver.a JOIN LATERAL lake.beta_silver.c ON true'],
     ['LATERAL before an unqualified table', 'SELECT * FROM silver.a, LATERAL orders'],
+    // FROM-first, pipes and TABLE: the same table positions.
+    ['FROM-first over another tenant', 'FROM lake.beta_silver.c SELECT *'],
+    ['TABLE of another tenant, as the query', 'TABLE lake.beta_silver.c'],
+    ['a pipe JOIN of another tenant', 'FROM silver.a |> JOIN lake.beta_silver.c ON true'],
+    ['a pipe UNION with TABLE of another tenant', 'FROM silver.a |> UNION ALL TABLE lake.beta_silver.c'],
+    ['a pipe DROP of a statement word elsewhere', 'SELECT 1 AS drop FROM silver.a'],
+    ['map (a script transform) as the query', "MAP a USING 'cat'"],
+    // VALUES lists: a comma after a row is a row only where no relation can start.
+    ['a table after a VALUES list and its alias', 'SELECT * FROM VALUES (1), (2) AS v(x), lake.beta_silver.c'],
+    ['a table after a VALUES list without AS', 'SELECT * FROM VALUES (1) v, lake.beta_silver.c'],
+    ['a table in parentheses after a VALUES list', 'SELECT * FROM VALUES (1) v, ((lake.beta_silver.c))'],
+    ['an unqualified table after a VALUES list', 'SELECT * FROM VALUES 1 v, x'],
+    ['a keyword-named table after a VALUES list', 'SELECT * FROM VALUES 1 v, null'],
+    // A namespace the platform grants is readable by its full name; no other is.
+    ['a namespace that is not granted', 'SELECT * FROM lake.shared_refx.t'],
+    ['a granted name in another catalog', 'SELECT * FROM hms.shared_ref.t'],
+    ['four parts', 'SELECT * FROM lake.shared_ref.t.x'],
+    ['a path inside a granted namespace', 'SELECT * FROM lake.shared_ref.`file:///lake/beta/silver/c`'],
+    ['the granted namespace as a layer', 'SELECT * FROM shared_ref.t'],
   ];
   for (const [what, sql] of refused)
     it(`refuses ${what}`, () => {
@@ -213,15 +265,95 @@ describe('gold-publish: the transform screen (tokens, never a regex over raw tex
     );
   });
 
-  it('names the regular expression it refuses and what to use instead', () => {
-    expect(problems("SELECT * FROM silver.t WHERE s LIKE 'a%'")).toEqual([
-      'LIKE is not allowed: Spark runs it as a regular expression, which can backtrack for hours on the shared server (use startswith, endswith, contains, locate, replace or split_part)',
+  it('names the regular expression it refuses, what to use instead, and where it is', () => {
+    expect(problems("SELECT *\nFROM silver.t WHERE s RLIKE 'a.*'")).toEqual([
+      'line 2, column 23: RLIKE is not allowed: Spark runs it as a regular expression, which can backtrack for hours on the shared server (use LIKE with a literal pattern, startswith, endswith, contains, locate, replace or split_part)',
     ]);
     expect(problems("SELECT regexp_extract(s, 'a', 0) FROM silver.t")).toEqual([
-      expect.stringMatching(/^function regexp_extract\(\) is not allowed: Spark runs it/),
+      expect.stringMatching(/^line 1, column 8: function regexp_extract\(\) is not allowed: Spark runs it/),
     ]);
-    // A column of that name, backquoted, is a column.
-    expect(problems('SELECT `like` FROM silver.t')).toEqual([]);
+    // A column of that name, backquoted, is a column; only a call is a call.
+    expect(problems('SELECT `like`, `rlike`, `reflect` FROM silver.t')).toEqual([]);
+  });
+
+  it('passes what tenants legitimately write: comments, LIKE with a literal, FROM-first, pipes, VALUES, TABLE, a granted namespace', () => {
+    const ok = [
+      'SELECT id -- the key\nFROM silver.t',
+      'SELECT id /* a /* nested */ comment */ FROM silver.t',
+      "SELECT * FROM silver.t WHERE s LIKE 'a%' AND s NOT LIKE '%z' OR s ILIKE '%M_x%' ESCAPE '!'",
+      "SELECT CASE WHEN s LIKE 'a%' THEN 1 ELSE 0 END AS f, (s LIKE ('%b')) AS g FROM silver.t WHERE s LIKE 'x' 'y%'",
+      "SELECT * FROM silver.t WHERE s LIKE r'a\\%' ESCAPE '\\\\'",
+      'FROM silver.t SELECT id, v WHERE v > 0',
+      'FROM silver.t |> WHERE v > 0 |> EXTEND v * 2 AS w, 1 AS one |> SET w = w + 1 |> DROP one |> AGGREGATE sum(w) AS s GROUP BY id',
+      'SELECT * FROM silver.t |> JOIN gold.g USING (id) |> AS x |> SELECT x.id',
+      "VALUES (1, 'a'), (2, 'b')",
+      "SELECT * FROM VALUES (1, 'a'), (2, 'b') AS v(id, name) JOIN silver.t USING (id)",
+      'SELECT * FROM VALUES (true, 1), (false, 2) v(b, n), silver.t',
+      'TABLE silver.t',
+      '(SELECT 1 AS x) UNION ALL (TABLE gold.g)',
+      'SELECT r.* FROM lake.shared_ref.rates r JOIN silver.t ON r.id = t.id',
+      'SELECT * FROM `lake`.`shared_ref`.`rates`',
+      'SELECT * FROM LAKE.SHARED_REF.rates',
+      'SELECT transform(arr, x -> x + 1) AS t2 FROM silver.t',
+      'SELECT * FROM silver.t JOIN silver.u USING (id)',
+    ];
+    for (const sql of ok) expect(problems(sql), sql).toEqual([]);
+  });
+
+  it('drops comments from the text it sends (Spark never sees one), whatever they hide', () => {
+    expect(rewrite('SELECT id -- FROM lake.beta_silver.c\nFROM silver.t')).toBe('SELECT id \nFROM `lake`.`acme_silver`.`t`');
+    // A backslash before the line break continues a line comment (Spark's SIMPLE_COMMENT): still one comment.
+    expect(rewrite('SELECT 1 AS x -- a \\\nFROM lake.beta_silver.c\nFROM silver.t')).toBe('SELECT 1 AS x \nFROM `lake`.`acme_silver`.`t`');
+    expect(rewrite('SELECT a/**/-/* x */-b FROM silver.t')).toBe('SELECT a - -b FROM `lake`.`acme_silver`.`t`');
+    expect(rewrite('SELECT /* /* */ FROM lake.beta_silver.c */ 1 FROM silver.t')).toBe('SELECT   1 FROM `lake`.`acme_silver`.`t`');
+  });
+
+  it("rewrites a granted namespace to its grant's own quoted name", () => {
+    expect(rewrite('SELECT * FROM LAKE.Shared_Ref.rates, silver.t')).toBe('SELECT * FROM `lake`.`shared_ref`.`rates`, `lake`.`acme_silver`.`t`');
+    // Without the grants (the schema), a three-part name waits for the plan, which has them.
+    expect(screenTransform('SELECT * FROM lake.beta_silver.c').ok).toBe(true);
+    expect(screenTransform('SELECT * FROM lake.beta_silver.c', { readNamespaces: [] }).ok).toBe(false);
+  });
+
+  it("maps positions of the text it sends back to the tenant's text: table rewrites, parameters, dropped comments", () => {
+    const sql = 'SELECT a, -- note\n  b FROM silver.orders o\nWHERE d = :logical_date AND nope > 1';
+    const s = screenTransform(sql, GRANTS);
+    if (!s.ok) throw new Error(s.problems.join());
+    const { text, origin } = rewriteTransform(
+      s,
+      (r) => ['lake', `acme_${r.layer}`, r.table],
+      () => '2026-07-05',
+      'transform.sql',
+    );
+    expect(text).toBe("SELECT a, \n  b FROM `lake`.`acme_silver`.`orders` o\nWHERE d = DATE'2026-07-05' AND nope > 1");
+    const at = (needle: string) => origin.locate(text.indexOf(needle));
+    expect(at('nope')).toEqual({ path: 'transform.sql', offset: sql.indexOf('nope'), line: 3, column: 29 });
+    expect(at(' o\n')).toMatchObject({ line: 2, column: 23 });
+    // Inside a replacement: the start of what the tenant wrote there.
+    expect(at('acme_silver')).toMatchObject({ line: 2, column: 10 });
+    expect(at("DATE'")).toMatchObject({ line: 3, column: 11 });
+    // Spark's parse errors count lines from 1 and columns from 0.
+    expect(origin.locateLineColumn(3, text.split('\n')[2]!.indexOf('nope'))).toMatchObject({ line: 3, column: 29 });
+  });
+
+  it("maps positions of composed steps to each step's own path", () => {
+    const steps = ['SELECT id FROM silver.a', 'SELECT id,\n  bad FROM first_step'].map((sql, i) => {
+      const s = screenTransform(sql, { known: i ? ['first_step'] : [] });
+      if (!s.ok) throw new Error(s.problems.join());
+      return { name: i ? 'second' : 'first_step', ...rewriteTransform(s, (r) => ['lake', `acme_${r.layer}`, r.table], undefined, `transform.steps[${i}].sql`) };
+    });
+    const { text, origin } = composeStepsWithOrigin(steps.map((s) => ({ name: s.name, sql: s.text, origin: s.origin })));
+    expect(origin.locate(text.indexOf('bad'))).toEqual({ path: 'transform.steps[1].sql', offset: 13, line: 2, column: 3 });
+    expect(origin.locate(text.indexOf('`lake`'))).toMatchObject({ path: 'transform.steps[0].sql', line: 1, column: 16 });
+    // As the tenant policy's position mapper: the server's line and column count from 1, its offset from 0.
+    const map = sentPositionMapper(origin);
+    const lines = text.split('\n');
+    const line = lines.findIndex((l) => l.includes('bad')) + 1;
+    const found = { configPath: 'transform.steps[1].sql', line: 2, column: 3 };
+    expect(map({ configPath: 'transform.steps', line, column: lines[line - 1]!.indexOf('bad') + 1 })).toEqual(found);
+    expect(map({ configPath: 'transform.steps', line: 1, column: 1, offset: text.indexOf('bad') })).toEqual(found);
+    // The text the composition adds is blamed on the step it introduces.
+    expect(map({ configPath: 'transform.steps', line: lines.length, column: 1 })).toMatchObject({ configPath: 'transform.steps[1].sql' });
   });
 
   it('composes named steps as CTEs over each other', () => {
@@ -303,9 +435,16 @@ describe('gold-publish config', () => {
     // A result column named like a quarantine column (or the plan's __lake_ ones) is refused: 65 at the transform.
     const columns = job.plan.steps[0] as Extract<Step, { kind: 'checkColumns' }>;
     const named = (...names: string[]) => names.map((name) => ({ name, type: 'string' }));
-    expect(columns.interpret(named('id', 'amount', '_lake_note'))).toEqual({});
+    expect(columns.interpret(named('sale_date', 'customer', 'id', 'amount', '_lake_note'))).toEqual({});
     for (const bad of ['_LAKE_run_id', '_lake_failed_checks', '__lake_f0'])
-      expect(columns.interpret(named('id', bad)).fail?.report()).toMatchObject({ code: 'SOURCE_COLUMN_RESERVED', path: 'transform.sql' });
+      expect(columns.interpret(named('sale_date', 'customer', bad)).fail?.report()).toMatchObject({ code: 'SOURCE_COLUMN_RESERVED', path: 'transform.sql' });
+    // A grain, range or expectation column the result lacks: 78 at its path, "did you mean" from the result's columns.
+    const missing = columns.interpret(named('sale_day', 'Customer', 'amount')).fail as ConfigError;
+    expect(missing.exitCode).toBe(78);
+    expect(missing.issues).toEqual([
+      { path: 'target.grain[0]', message: 'column "sale_date" is not a column of the transform\'s result; did you mean "sale_day"?' },
+      { path: 'target.range-column', message: 'column "sale_date" is not a column of the transform\'s result; did you mean "sale_day"?' },
+    ]);
   });
 
   it('checks every expectation in one aggregate (one query step reads the result once)', async () => {
@@ -331,7 +470,7 @@ describe('gold-publish config', () => {
     const found = await issues(`
 job    { template = "gold-publish", schema-version = 1 }
 tenant { id = "acme", storage-root = "file:///lake/acme" }
-transform { steps = [{ name = "a", sql = "SELECT * FROM lake.beta_silver.orders" }, { name = "a", sql = "SELECT * FROM b" }] }
+transform { steps = [{ name = "a", sql = "SELECT * FROM bronze.orders" }, { name = "a", sql = "SELECT * FROM b" }] }
 target { table = "t", grain = ["k", "k"], mode = replace-range }
 expectations = [
   { name = "x", type = row-count, max-change-percent = 5, action = quarantine }
@@ -379,6 +518,36 @@ expectations = [
     expect((await issues(config('catalogs { bronze = "lake" }, sql = "SELECT * FROM silver.orders"'))).map((i) => i.path)).toEqual([
       'transform.catalogs.bronze',
     ]);
+  });
+
+  it("reads a granted namespace by its full name, never another one (78 at the SQL's path when the plan is built)", async () => {
+    const job = await load(config('sql = "SELECT o.*, r.rate FROM silver.orders o JOIN lake.shared_ref.rates r ON o.cur = r.cur"'));
+    const check = job.plan.steps.find((s) => s.id === 'check')!;
+    expect(JSON.stringify(stepPlan(check, { reveal: false }))).toContain('JOIN `lake`.`shared_ref`.`rates` r');
+    // The granted table is listed as read (plan, validate, lineage) like the tenant's own.
+    expect(stepTouches(check).reads.flatMap((t) => (t.kind === 'table' ? [t.parts.join('.')] : []))).toEqual(
+      expect.arrayContaining(['lake.acme_silver.orders', 'lake.shared_ref.rates']),
+    );
+    const found = await issues(config('steps = [{ name = "a", sql = "SELECT * FROM silver.o" }, { name = "b", sql = "SELECT * FROM a, lake.beta_silver.c" }]'));
+    expect(found).toEqual([
+      {
+        path: 'transform.steps[1].sql',
+        message: expect.stringMatching(/^line 1, column 18: table lake\.beta_silver\.c: lake\.beta_silver is not a namespace the platform grants/),
+      },
+    ]);
+  });
+
+  it("marks every step that carries the transform with the origin of its SQL's positions", async () => {
+    const job = await load(config('sql = """SELECT id,\n  amount FROM silver.orders"""'));
+    const check = job.plan.steps.find((s) => s.id === 'check')!;
+    const sent = JSON.stringify(stepPlan(check, { reveal: false }));
+    expect(sent).toContain('amount FROM `lake`.`acme_silver`.`orders`');
+    for (const step of job.plan.steps.filter((s) => s.untrusted?.includes('transform.sql'))) {
+      expect(step.sqlOrigin?.locateLineColumn(2, 2), step.id).toEqual({ path: 'transform.sql', line: 2, column: 3, offset: 13 });
+      // The tenant policy's hook: the server's 1-based line and column of the text sent.
+      expect(step.mapPosition?.({ configPath: 'transform.sql', line: 2, column: 3 }), step.id).toEqual({ configPath: 'transform.sql', line: 2, column: 3 });
+      expect(step.mapPosition?.({ configPath: 'transform.sql', line: 2, column: 14 }), step.id).toMatchObject({ line: 2, column: 14 });
+    }
   });
 
   it('a merge cannot only warn about a duplicate grain', async () => {

@@ -138,7 +138,9 @@ target { table = "orders", snapshot-date = "2026-07-05" }
 
   it('refuses an unknown connection, naming the configured ones', async () => {
     const issues = await configIssues(named.replace('"crm"', '"crmm"'), { platform });
-    expect(issues).toEqual([{ path: 'source.connection', message: 'connection "crmm" is not configured by the platform (jdbc.connections: crm, erp)' }]);
+    expect(issues).toEqual([
+      { path: 'source.connection', message: 'connection "crmm" is not configured by the platform (jdbc.connections: crm, erp); did you mean "crm"?' },
+    ]);
     const none = await configIssues(named);
     expect(none[0]?.message).toMatch(/\(jdbc.connections: none\)/);
   });

@@ -7,7 +7,9 @@ import { formatStep } from '../../../src/app/plan-view.js';
 import { endOffsets } from '../../../src/jobs/bronze/kafka-bronze-ingest.js';
 import { globToJavaRegex, grantIssues } from '../../../src/jobs/bronze/kafka-source.js';
 import type { Step } from '../../../src/jobs/template.js';
-import { compileCommandPlan, compileStreamingQueryCommand } from '../../../src/spark/plan/compile.js';
+import { compileCommandPlan, compileRelationPlan, compileStreamingQueryCommand } from '../../../src/spark/plan/compile.js';
+import { InputMissingError } from '../../../src/core/errors.js';
+import { SparkError } from '../../../src/spark/errors.js';
 import { PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
 import { tempFiles } from '../../support/files.js';
 
@@ -126,14 +128,20 @@ describe('kafka-bronze-ingest: config', () => {
 describe('kafka-bronze-ingest: plan', () => {
   it('creates the namespace and table, then streams availableNow with the checkpoint beside the layers', async () => {
     const job = await load(config('topics = ["acme.orders"], max-offsets-per-trigger = 500, starting-offsets = latest'));
-    expect(job.plan.steps.map((s) => `${s.kind}:${s.id}`)).toEqual(['command:create-namespace', 'ensureTable:create-table', 'stream:ingest']);
+    expect(job.plan.steps.map((s) => `${s.kind}:${s.id}`)).toEqual([
+      'query:check-topic-0',
+      'command:create-namespace',
+      'ensureTable:create-table',
+      'compareSchemas:check-schema',
+      'stream:ingest',
+    ]);
     const s = stream(job.plan.steps);
     expect(s.command).toMatchObject({
       kind: 'writeStream',
       table: ['lake', 'acme_bronze', 'orders_events'],
       trigger: 'availableNow',
       outputMode: 'append',
-      options: { checkpointLocation: 'file:///lake/acme/_checkpoints/orders_events', 'fanout-enabled': 'true' },
+      options: { checkpointLocation: 'file:///lake/acme/_checkpoints/orders_events', 'fanout-enabled': 'true', 'check-ordering': 'false' },
     });
     const proto = compileCommandPlan(s.command, { reveal: false });
     const json = JSON.parse(toJsonString(PlanSchema, proto)) as { command: { writeStreamOperationStart: Record<string, any> } };
@@ -153,6 +161,34 @@ describe('kafka-bronze-ingest: plan', () => {
       '"startingOffsets":"latest"',
     ])
       expect(text).toContain(s);
+  });
+
+  it('checks each listed topic first, reading none of its records; a glob by one record of what it matches; a topic the cluster lacks is 66 at its path', async () => {
+    const job = await load(config('topics = ["acme.orders", "acme.refunds"]'));
+    const checks = job.plan.steps.filter((s) => s.id.startsWith('check-topic')) as Extract<Step, { kind: 'query' }>[];
+    expect(checks.map((s) => s.id)).toEqual(['check-topic-0', 'check-topic-1']);
+    const text = JSON.stringify(compileRelationPlan(checks[1]!.query.rel, { reveal: false }));
+    for (const s of ['"subscribe":"acme.refunds"', '"startingOffsetsByTimestampStrategy":"latest"', '"endingOffsets":"latest"', 'broker-1:9093'])
+      expect(text).toContain(s);
+    const unknown = new SparkError({
+      grpcCode: 13,
+      message: 'org.apache.kafka.common.errors.UnknownTopicOrPartitionException: This server does not host this topic-partition.',
+      messageParameters: {},
+      classes: [],
+      causes: [],
+    });
+    const e = checks[1]!.explainFailure!(unknown)!;
+    expect(e).toBeInstanceOf(InputMissingError);
+    expect(e.exitCode).toBe(66);
+    expect(e.message).toBe('source.topics[1]: topic "acme.refunds" does not exist on Kafka cluster "events"; nothing was created');
+    expect(
+      checks[1]!.explainFailure!(new SparkError({ grpcCode: 14, message: 'unavailable', messageParameters: {}, classes: [], causes: [] })),
+    ).toBeUndefined();
+    const glob = await load(config('topic-pattern = "acme.orders.*"'));
+    const probe = glob.plan.steps[0] as Extract<Step, { kind: 'query' }>;
+    expect(probe.id).toBe('check-topics');
+    expect(probe.interpret([{ topic: 'acme.orders.eu' }])).toEqual({});
+    expect(probe.interpret([]).fail).toBeInstanceOf(InputMissingError);
   });
 
   it('the SASL password travels only in the revealed plan, inside the JAAS line, escaped', async () => {
@@ -260,7 +296,7 @@ describe('kafka-bronze-ingest: plan', () => {
       ' AS _cdc_ts_ms',
     ])
       expect(text).toContain(c);
-    expect(text).toContain('decimal(12,2)');
+    expect(text).toContain('DECIMAL(12,2)');
     expect(text).toContain('includeHeaders=true');
     // Delta needs no Iceberg writer option.
     expect(stream(job.plan.steps).command.options).toEqual({ checkpointLocation: 'file:///lake/acme/_checkpoints/orders_events' });

@@ -179,9 +179,9 @@ describe('scd2-dim-load configs', () => {
         .replace('exclude-columns = ["raw"]', 'exclude-columns = ["__scd_p"]')
         .replace('2026-07-09T00:00:00Z', '2026-07-09 00:00'),
     );
-    expect(byPath['dimension.tracked-columns.0']).toMatch(/already in dimension.natural-key/);
-    expect(byPath['dimension.tracked-columns.1']).toMatch(/reserved/);
-    expect(byPath['dimension.exclude-columns.0']).toMatch(/reserved/);
+    expect(byPath['dimension.tracked-columns[0]']).toMatch(/already in dimension.natural-key/);
+    expect(byPath['dimension.tracked-columns[1]']).toMatch(/reserved/);
+    expect(byPath['dimension.exclude-columns[0]']).toMatch(/reserved/);
     expect(byPath['dimension.effective-at']).toMatch(/instant with a zone/);
   });
 
@@ -191,9 +191,9 @@ describe('scd2-dim-load configs', () => {
         .replace('tracked-columns = ["name", "tier"]', 'tracked-columns = ["ID", "_SCD_Current"]')
         .replace('exclude-columns = ["raw"]', 'exclude-columns = ["__Scd_P"]'),
     );
-    expect(byPath['dimension.tracked-columns.0']).toMatch(/already in dimension.natural-key/);
-    expect(byPath['dimension.tracked-columns.1']).toMatch(/reserved/);
-    expect(byPath['dimension.exclude-columns.0']).toMatch(/reserved/);
+    expect(byPath['dimension.tracked-columns[0]']).toMatch(/already in dimension.natural-key/);
+    expect(byPath['dimension.tracked-columns[1]']).toMatch(/reserved/);
+    expect(byPath['dimension.exclude-columns[0]']).toMatch(/reserved/);
   });
 
   it("refuses a source column named like the template's own (65 at source.table), from its analysed columns", async () => {
@@ -201,14 +201,26 @@ describe('scd2-dim-load configs', () => {
     const check = job.plan.steps.find((s) => s.id === 'check-source-columns') as Extract<Step, { kind: 'checkColumns' }>;
     expect(check.untrusted).toBeUndefined();
     const columns = (...names: string[]) => names.map((name) => ({ name, type: 'string' }));
-    expect(check.interpret(columns('id', 'tier', '_scd_note', '_dim_keys', 'scd_current'))).toEqual({});
+    expect(check.interpret(columns('id', 'name', 'tier', '_scd_note', '_dim_keys', 'scd_current'))).toEqual({});
     for (const bad of ['_Dim_Key', '_scd_effective_from', '__scd_ctrl', '__SCD_anything']) {
-      const e = check.interpret(columns('id', bad)).fail as DataError;
+      const e = check.interpret(columns('id', 'name', 'tier', bad)).fail as DataError;
       expect(e).toBeInstanceOf(DataError);
       expect(e.exitCode).toBe(65);
       expect(e.report()).toMatchObject({ code: 'SOURCE_COLUMN_RESERVED', path: 'source.table' });
       expect(e.message).toContain(`source.table: lake.acme_silver.customers has column(s) "${bad}" named like scd2-dim-load's own columns`);
     }
+  });
+
+  it('refuses a key or tracked column the source does not have: 78 at its path with "did you mean", before anything is written', async () => {
+    const job = await load(v1);
+    const check = job.plan.steps.find((s) => s.id === 'check-source-columns') as Extract<Step, { kind: 'checkColumns' }>;
+    const columns = (...names: string[]) => names.map((name) => ({ name, type: 'string' }));
+    const e = check.interpret(columns('customer_id', 'Name', 'tiers')).fail as ConfigError;
+    expect(e.exitCode).toBe(78);
+    expect(e.issues).toEqual([
+      { path: 'dimension.natural-key[0]', message: 'column "id" is not a column of lake.acme_silver.customers' },
+      { path: 'dimension.tracked-columns[1]', message: 'column "tier" is not a column of lake.acme_silver.customers; did you mean "tiers"?' },
+    ]);
   });
 
   it('refuses history options that do not fit together', async () => {

@@ -222,7 +222,7 @@ cdc    { primary-key = ["id"], sequence-by = ["ts"], delete-when = "op = 'd'" }
 target { table = "orders" }`;
   /** One-row answers of the query steps, so that every step runs (resurrected rows included). */
   const answers: Record<string, Record<string, bigint[]>> = {
-    'check-batch': { events: [10n], null_groups: [0n], null_example: [null], ties: [0n], tie_example: [null] },
+    'check-batch': { events: [10n], null_groups: [0n], null_example: [0n], ties: [0n], tie_example: [0n], unlisted: [0n], unlisted_example: [0n] },
     // stale > 0: the second look runs whatever the commit window shows.
     measure: { inserted: [1n], updated: [1n], deleted: [1n], late: [0n], tombstones: [1n], stale: [1n] },
     'find-resurrected': { rows: [1n] },
@@ -242,7 +242,8 @@ target { table = "orders" }`;
           if (tenantLogicIn(p).length) logic.push(current);
           const path = listedPath(p);
           if (path !== undefined) throw pathNotFound(path);
-          if (current === 'check-source-columns') return { kind: { case: 'struct', value: { fields: [] } } };
+          if (current === 'check-source-columns')
+            return { kind: { case: 'struct', value: { fields: ['id', 'ts', 'op', 'amount'].map((name) => ({ name, nullable: true })) } } };
           if (probes++ < 2)
             throw new SparkError({ grpcCode: 3, errorClass: 'TABLE_OR_VIEW_NOT_FOUND', message: 'not found', messageParameters: {}, classes: [], causes: [] });
           return { kind: { case: 'struct', value: { fields: [] } } };

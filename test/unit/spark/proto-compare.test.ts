@@ -7,7 +7,7 @@ import { file_spark_connect_commands } from '../../../src/spark/proto/gen/spark/
 import { file_spark_connect_expressions } from '../../../src/spark/proto/gen/spark/connect/expressions_pb.js';
 import { file_spark_connect_relations } from '../../../src/spark/proto/gen/spark/connect/relations_pb.js';
 import { file_spark_connect_types } from '../../../src/spark/proto/gen/spark/connect/types_pb.js';
-import { compareDescriptorSets, countElements } from './proto-compare.js';
+import { compareDescriptorSets, countElements } from '../../support/proto-compare.js';
 
 /** Our schema, from the descriptors embedded in the generated code. */
 const ours: FileDescriptorSet = create(FileDescriptorSetSchema, {

@@ -8,6 +8,9 @@ import { alias, and, asc, col, desc, eq, eqNullSafe, fn, gt, isIn, isNull, lit, 
 import { Query } from '../../../../src/spark/plan/query.js';
 import { connect, freshTenant, readIcebergWithPyIceberg } from '../../../support/stack.js';
 import { testQuery, testCommand } from '../../../support/sql.js';
+import { needs } from '../../../support/needs.js';
+
+needs('spark', 'py-tools');
 
 /**
  * Every relation and command of the plan builder, compiled by our compiler and run by the real

@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { ConfigError } from '../../../../src/core/errors.js';
+import type { Step } from '../../../../src/jobs/template.js';
 import { loadJob } from '../../../../src/runner/load-job.js';
 import { col, fn, lit } from '../../../../src/spark/plan/expressions.js';
 import { DELIMITER, HASH_ALGORITHMS, NULL_TOKEN, type HashAlgorithm, hashOf, hashdiffColumns, keyPart, zeroKey } from '../../../../src/jobs/vault/hashing.js';
@@ -123,6 +124,8 @@ describe('dv-hub', () => {
     // The sources' logic is judged (check-batch-<i>, reading no row) before anything is created.
     expect(job.plan.steps.map((s) => s.id)).toEqual([
       'probe-files-only-sources-0',
+      'check-source-columns-sources-0',
+      'check-source-columns-sources-1',
       'check-batch-0',
       'check-batch-1',
       'create-namespace',
@@ -148,6 +151,21 @@ describe('dv-hub', () => {
       'insert-1',
     ]);
     expect(job.plan.steps.find((s) => s.id === 'measure')!.untrusted).toEqual(['sources[0].where']);
+  });
+
+  it("refuses a business key column a source does not have: 78 at the path that names it, with the source's own closest column", async () => {
+    const job = await load(hub);
+    const check = (i: number) => job.plan.steps.find((s) => s.id === `check-source-columns-sources-${i}`) as Extract<Step, { kind: 'checkColumns' }>;
+    const columns = (...names: string[]) => names.map((name) => ({ name, type: 'string' }));
+    // Each source's columns, before its where: a misspelt key is named at its path, not a 65 with Spark's plan.
+    expect(check(0).untrusted).toBeUndefined();
+    expect(check(0).interpret(columns('CUSTOMER', 'status'))).toEqual({});
+    expect((check(0).interpret(columns('customr', 'status')).fail as ConfigError).issues).toEqual([
+      { path: 'sources[0].business-key[0]', message: 'column "customer" is not a column of file:///lake/acme/bronze/orders; did you mean "customr"?' },
+    ]);
+    expect((check(1).interpret(columns('id', 'full_name')).fail as ConfigError).issues).toEqual([
+      { path: 'sources[1].business-key[0]', message: 'column "name" is not a column of lake.acme_silver.customers' },
+    ]);
   });
 
   it('without --logical-date still validates and plans, but the first step stops a run (64)', async () => {
@@ -193,6 +211,7 @@ describe('dv-link', () => {
     const job = await load(link);
     expect(job.plan.steps.map((s) => s.id)).toEqual([
       'probe-partitions-source',
+      'check-source-columns-source',
       'create-namespace',
       'create-table',
       'check-schema',
@@ -220,6 +239,7 @@ describe('dv-satellite', () => {
     const job = await load(sat);
     expect(job.plan.steps.map((s) => s.id)).toEqual([
       'probe-files-only-source',
+      'check-source-columns-source',
       'check-batch',
       'create-namespace',
       'create-table',

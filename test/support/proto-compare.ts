@@ -1,7 +1,7 @@
 /**
  * Compares our Spark Connect schema subset with the server's own descriptors, element by element.
  * Everything we declare must exist on their side with the same wire facts; what we leave out is
- * fine (a decoder skips unknown fields). Used by proto-conformance.test.ts.
+ * fine (a decoder skips unknown fields). Used by test/integration/spark/proto-conformance.test.ts.
  */
 import { isFieldSet } from '@bufbuild/protobuf';
 import {

@@ -9,27 +9,20 @@ import { fileURLToPath } from 'node:url';
 import { fromBinary } from '@bufbuild/protobuf';
 import { FileDescriptorSetSchema, type FileDescriptorSet } from '@bufbuild/protobuf/wkt';
 import { afterAll, describe, expect, it } from 'vitest';
-import { compareDescriptorSets, countElements } from './proto-compare.js';
+import { compareDescriptorSets, countElements } from '../../support/proto-compare.js';
+import { needs } from '../../support/needs.js';
+
+needs('spark-install');
 
 const root = fileURLToPath(new URL('../../../', import.meta.url));
 const buf = join(root, 'node_modules/.bin/buf');
-const INSTALL_HINT = 'run `scripts/spark-connect install` first (the conformance test reads the Spark Connect jar of that install)';
 
-/** The spark-connect jar of the project's Spark install; fails (never skips) without one. */
+/** The spark-connect jar of the project's Spark install (the need 'spark-install'). */
 function sparkConnectJar(): string {
-  // `spark-connect spark-home` installs Spark when it is missing; a unit test must not download
-  // a gigabyte behind the developer's back, so look for the install's record first.
-  const cache = process.env.LAKEHOUSE_CACHE ?? join(root, '.cache');
-  if (!existsSync(join(cache, 'spark/spark-home'))) throw new Error(`no Spark install under ${cache}: ${INSTALL_HINT}`);
-  let home: string;
-  try {
-    home = execFileSync('bash', [join(root, 'scripts/spark-connect'), 'spark-home'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'pipe'] }).trim();
-  } catch (e) {
-    throw new Error(`no Spark install found: ${INSTALL_HINT}\n${String((e as { stderr?: unknown }).stderr ?? e)}`);
-  }
+  const home = execFileSync('bash', [join(root, 'scripts/spark-connect'), 'spark-home'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] }).trim();
   const jars = join(home, 'jars');
   const jar = existsSync(jars) ? readdirSync(jars).find((f) => /^spark-connect_2\.13-.*\.jar$/.test(f)) : undefined;
-  if (!jar) throw new Error(`no spark-connect_2.13-*.jar under ${jars}: ${INSTALL_HINT}`);
+  if (!jar) throw new Error(`no spark-connect_2.13-*.jar under ${jars}`);
   return join(jars, jar);
 }
 

@@ -18,7 +18,7 @@ export function formatPlan(plan: JobPlan, explained?: ReadonlyMap<string, string
       const head = `[${i + 1}/${plan.steps.length}] ${step.id}: ${step.title}`;
       const notes = [
         step.when ? '(runs only when the results of earlier steps call for it)' : '',
-        step.untrusted?.length ? `(checked against the tenant read policy first: ${step.untrusted.join(', ')})` : '',
+        step.untrusted?.length ? `(its config logic is judged by the server's tenant policy: ${step.untrusted.join(', ')})` : '',
       ].filter(Boolean);
       const explain = explained?.get(step.id);
       return [head, ...notes.map((n) => `  ${n}`), indent(formatStep(step)), ...(explain ? ['  Spark explain:', indent(explain.trimEnd(), 4)] : [])].join('\n');

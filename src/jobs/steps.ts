@@ -4,6 +4,9 @@ import type { OutputReport } from '../core/status.js';
 import { outputColumns } from '../spark/plan/columns.js';
 import type { Cmd } from '../spark/plan/commands.js';
 import type { Query } from '../spark/plan/query.js';
+import type { PositionMapper } from '../spark/policy/refusals.js';
+
+export type { PositionMapper };
 
 /**
  * The steps a template's plan is made of, and how one step reads what an earlier one found: the
@@ -132,8 +135,8 @@ interface StepBase {
   readonly when?: (facts: Facts) => boolean;
   /**
    * The config paths whose logic (a tenant's expression or SQL) the step carries: the executor
-   * checks its plan against the tenant read policy (src/spark/policy) before it runs it; a refusal
-   * names these paths (78).
+   * sends it as tenant logic, which the server's tenant policy judges (src/spark/policy); a refusal
+   * or an analysis error names these paths (78).
    */
   readonly untrusted?: readonly string[];
   /**
@@ -153,17 +156,6 @@ interface StepBase {
    */
   readonly explainFailure?: (error: LakehouseError) => LakehouseError | undefined;
 }
-
-/**
- * A position in the SQL text sent (line and column from 1, the offset from 0 when the server knows
- * it) to the config path, line and column of the tenant's text; undefined leaves it as sent.
- */
-export type PositionMapper = (sent: {
-  readonly configPath: string;
-  readonly line: number;
-  readonly column: number;
-  readonly offset?: number;
-}) => { configPath: string; line: number; column: number } | undefined;
 
 /** A place in a tenant's SQL as its config gives it: the config path of the SQL, line and column from 1, offset from 0. */
 export interface SqlPosition {

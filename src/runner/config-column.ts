@@ -6,9 +6,9 @@ import type { Step } from '../jobs/template.js';
  * A tenant's expression (`source.where`, `cdc.delete-when`, …) naming a column its input does not
  * have is the config's mistake, not bad data: Spark's answer (UNRESOLVED_COLUMN, with its whole
  * analysed plan in the text) becomes a config error (78) at the expression's path, naming the column
- * (the tenant's own word). Spark's suggestions are left out, as the tenant read policy leaves them
+ * (the tenant's own word). Spark's suggestions are left out, as the tenant policy leaves them
  * out (src/spark/policy): they list what the plan touched. A column the template itself expects
- * stays the data error it is (the source broke its schema contract, 65). Steps the read policy
+ * stays the data error it is (the source broke its schema contract, 65). Steps the tenant policy
  * checks first are refused there (78, at the same paths) when they do not analyse.
  */
 export function configColumnError(error: LakehouseError, step: Step | undefined, config: Record<string, unknown>): LakehouseError {

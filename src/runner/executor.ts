@@ -14,15 +14,13 @@ import {
 import { rows as arrowRows } from '../spark/arrow.js';
 import { type Field, type SparkType, structFields } from '../spark/types.js';
 import type { SparkProgress, StreamingQueryResult } from '../spark/execution.js';
-import { type PolicySession, PolicyVerdicts, type TenantReadPolicy } from '../spark/policy/index.js';
+import { tenantPolicyError } from '../spark/policy/index.js';
 import type { Rel } from '../spark/plan/relations.js';
 import type { JobPlan, OutputReport } from '../jobs/template.js';
 import { type Step, type StepEffect, StepFacts } from '../jobs/steps.js';
 import { findBadSourceFile } from './forensics.js';
-import { checkPolicy } from './policy-check.js';
 import { type PlanNode, type Sent, type StepRun, kindOf, stepPlanNode } from './steps/index.js';
-
-export { stepRelations } from './policy-check.js';
+import { tenantLogicOf } from './tenant-logic.js';
 
 /**
  * Runs a template's steps, in order, on a Spark Connect session: the interpreter loop. What each
@@ -31,7 +29,7 @@ export { stepRelations } from './policy-check.js';
  */
 
 /** What the executor needs from a Spark Connect client. */
-export interface SparkSession extends PolicySession {
+export interface SparkSession {
   execute(
     plan: Plan,
     opts?: { tags?: string[]; signal?: AbortSignal; operationId?: string; onProgress?: (progress: SparkProgress) => void },
@@ -44,9 +42,9 @@ export interface SparkSession extends PolicySession {
     streamingQueryResult?: StreamingQueryResult;
     checkpointRelationId?: string;
   }>;
-  readonly analyze: PolicySession['analyze'] & { schema(plan: Plan): Promise<unknown> };
-  /** Session settings: the policy's, and a re-read of a bad source file for a better error message. */
-  readonly config: PolicySession['config'] & { unset?(keys: readonly string[]): Promise<void> };
+  readonly analyze: { schema(plan: Plan): Promise<unknown>; inputFiles(plan: Plan): Promise<string[]> };
+  /** Session settings: a re-read of a bad source file for a better error message. */
+  readonly config: { set(pairs: Readonly<Record<string, string>>): Promise<unknown>; unset?(keys: readonly string[]): Promise<void> };
 }
 
 export interface ExecutionReport {
@@ -80,8 +78,6 @@ export interface ExecuteOptions {
   onStep?: (event: StepEvent) => void;
   /** Spark's execution progress of the running step's operations (stages, tasks, bytes read). */
   onProgress?: (step: Step, progress: SparkProgress) => void;
-  /** What the tenant may read: steps flagged `untrusted` are checked against it before they run. */
-  policy?: TenantReadPolicy;
   /**
    * The platform's catalogs. The tenant's layout puts a layer's table in one directory whatever its
    * catalog: before a table is created, the same name in the others is looked for (ensureTable).
@@ -108,14 +104,12 @@ export interface StepEvent {
 interface RunState {
   readonly report: ExecutionReport;
   readonly facts: StepFacts;
-  /** The tenant read policy's verdicts of this run: a relation shared by several steps is analysed once. */
-  readonly verdicts: PolicyVerdicts;
   /** The rows the run's materialize steps keep on the server, by name: dropped when the run ends. */
   readonly materialized: Map<string, string>;
 }
 
 export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<ExecutionReport> {
-  const state: RunState = { report: opts.report ?? emptyReport(), facts: new StepFacts(), verdicts: new PolicyVerdicts(), materialized: new Map() };
+  const state: RunState = { report: opts.report ?? emptyReport(), facts: new StepFacts(), materialized: new Map() };
   const { report } = state;
   try {
     for (const [index, step] of plan.steps.entries()) {
@@ -134,12 +128,14 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
       opts.onStep?.({ kind: 'started', ...at });
       let skipped: string | undefined;
       try {
-        skipped = await kindOf(step).run(step, stepRun(step, opts, state));
+        // Its config logic wrapped as tenant logic: the server judges it when the plan arrives (src/spark/policy).
+        const sent = tenantLogicOf(step);
+        skipped = await kindOf(sent).run(sent, stepRun(sent, opts, state));
       } catch (e) {
         report.failedStep = step.id;
         opts.onStep?.({ kind: 'failed', ...at, ms: performance.now() - started });
         const explained = e instanceof LakehouseError ? step.explainFailure?.(e) : undefined;
-        throw explained ?? (await findBadSourceFile(step, e, opts));
+        throw explained ?? tenantPolicyError(e, step.mapPosition ? { position: step.mapPosition } : {}) ?? (await findBadSourceFile(step, e, opts));
       }
       report.completedSteps.push(step.id);
       opts.logger.info({ step: step.id, durationMs: Math.round(performance.now() - started) }, `${step.id} done`);
@@ -206,9 +202,6 @@ function stepRun(step: Step, opts: ExecuteOptions, state: RunState): StepRun {
         ? // Sent also after a cancel (no signal, no operation of the step): the query must not outlive its run.
           sent(await session.execute(compileStreamingQueryCommand(query, 'stop'), { tags: opts.tags }))
         : sent(await execute(compileStreamingQueryCommand(query, action))),
-    judge: async () => {
-      if (step.untrusted?.length) await checkPolicy(step, opts, state.verdicts);
-    },
     record: (s, columns, rows) => state.facts.record(s, columns, rows),
     effect: (effect) => applyEffect(effect, report),
     keep: (name, relationId) => void state.materialized.set(name, relationId),

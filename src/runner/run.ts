@@ -219,15 +219,15 @@ async function execute(
 ): Promise<{ state: RunState; report: ExecutionReport }> {
   req.view?.loaded?.(loaded);
   const client = await connect(loaded, req, logger, signal, spark);
+  const [{ executePlan }, { bindTenant }] = await Promise.all([import('./executor.js'), import('./tenant-logic.js')]);
+  await bindTenant(client, loaded.platform, loaded.tenant);
   await client.config.set(sessionSettings(loaded, runId, req.logicalDate));
-  const [{ executePlan }, { tenantReadPolicy }] = await Promise.all([import('./executor.js'), import('../spark/policy/index.js')]);
   await executePlan(loaded.plan, {
     session: client,
     logger,
     signal,
     tags: [tagFor(runId)],
     onOperation: (id) => spark.operationIds.push(id),
-    policy: tenantReadPolicy(loaded.platform, loaded.tenant),
     catalogs: Object.keys(loaded.platform.catalogs),
     report,
     ...(req.view?.step ? { onStep: req.view.step.bind(req.view) } : {}),
@@ -261,34 +261,30 @@ async function connect(loaded: LoadedJob, req: RunRequest, logger: Logger, signa
 /**
  * `plan --explain`: Spark's own explain of each step's query (a command's input), analysed on the
  * server and never executed. A step Spark cannot analyse yet (its table does not exist before the
- * run creates it) shows why instead. A step carrying config logic is judged by the tenant read
- * policy first, as a run judges it: Spark's explain of a plan that reads another tenant's table
- * would show that table's columns and files, so a refusal ends the command (78) unexplained.
+ * run creates it) shows why instead. The session is bound to the tenant and config logic is sent as
+ * tenant logic, as a run sends it: Spark's explain of a plan that reads another tenant's table would
+ * show that table's columns and files, so the server's refusal ends the command (78) unexplained.
  */
 async function explainSteps(loaded: LoadedJob, req: RunRequest, logger: Logger, signal: AbortSignal, spark: SparkState): Promise<Map<string, string>> {
   const client = await connect(loaded, req, logger, signal, spark);
-  await client.config.set(sessionSettings(loaded, 'plan', req.logicalDate));
-  const [{ compileRelationPlan }, { stepRelations }, { PolicyVerdicts, checkStepPolicy, tenantReadPolicy }] = await Promise.all([
+  const [{ compileRelationPlan }, { bindTenant, tenantLogicOf }, { tenantPolicyError }] = await Promise.all([
     import('../spark/plan/compile.js'),
-    import('./executor.js'),
+    import('./tenant-logic.js'),
     import('../spark/policy/index.js'),
   ]);
-  const policy = tenantReadPolicy(loaded.platform, loaded.tenant);
-  const verdicts = new PolicyVerdicts();
+  await bindTenant(client, loaded.platform, loaded.tenant);
+  await client.config.set(sessionSettings(loaded, 'plan', req.logicalDate));
   const out = new Map<string, string>();
   for (const step of loaded.plan.steps) {
-    const rel = explainableRel(step);
+    const rel = explainableRel(tenantLogicOf(step));
     if (!rel) continue;
     try {
-      if (step.untrusted?.length) {
-        const subject = { step: step.id, configPaths: step.untrusted };
-        await checkStepPolicy(client, stepRelations(step, subject), policy, subject, { verdicts });
-      }
       out.set(step.id, await client.analyze.explain(compileRelationPlan(rel, { reveal: false }), 'simple'));
     } catch (e) {
       // The policy's refusal is the config's error, as in a run; anything else leaves the step unexplained.
-      if (e instanceof ConfigError) throw e;
-      out.set(step.id, `(not explained: ${asLakehouseError(e).message.split('\n')[0]})`);
+      const refused = tenantPolicyError(e);
+      if (refused instanceof ConfigError) throw refused;
+      out.set(step.id, `(not explained: ${asLakehouseError(refused ?? e).message.split('\n')[0]})`);
     }
   }
   return out;

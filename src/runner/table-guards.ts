@@ -4,6 +4,7 @@ import type { StepOf } from '../jobs/steps.js';
 import { col, eq, lit } from '../spark/plan/expressions.js';
 import { Query } from '../spark/plan/query.js';
 import { sql } from '../spark/plan/sql.js';
+import { SparkError } from '../spark/errors.js';
 import type { StepRun } from './steps/kind.js';
 
 /**
@@ -35,6 +36,29 @@ export async function tableExists(run: StepRun, parts: readonly string[]): Promi
   } catch (e) {
     if (run.errorClass(e)?.startsWith('TABLE_OR_VIEW_NOT_FOUND')) return false;
     throw e;
+  }
+}
+
+/**
+ * Whether the step's own table exists. The tenant boundary refuses to read a table of the tenant's
+ * namespace whose files lie outside the tenant's storage roots and never names that location (it
+ * may be another tenant's): such a table exists elsewhere, the guard's refusal, at the step's path.
+ */
+export async function ownTableExists(step: EnsureTable, run: StepRun): Promise<boolean> {
+  try {
+    return await tableExists(run, tableParts(step.table));
+  } catch (e) {
+    if (!(e instanceof SparkError && e.errorClass === 'LAKEHOUSE_TENANT_POLICY' && /outside the tenant's storage roots/.test(e.messageParameters.reason ?? '')))
+      throw e;
+    throw new ConfigError(
+      [
+        {
+          path: step.configPath,
+          message: `table ${displayTable(step.table)} already exists outside the tenant's storage roots, not at ${step.location} where the tenant's storage layout puts it; nothing was written to it (the server's log names its location; move or drop the table, or fix tenant.storage-root)`,
+        },
+      ],
+      { cause: e },
+    );
   }
 }
 

@@ -181,6 +181,21 @@ const ICEBERG_CONFLICT =
 
 /** First match wins; a rule without criteria matches everything. */
 export const errorRules: readonly ErrorRule[] = [
+  // The server's tenant policy (spark-plugins/, docs/security-policy.md): a refusal, and an analysis
+  // error of tenant logic (src/spark/policy/refusals.ts puts both at their config paths).
+  { code: 'TENANT_POLICY', outcome: 'config', errorClass: ['LAKEHOUSE_TENANT_POLICY'] },
+  {
+    code: 'TENANT_ANALYSIS',
+    outcome: 'input',
+    errorClass: ['LAKEHOUSE_TENANT_ANALYSIS'],
+    when: (f) => /^(TABLE_OR_VIEW_NOT_FOUND|PATH_NOT_FOUND)/.test(f.messageParameters?.errorClass ?? ''),
+  },
+  { code: 'TENANT_ANALYSIS', outcome: 'config', errorClass: ['LAKEHOUSE_TENANT_ANALYSIS'] },
+  // The server's watchdog cancelled an operation of the tenant's (its reason travels in the
+  // cancelled job's error): an operator's rows grew past the platform's limits (the data's or the
+  // logic's doing, 65), or it ran past the tenant's step time (75, a rerun may fit).
+  { code: 'ROW_GROWTH', outcome: 'data', exception: /LAKEHOUSE_WATCHDOG_ROWS/ },
+  { code: 'STEP_TIMEOUT', outcome: 'transient', exception: /LAKEHOUSE_WATCHDOG_TIME/ },
   { code: 'SPARK_AUTH', outcome: 'permission', grpc: ['UNAUTHENTICATED', 'PERMISSION_DENIED'] },
   { code: 'SPARK_AUTH', outcome: 'permission', errorClass: ['INSUFFICIENT_PERMISSIONS'] },
   // Object storage (S3A): the store refused the server's key (wrong, rotated, missing, or no right

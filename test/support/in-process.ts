@@ -4,8 +4,7 @@ import { createLogger } from '../../src/core/logger.js';
 import type { Step } from '../../src/jobs/template.js';
 import { executePlan } from '../../src/runner/executor.js';
 import { sessionSettings, tagFor } from '../../src/runner/run.js';
-import { tenantReadPolicy } from '../../src/spark/policy/index.js';
-import { connect } from './stack.js';
+import { releaseSession, runSession } from './stack.js';
 
 /** What a run in this process ended with: its exit code (0 or the error's) and the steps it began. */
 export interface Outcome {
@@ -15,13 +14,13 @@ export interface Outcome {
 
 /**
  * One run, in this process, on its own Spark session, as `runJob` executes it (session settings,
- * operation tags, the tenant read policy), with the executor's `beforeStep` hook exposed so a test
+ * operation tags, the session bound to its tenant), with the executor's `beforeStep` hook exposed so a test
  * can pause it between steps. Errors become their exit code, as the CLI would exit.
  */
 export async function runInProcess(req: Omit<LoadRequest, 'runId'> & { runId?: string }, beforeStep?: (s: Step) => Promise<void>): Promise<Outcome> {
   const runId = req.runId ?? `it-${Math.random().toString(36).slice(2, 10)}`;
   const loaded = await loadJob({ ...req, runId });
-  const client = connect();
+  const client = await runSession(loaded.platform, loaded.tenant);
   const steps: string[] = [];
   try {
     await client.config.set(sessionSettings(loaded, runId, req.logicalDate));
@@ -30,7 +29,6 @@ export async function runInProcess(req: Omit<LoadRequest, 'runId'> & { runId?: s
       logger: createLogger('silent'),
       tags: [tagFor(runId)],
       signal: new AbortController().signal,
-      policy: tenantReadPolicy(loaded.platform, loaded.tenant),
       beforeStep: async (s) => {
         steps.push(s.id);
         await beforeStep?.(s);
@@ -40,8 +38,7 @@ export async function runInProcess(req: Omit<LoadRequest, 'runId'> & { runId?: s
   } catch (e) {
     return { code: asLakehouseError(e).exitCode, steps };
   } finally {
-    await client.releaseSession().catch(() => undefined);
-    client.close();
+    await releaseSession(client);
   }
 }
 

@@ -1,13 +1,13 @@
-import { toJson } from '@bufbuild/protobuf';
 import { SparkError } from '../../src/spark/errors.js';
-import { type Plan, PlanSchema } from '../../src/spark/proto/gen/spark/connect/base_pb.js';
+import { planToJson } from '../../src/spark/plan/json.js';
+import type { Plan } from '../../src/spark/proto/gen/spark/connect/base_pb.js';
 
 /**
  * For fake sessions: the path a plan lists when it is the executor's listing of a location (a
  * binaryFile read: probePaths, the empty-location check before a table is created), else undefined.
  */
 export function listedPath(plan: Plan): string | undefined {
-  const ds = (toJson(PlanSchema, plan) as { root?: { read?: { dataSource?: { format?: string; paths?: string[] } } } }).root?.read?.dataSource;
+  const ds = (planToJson(plan) as { root?: { read?: { dataSource?: { format?: string; paths?: string[] } } } }).root?.read?.dataSource;
   return ds?.format === 'binaryFile' ? ds.paths?.[0] : undefined;
 }
 

@@ -7,6 +7,9 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseConnectionString } from '../../src/spark/connection.js';
 import { SparkConnectClient } from '../../src/spark/client.js';
+import type { PlatformConfig } from '../../src/core/config/platform.js';
+import type { TenantContext } from '../../src/core/tenant.js';
+import { bindTenant } from '../../src/runner/tenant-logic.js';
 import { requireNeed } from './needs.js';
 
 /** Helpers for integration tests against the project's own local stack. */
@@ -21,6 +24,22 @@ export function connect(): SparkConnectClient {
   const spec = parseConnectionString(remote());
   if (spec.kind !== 'remote') throw new Error('SPARK_REMOTE must be an sc:// address');
   return SparkConnectClient.connect(spec, { userAgent: 'lakehouse-jobs-tests' });
+}
+
+/**
+ * A session for one run, bound to its tenant as the runner binds its own (src/runner/tenant-logic.ts):
+ * the server judges its every plan against the tenant. The caller releases it.
+ */
+export async function runSession(platform: PlatformConfig, tenant: TenantContext): Promise<SparkConnectClient> {
+  const client = connect();
+  await bindTenant(client, platform, tenant);
+  return client;
+}
+
+/** Release and close a session (after a run, also a failed one). */
+export async function releaseSession(client: SparkConnectClient | undefined): Promise<void> {
+  await client?.releaseSession().catch(() => undefined);
+  client?.close();
 }
 
 /**

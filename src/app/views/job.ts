@@ -68,12 +68,17 @@ async function printPlan(loaded: LoadedJob, format: 'text' | 'json', out: (t: st
     return;
   }
   // The protobuf side loads only for the JSON plans.
-  const [{ planToJson }, { stepPlan }] = await Promise.all([import('../../spark/plan/json.js'), import('../../runner/executor.js')]);
+  const [{ planToJson }, { stepPlan }, { tenantLogicOf }] = await Promise.all([
+    import('../../spark/plan/json.js'),
+    import('../../runner/executor.js'),
+    import('../../runner/tenant-logic.js'),
+  ]);
   const steps = loaded.plan.steps.map((s) => ({
     id: s.id,
     kind: s.kind,
     title: s.title,
-    plan: planToJson(stepPlan(s, { reveal: false })),
+    // As the executor sends it: config logic wrapped as tenant logic for the server to judge.
+    plan: planToJson(stepPlan(tenantLogicOf(s), { reveal: false })),
     ...(explained?.has(s.id) ? { explain: explained.get(s.id) } : {}),
   }));
   const doc = { job: { template: loaded.template.name, schemaVersion: loaded.version.version }, tenant: loaded.tenant.id, steps };

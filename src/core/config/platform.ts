@@ -166,6 +166,73 @@ function catalogUriProblem(type: CatalogType, uri: string): string | undefined {
     return /^thrift:\/\/[A-Za-z0-9.-]+:\d+(,thrift:\/\/[A-Za-z0-9.-]+:\d+)*$/.test(uri) ? undefined : 'thrift://host:port, several separated by commas';
   return undefined;
 }
+/**
+ * What a tenant's logic may allocate and how long its operations may run, enforced on the Spark
+ * Connect server by the tenant policy (docs/security-policy.md, "Bounded allocation"): sizes of the
+ * values and rows an expression or gold SQL can build are checked before the plan runs, row growth
+ * and time by the server's watchdog while it runs.
+ */
+const LIMIT_DEFAULTS = {
+  'value-chars': 1_000_000,
+  'value-factor': 64,
+  'collection-elements': 100_000,
+  'generated-rows': 10_000_000,
+  'row-growth': 1_000,
+  'row-floor': 10_000_000,
+  'step-seconds': 3_600,
+} as const;
+const limitFields = {
+  'value-chars': z
+    .number()
+    .int()
+    .min(1)
+    .max(2_000_000_000)
+    .describe("Characters a value built by tenant logic may hold besides copies of the row (repeat, lpad, format_string's widths …); default 1,000,000."),
+  'value-factor': z
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000)
+    .describe('Times the row a value built by tenant logic may be (concat, nested repeats multiply); default 64.'),
+  'collection-elements': z
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000_000)
+    .describe('Elements of an array tenant logic builds (array_repeat, sequence); default 100,000.'),
+  'generated-rows': z.number().int().min(1).max(1_000_000_000_000).describe('Rows a range() or stack() of tenant logic may produce; default 10,000,000.'),
+  'row-growth': z
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000_000)
+    .describe(
+      "The watchdog cancels an operation (65) when an operator's output rows exceed this multiple of the rows it read (a join exploding); default 1,000.",
+    ),
+  'row-floor': z
+    .number()
+    .int()
+    .min(1)
+    .max(1_000_000_000_000)
+    .describe("Rows an operator may always produce, whatever it read (the watchdog's floor); default 10,000,000."),
+  'step-seconds': z.number().int().min(1).max(604_800).describe('The watchdog cancels an operation (75) that runs longer than this; default 3600.'),
+};
+export const limitsSchema = z
+  .object({
+    'value-chars': limitFields['value-chars'].default(LIMIT_DEFAULTS['value-chars']),
+    'value-factor': limitFields['value-factor'].default(LIMIT_DEFAULTS['value-factor']),
+    'collection-elements': limitFields['collection-elements'].default(LIMIT_DEFAULTS['collection-elements']),
+    'generated-rows': limitFields['generated-rows'].default(LIMIT_DEFAULTS['generated-rows']),
+    'row-growth': limitFields['row-growth'].default(LIMIT_DEFAULTS['row-growth']),
+    'row-floor': limitFields['row-floor'].default(LIMIT_DEFAULTS['row-floor']),
+    'step-seconds': limitFields['step-seconds'].default(LIMIT_DEFAULTS['step-seconds']),
+  })
+  .strict()
+  .default(LIMIT_DEFAULTS);
+/** A tenant's own limits (`tenants.<id>.limits`): any of the platform's, overriding them. */
+const tenantLimitsSchema = z.object(limitFields).partial().strict();
+export type Limits = z.infer<typeof limitsSchema>;
+
 /** The platform's default retention floor for table maintenance: 7 days (Delta's own default check). */
 export const RETENTION_FLOOR_HOURS = 168;
 /** A Kafka topic name: letters, digits, `.`, `_` and `-`, at most 249 characters (Kafka's own rule). */
@@ -187,10 +254,11 @@ export const platformSchema = z
         z
           .object({
             'storage-roots': z.array(storageUri()).min(1),
-            // Read-only grants checked by the tenant read policy (src/spark/policy): shared
+            // Read-only grants checked by the tenant policy (src/spark/policy): shared
             // namespaces (`catalog.namespace`) and where their files live. Writes stay the templates'.
             'read-namespaces': z.array(z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*\.[a-z][a-z0-9_]*$/, 'a catalog.namespace')).default([]),
             'read-roots': z.array(storageUri()).default([]),
+            limits: tenantLimitsSchema.optional().describe("This tenant's limits, overriding the platform's `limits` key by key."),
             // A Spark Connect server of the tenant's own, where a shared server's isolation is not
             // enough (docs/security.md): every run of the tenant goes there, never to spark.remote.
             spark: z
@@ -336,6 +404,7 @@ export const platformSchema = z
       .strict()
       .default({ allow: [] }),
     lineage: lineageSchema.optional(),
+    limits: limitsSchema.describe("What tenants' logic may allocate and how long its operations may run (tenants.<id>.limits overrides)."),
     /**
      * Table maintenance (the table-maintenance template): no snapshot, removed file or orphan younger
      * than this many hours is deleted, whatever a job config asks. A running job reads and writes files

@@ -241,7 +241,7 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestSpec): JobPlan {
   };
   let rows = Query.read('jdbc', { options });
   if (source.where !== undefined) rows = rows.filter(configExpr(source.where));
-  // Steps whose plan carries source.where are checked by the tenant read policy before they run.
+  // Steps whose plan carries source.where are checked by the tenant policy before they run.
   const untrusted = source.where !== undefined ? { untrusted: ['source.where'] } : {};
 
   // Where the rows came from, without credentials: the connection's name, or the url's host.

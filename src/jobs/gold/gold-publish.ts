@@ -47,7 +47,7 @@ import {
  *
  * The transform is tenant SQL on a shared server: it is screened when the config is loaded
  * (transform-sql.ts), its table names are rewritten to the tenant's namespaces, its parameters are
- * bound as DATE literals of a validated date, and every step that carries it is checked on the server by the tenant read policy.
+ * bound as DATE literals of a validated date, and every step that carries it is checked on the server by the tenant policy.
  */
 
 const TEMPLATE = 'gold-publish';
@@ -339,7 +339,7 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
   const result = Query.sql(sql.screened(sent.text, reads));
   const expectations = allExpectations(spec);
   const quarantines = expectations.some((e) => e.action === 'quarantine');
-  // Every step that carries the transform or an expression is judged by the tenant read policy.
+  // Every step that carries the transform or an expression is judged by the tenant policy.
   const untrusted = [transformed.path, ...spec.expectations.flatMap((e, i) => (e.type === 'expression' ? [`expectations[${i}].expr`] : []))];
   const flagged: Flagged = { untrusted, sqlOrigin: sent.origin, mapPosition: sentPositionMapper(sent.origin) };
   const pass = checkedRows(ctx, spec, gold, result, expectations, publish);

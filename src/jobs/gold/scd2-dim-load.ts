@@ -355,7 +355,7 @@ function readSource(ctx: JobContext, spec: Scd2DimLoadSpec): { rows: Query; chec
 /**
  * The batch is read, filtered and packed once and kept for the run: every later step reads those
  * rows, not the source. Only this step carries config logic (source.where, history.delete-when), so
- * it is the one the tenant read policy judges, before anything is created.
+ * it is the one the tenant policy judges, before anything is created.
  */
 function checkBatchStep(load: Load, batch: BatchInput, untrusted: string[], filtered: boolean): Step {
   return materializeStep({

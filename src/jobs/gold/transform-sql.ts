@@ -18,7 +18,7 @@ import type { PositionMapper, SqlOrigin, SqlPosition } from '../template.js';
  * full name, or a CTE/step name. A quoted identifier is an identifier like any other: a backquoted
  * function name is judged as the function. Comments are dropped from the text sent, so Spark never
  * sees one. What the query may compute (functions, plan nodes) and what it reads in the end is judged
- * again on the server by the tenant read policy (src/spark/policy), which does not rely on this screen.
+ * again on the server by the tenant policy (src/spark/policy), which does not rely on this screen.
  */
 
 export type Token =
@@ -559,7 +559,7 @@ export function screenTransform(sql: string, options: ScreenOptions | readonly s
         const ref = isWord(t, 'stream')
           ? 'STREAM is not allowed: Spark reads STREAM <table> as a streaming read of that table (backquote a CTE or step of that name: `stream`)'
           : lateral && called
-            ? undefined // a lateral table-valued function: judged by the read policy on the server
+            ? undefined // a lateral table-valued function: judged by the tenant policy on the server
             : classify(chain, called, (name) => isCte(name, k), opts.readNamespaces);
         if (typeof ref === 'string') refuse(ref, t);
         else if (ref) {

@@ -88,7 +88,7 @@ export function writeBronze(
   w: { snapshotDate: string; partitionBy: readonly string[]; origin: string; configPath: string; untrusted?: readonly string[] },
 ): Step[] {
   const date = lit({ date: w.snapshotDate });
-  // Steps whose plan carries the tenant's logic (e.g. source.where) are checked by the read policy.
+  // Steps whose plan carries the tenant's logic (e.g. source.where) are checked by the tenant policy.
   const untrusted = w.untrusted?.length ? { untrusted: w.untrusted } : {};
   if (ref.kind === 'files')
     return [

@@ -331,7 +331,7 @@ interface MergeSpec {
   schemaEvolution: 'fail' | 'add-columns';
   tombstoneRetentionDays: number;
   target: { table: string; catalog?: string | undefined; format?: SilverFormat | undefined };
-  /** Config paths whose expressions the plan carries: those steps are checked by the tenant read policy. */
+  /** Config paths whose expressions the plan carries: those steps are checked by the tenant policy. */
   untrusted: string[];
 }
 

@@ -83,7 +83,7 @@ export interface VaultTableLoad {
   readonly ghost?: readonly (readonly [string, Expr])[] | undefined;
   /** Steps before anything is written (the load date, the sources' snapshot dates, checks of the batch). */
   readonly checks: readonly Step[];
-  /** The config paths whose logic the rows carry: those steps are judged by the tenant read policy. */
+  /** The config paths whose logic the rows carry: those steps are judged by the tenant policy. */
   readonly untrusted: readonly string[];
 }
 

@@ -6,7 +6,6 @@ import { type StepKindModule, indent } from './kind.js';
 /** Analyse the columns a query produces (nothing is read); the step's function decides on them. */
 export const checkColumns: StepKindModule<StepOf<'checkColumns'>> = {
   async run(step, run) {
-    await run.judge();
     const columns = await run.schema(step.source.rel);
     const effect = step.interpret(columns.map((f) => ({ name: f.name, type: f.type })));
     if (effect.fail) throw effect.fail;
@@ -16,5 +15,4 @@ export const checkColumns: StepKindModule<StepOf<'checkColumns'>> = {
   view: (step) => `CheckColumns (analyses, reads no row) of:\n${indent(formatRel(step.source.rel), 3)}`,
   touches: (step) => ({ reads: relTouches(step.source.rel), writes: [] }),
   explainable: (step) => step.source.rel,
-  policyInputs: (step) => ({ relations: [step.source.rel] }),
 };

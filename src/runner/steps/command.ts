@@ -6,7 +6,6 @@ import type { StepKindModule } from './kind.js';
 /** Run a command (DDL, write, MERGE). */
 export const command: StepKindModule<StepOf<'command'>> = {
   async run(step, run) {
-    await run.judge();
     await run.send({ command: step.command });
     return undefined;
   },
@@ -17,5 +16,4 @@ export const command: StepKindModule<StepOf<'command'>> = {
     const c = step.command;
     return c.kind === 'merge' ? c.source : c.kind === 'sqlCommand' || c.kind === 'extension' ? undefined : c.input;
   },
-  policyInputs: (step) => ({ command: step.command }),
 };

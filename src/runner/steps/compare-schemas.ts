@@ -8,7 +8,6 @@ import { type StepKindModule, indent } from './kind.js';
 /** Compare the columns a query produces with a table's (both analysed, nothing read); the step's function decides. */
 export const compareSchemas: StepKindModule<StepOf<'compareSchemas'>> = {
   async run(step, run) {
-    await run.judge();
     const [incoming, table] = await Promise.all([run.schema(step.source.rel), run.schema(Query.table(tableParts(step.table)).rel, { reveal: false })]);
     const have = new Map(table.map((f) => [f.name.toLowerCase(), f]));
     const names = new Set(incoming.map((f) => f.name.toLowerCase()));
@@ -28,5 +27,4 @@ export const compareSchemas: StepKindModule<StepOf<'compareSchemas'>> = {
   view: (step) => `CompareSchemas ${displayTable(step.table)} with:\n${indent(formatRel(step.source.rel), 3)}`,
   touches: (step) => ({ reads: relTouches(step.source.rel), writes: [] }),
   explainable: (step) => step.source.rel,
-  policyInputs: (step) => ({ relations: [step.source.rel] }),
 };

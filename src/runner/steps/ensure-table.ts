@@ -1,7 +1,7 @@
-import { displayTable, tableParts } from '../../core/naming.js';
+import { displayTable } from '../../core/naming.js';
 import type { StepOf } from '../../jobs/steps.js';
 import { formatCmd } from '../../spark/plan/format.js';
-import { checkLocation, checkLocationEmpty, checkOtherCatalogs, tableExists } from '../table-guards.js';
+import { checkLocation, checkLocationEmpty, checkOtherCatalogs, ownTableExists } from '../table-guards.js';
 import { type StepKindModule, indent } from './kind.js';
 
 /**
@@ -11,14 +11,13 @@ import { type StepKindModule, indent } from './kind.js';
  */
 export const ensureTable: StepKindModule<StepOf<'ensureTable'>> = {
   async run(step, run) {
-    if (await tableExists(run, tableParts(step.table))) {
+    if (await ownTableExists(step, run)) {
       run.logger.debug({ table: displayTable(step.table) }, 'table exists');
       await checkLocation(step, run);
       return undefined;
     }
     await checkOtherCatalogs(step, run);
     await checkLocationEmpty(step, run);
-    await run.judge();
     try {
       await run.send({ command: step.create });
     } catch (e) {
@@ -36,5 +35,4 @@ export const ensureTable: StepKindModule<StepOf<'ensureTable'>> = {
     return { reads: [], writes: [{ kind: 'table', parts, location: step.location, ...(format ? { format } : {}) }] };
   },
   explainable: () => undefined,
-  policyInputs: (step) => ({ command: step.create }),
 };

@@ -5,13 +5,13 @@ import { checkColumns } from './check-columns.js';
 import { command } from './command.js';
 import { compareSchemas } from './compare-schemas.js';
 import { ensureTable } from './ensure-table.js';
-import type { PlanNode, PolicyInputs, StepKindModule, StepKinds } from './kind.js';
+import type { PlanNode, StepKindModule, StepKinds } from './kind.js';
 import { materialize } from './materialize.js';
 import { probePaths } from './probe-paths.js';
 import { query } from './query.js';
 import { stream } from './stream.js';
 
-export type { PlanNode, PolicyInputs, Sent, StepKindModule, StepRun } from './kind.js';
+export type { PlanNode, Sent, StepKindModule, StepRun } from './kind.js';
 
 /** Every step kind's module: a kind without one, or a module without an operation, does not compile. */
 export const STEP_KINDS: StepKinds = { command, ensureTable, compareSchemas, checkColumns, probePaths, stream, query, materialize };
@@ -33,6 +33,3 @@ export const explainableRel = (step: Step): Rel | undefined => kindOf(step).expl
 
 /** A step's main plan, as nodes (`plan --format json` compiles it). */
 export const stepPlanNode = (step: Step): PlanNode => kindOf(step).plan(step);
-
-/** What the tenant read policy analyses of a step. */
-export const stepPolicyInputs = (step: Step): PolicyInputs => kindOf(step).policyInputs(step);

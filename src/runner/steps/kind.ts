@@ -7,7 +7,7 @@ import type { Row, RowsStep, Step, StepEffect, StepKind, StepOf } from '../../jo
 
 /**
  * One module per step kind, each implementing every operation on its kind: run it, show it, say
- * what it touches and what the policy and Spark's explain analyse. The record in index.ts is typed
+ * what it touches and what Spark's explain analyses. The record in index.ts is typed
  * so that the compiler checks every kind has every operation. The kind modules speak plan nodes
  * only: the executor compiles and sends them (src/runner/executor.ts), so `validate` and the text
  * `plan` load no protobuf.
@@ -41,8 +41,6 @@ export interface StepRun {
   inputFiles(rel: Rel): Promise<string[]>;
   /** Ask a running streaming query of this session to wait, report its progress, or stop. */
   streaming(query: { id: string; runId: string }, action: { await: { timeoutMs: number } } | 'recentProgress' | 'stop'): Promise<Sent>;
-  /** Check the step against the tenant read policy when it carries config logic: right before its plan first reaches the server. */
-  judge(): Promise<void>;
   /** A query step's rows become a fact for later steps (checked against its declared columns). */
   record(step: RowsStep<string>, columns: readonly string[] | undefined, rows: readonly Row[]): void;
   /** A step's effect on the run's report; returns the skip reason, if any. Throws its failure. */
@@ -55,9 +53,6 @@ export interface StepRun {
   at(e: unknown, configPath: string): unknown;
 }
 
-/** What the tenant read policy analyses of a step: relations, or a command's inputs (src/spark/policy). */
-export type PolicyInputs = { readonly relations: readonly Rel[] } | { readonly command: Cmd };
-
 export interface StepKindModule<S extends Step> {
   /** Run the step; resolves to a skip reason when it ends the run with nothing to do. */
   run(step: S, run: StepRun): Promise<string | undefined>;
@@ -69,8 +64,6 @@ export interface StepKindModule<S extends Step> {
   touches(step: S): Touches;
   /** The relation Spark can explain without running anything, if there is one. */
   explainable(step: S): Rel | undefined;
-  /** What the tenant read policy analyses when the step carries config logic. */
-  policyInputs(step: S): PolicyInputs;
 }
 
 export type StepKinds = { readonly [K in StepKind]: StepKindModule<StepOf<K>> };

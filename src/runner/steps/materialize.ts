@@ -10,7 +10,6 @@ import { type StepKindModule, indent } from './kind.js';
  */
 export const materialize: StepKindModule<StepOf<'materialize'>> = {
   async run(step, run) {
-    await run.judge();
     const kept = await run.send({ checkpoint: step.query.rel });
     if (!kept.checkpointRelationId) throw new InternalError(`step ${step.id}: the server answered the checkpoint without naming its rows`);
     run.keep(step.name, kept.checkpointRelationId);
@@ -22,5 +21,4 @@ export const materialize: StepKindModule<StepOf<'materialize'>> = {
   view: (step) => `Materialize ${step.name} (kept for the run):\n${indent(formatRel(step.query.rel), 3)}\nthen:\n${indent(formatRel(step.check.rel), 3)}`,
   touches: (step) => ({ reads: relTouches(step.query.rel), writes: [] }),
   explainable: (step) => step.query.rel,
-  policyInputs: (step) => ({ relations: [step.query.rel] }),
 };

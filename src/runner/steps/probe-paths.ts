@@ -15,5 +15,4 @@ export const probePaths: StepKindModule<StepOf<'probePaths'>> = {
   view: (step) => `ProbePaths (lists, reads no file)\n${step.paths.map((p) => `   ${p}`).join('\n')}`,
   touches: (step) => ({ reads: [{ kind: 'listing', paths: step.paths }], writes: [] }),
   explainable: () => undefined,
-  policyInputs: () => ({ relations: [] }),
 };

@@ -6,7 +6,6 @@ import type { StepKindModule } from './kind.js';
 /** Run a query; its rows become the step's fact for later steps, and its function says what they mean. */
 export const query: StepKindModule<StepOf<'query'>> = {
   async run(step, run) {
-    await run.judge();
     const { columns, rows } = await run.rows(step.query.rel);
     run.record(step, columns, rows);
     return run.effect(step.interpret(rows as never));
@@ -15,5 +14,4 @@ export const query: StepKindModule<StepOf<'query'>> = {
   view: (step) => formatRel(step.query.rel),
   touches: (step) => ({ reads: relTouches(step.query.rel), writes: [] }),
   explainable: (step) => step.query.rel,
-  policyInputs: (step) => ({ relations: [step.query.rel] }),
 };

@@ -19,7 +19,6 @@ const STREAM_WAIT_MS = 30_000;
  */
 export const stream: StepKindModule<StepOf<'stream'>> = {
   async run(step, run) {
-    await run.judge();
     const progress: StreamProgress[] = [];
     for (let attempt = 1; ; attempt++) {
       const started = await run.send({ command: step.command });
@@ -43,7 +42,6 @@ export const stream: StepKindModule<StepOf<'stream'>> = {
   view: (step) => formatCmd(step.command),
   touches: (step) => cmdTouches(step.command),
   explainable: (step) => step.command.input,
-  policyInputs: (step) => ({ command: step.command }),
 };
 
 /**

@@ -1,6 +1,6 @@
-import { create, type MessageInitShape } from '@bufbuild/protobuf';
-import { BinaryWriter, WireType } from '@bufbuild/protobuf/wire';
-import { type Any, AnySchema } from '@bufbuild/protobuf/wkt';
+import { create, createRegistry, type DescMessage, type MessageInitShape } from '@bufbuild/protobuf';
+import { type Any, anyPack } from '@bufbuild/protobuf/wkt';
+import { BindTenantSchema, TenantLogicSchema, file_lakehouse_jobs_plugins } from '../proto/gen/lakehouse/jobs/plugins_pb.js';
 import { type Plan, PlanSchema } from '../proto/gen/spark/connect/base_pb.js';
 import { type Command, CommandSchema, WriteOperation_SaveMode, WriteOperationV2_Mode } from '../proto/gen/spark/connect/commands_pb.js';
 import {
@@ -20,6 +20,8 @@ import { redacted } from '../../core/secrets.js';
 import type { Cmd, MergeAction } from './commands.js';
 import type { Expr, LiteralValue, SortOrder } from './expressions.js';
 import type { Extension, OptionValue, Rel } from './relations.js';
+import type { TenantBinding } from '../policy/binding.js';
+import { jdbcSources } from '../policy/tenant-logic.js';
 
 /**
  * The one place where plan nodes become Spark Connect protobuf. `reveal: false` (for `plan` output
@@ -181,14 +183,57 @@ export function relation(rel: Rel, opts: CompileOptions): Relation {
       return create(RelationSchema, { relType: { case: 'extension', value: extension(rel) } });
     case 'materialized':
       return create(RelationSchema, { relType: { case: 'cachedRemoteRelation', value: { relationId: opts.materialized?.get(rel.name) ?? rel.name } } });
+    case 'tenantLogic': {
+      const logic = create(TenantLogicSchema, { relation: r(rel.input), configPaths: [...rel.configPaths], jdbcSources: jdbcSources(rel.input) });
+      return create(RelationSchema, { relType: { case: 'extension', value: anyPack(TenantLogicSchema, logic) } });
+    }
   }
 }
 
-/** A plugin's message as a google.protobuf.Any: string fields in the protobuf wire format. */
+/** The plugin messages (src/spark/proto/lakehouse/jobs/plugins.proto), by their full names. */
+const pluginMessages = createRegistry(file_lakehouse_jobs_plugins);
+
+/**
+ * A plugin's message as a google.protobuf.Any, encoded by the message's generated schema: the
+ * extension's fields are set by their numbers (a repeated field once per value).
+ */
 export function extension(x: Extension): Any {
-  const w = new BinaryWriter();
-  for (const f of x.fields) w.tag(f.field, WireType.LengthDelimited).string(f.value);
-  return create(AnySchema, { typeUrl: x.typeUrl, value: w.finish() });
+  const typeName = x.typeUrl.replace(/^.*\//, '');
+  const schema: DescMessage | undefined = pluginMessages.getMessage(typeName);
+  if (!schema) throw new Error(`no plugin message ${typeName} in plugins.proto`);
+  const init: Record<string, unknown> = {};
+  for (const f of x.fields) {
+    const field = schema.fields.find((d) => d.number === f.field);
+    if (!field || field.fieldKind === 'message' || field.fieldKind === 'map') throw new Error(`${typeName} has no string field ${f.field} (${f.name})`);
+    if (field.fieldKind === 'list') ((init[field.localName] ??= []) as string[]).push(f.value);
+    else init[field.localName] = f.value;
+  }
+  return anyPack(schema, create(schema, init));
+}
+
+/** Bind the session to the tenant it runs for (lakehouse.jobs.BindTenant): sent once, before any step. */
+export function compileBindTenantCommand(b: TenantBinding): Plan {
+  const l = b.limits;
+  const message = create(BindTenantSchema, {
+    tenant: b.tenant,
+    readNamespaces: [...b.readNamespaces],
+    writeNamespaces: [...b.writeNamespaces],
+    readRoots: [...b.readRoots],
+    writeRoots: [...b.writeRoots],
+    kafka: b.kafka.map((k) => ({ bootstrapServers: [...k.bootstrapServers], topics: [...k.topics], topicPrefixes: [...k.topicPrefixes] })),
+    limits: {
+      valueChars: BigInt(l['value-chars']),
+      valueFactor: BigInt(l['value-factor']),
+      collectionElements: BigInt(l['collection-elements']),
+      generatedRows: BigInt(l['generated-rows']),
+      rowGrowth: BigInt(l['row-growth']),
+      rowFloor: BigInt(l['row-floor']),
+      stepSeconds: BigInt(l['step-seconds']),
+    },
+  });
+  return create(PlanSchema, {
+    opType: { case: 'command', value: create(CommandSchema, { commandType: { case: 'extension', value: anyPack(BindTenantSchema, message) } }) },
+  });
 }
 
 export function expression(x: Expr, opts: CompileOptions): Expression {

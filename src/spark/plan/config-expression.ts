@@ -13,7 +13,7 @@ export function configExpr(e: ConfigExpression): Expr {
   return x;
 }
 
-/** The plan nodes made from config: the tenant read policy checks the relations that hold them. */
+/** The plan nodes made from config: the tenant policy checks the relations that hold them. */
 const configLogic = new WeakSet<Expr>();
 
 /** Is this expression (itself, not a part of it) one made from a config expression? */

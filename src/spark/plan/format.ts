@@ -81,6 +81,8 @@ function relTree(rel: Rel): Tree {
       return { line: `SubqueryAlias ${ident(rel.name)}`, children: [relTree(rel.input)] };
     case 'extension':
       return extensionTree(rel);
+    case 'tenantLogic':
+      return { line: `TenantLogic (judged by the server: ${rel.configPaths.join(', ')})`, children: [relTree(rel.input)] };
     case 'materialized':
       return { line: `Materialized ${ident(rel.name)}` };
   }

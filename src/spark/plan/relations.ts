@@ -42,7 +42,13 @@ export type Rel =
    * Rows an earlier `materialize` step of the same run computed and the server keeps (a local
    * checkpoint), by the step's name: reading them runs nothing that produced them again.
    */
-  | { readonly kind: 'materialized'; readonly name: string };
+  | { readonly kind: 'materialized'; readonly name: string }
+  /**
+   * A tenant's logic (config expressions' nodes, tenant SQL) with everything below it, sent to the
+   * server's tenant policy plugin to be judged and run as judged (src/spark/policy/tenant-logic.ts);
+   * refusals and analysis errors are reported at `configPaths`.
+   */
+  | { readonly kind: 'tenantLogic'; readonly input: Rel; readonly configPaths: readonly string[] };
 
 /**
  * A message for a plugin of the Spark Connect server (spark-plugins/), sent as a

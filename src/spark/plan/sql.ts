@@ -145,6 +145,6 @@ sql.touching = (inner: SqlText, tables: { reads?: readonly TableParts[]; writes?
 /**
  * Tenant SQL that the gold transform screen (src/jobs/gold/transform-sql.ts) tokenised, checked and
  * rebuilt with the tenant's table names: the one way text we did not write becomes SQL. `reads` are
- * the tables the screen found; the tenant read policy judges the text on the server.
+ * the tables the screen found; the tenant policy judges the text on the server.
  */
 sql.screened = (text: string, reads: readonly TableParts[]): SqlText => fragment(text, reads);

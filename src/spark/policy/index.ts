@@ -1,5 +1,5 @@
-/** The tenant read policy (docs/security-policy.md): one module, used by the executor and the tenant-SQL templates. */
+/** The tenant policy (docs/security-policy.md): the session's binding and tenant logic, judged on the server (spark-plugins/). */
 export * from './allow-list.js';
-export * from './inputs.js';
-export { type AnalyzedPlan, type RelationRead, parseAnalyzedPlan } from './plan-text.js';
-export * from './policy.js';
+export * from './binding.js';
+export * from './refusals.js';
+export * from './tenant-logic.js';

@@ -3,11 +3,10 @@ import { describe, expect, it } from 'vitest';
 import { loadJob } from '../../../src/runner/load-job.js';
 import { createLogger } from '../../../src/core/logger.js';
 import { executePlan } from '../../../src/runner/executor.js';
-import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { tempFiles } from '../../support/files.js';
-import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, useClient } from '../../support/stack.js';
+import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, releaseSession, runSession, useClient } from '../../support/stack.js';
 import { mulberry32, shuffledIndices } from '../../support/random.js';
 import { testQuery } from '../../support/sql.js';
 import { needs } from '../../support/needs.js';
@@ -126,21 +125,26 @@ target { table = "state", format = ${format}, catalog = "${catalog}" }
   // The batches arrive in a random order.
   const order = shuffledIndices(BATCHES, mulberry32(seed * 31));
   const logger = createLogger('warn');
-  for (const b of order) {
-    const job = await loadJob({
-      configFile: join(dir, 'job.conf'),
-      envFile: join(dir, 'platform.conf'),
-      overrides: [`source.where="_snapshot_date = DATE'2026-01-0${b + 1}'"`],
-      env: {},
-      runId: `prop-${seed}-${b}`,
-    });
-    await executePlan(job.plan, {
-      session: client,
-      logger,
-      tags: [`prop-${seed}`],
-      signal: new AbortController().signal,
-      policy: tenantReadPolicy(job.platform, job.tenant),
-    });
+  let session: SparkConnectClient | undefined;
+  try {
+    for (const b of order) {
+      const job = await loadJob({
+        configFile: join(dir, 'job.conf'),
+        envFile: join(dir, 'platform.conf'),
+        overrides: [`source.where="_snapshot_date = DATE'2026-01-0${b + 1}'"`],
+        env: {},
+        runId: `prop-${seed}-${b}`,
+      });
+      session ??= await runSession(job.platform, job.tenant);
+      await executePlan(job.plan, {
+        session,
+        logger,
+        tags: [`prop-${seed}`],
+        signal: new AbortController().signal,
+      });
+    }
+  } finally {
+    await releaseSession(session);
   }
   const actual = format === 'iceberg' ? readIcebergWithPyIceberg(`${tenant.id}_silver`, 'state') : readDeltaWithDeltaRs(`${tenant.root}/silver/state`);
   return {

@@ -9,10 +9,18 @@ import { tenantContext } from '../../../src/core/tenant.js';
 import { emptyReport, executePlan } from '../../../src/runner/executor.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileRelationPlan } from '../../../src/spark/plan/compile.js';
-import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import type { JobPlan, Step } from '../../../src/jobs/template.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
+import {
+  connect,
+  freshTenant,
+  icebergSnapshotSummary,
+  readDeltaWithDeltaRs,
+  readIcebergWithPyIceberg,
+  runJob,
+  releaseSession,
+  runSession,
+} from '../../support/stack.js';
 import { testQuery } from '../../support/sql.js';
 import { needs } from '../../support/needs.js';
 
@@ -23,7 +31,7 @@ needs('spark', 'py-tools');
  * gold, Iceberg (replace-range with quarantine, warn and relationship checks; a rerun commits
  * nothing; a failing expectation leaves the table untouched) read back with PyIceberg, and Delta
  * (full-refresh with drop, then merge) read back with delta-rs. Hostile transforms are refused with
- * 78 by the screen, and, with the screen bypassed, by the tenant read policy on the server.
+ * 78 by the screen, and, with the screen bypassed, by the tenant policy on the server.
  */
 // Every CLI run creates, checks and writes on a shared 2-core server: minutes under load.
 vi.setConfig({ testTimeout: 1_800_000 });
@@ -209,19 +217,23 @@ describe('gold-publish: hostile transforms (78, the table unchanged)', () => {
     [
       'reflect',
       () => `SELECT DATE'2026-07-05' AS sale_date, reflect('java.lang.System', 'getProperty', 'user.home') AS customer, 1L AS orders, 1.0 AS revenue`,
-      /function reflect is not allowed/,
+      /function reflect \(line 1, column \d+\) is not allowed in tenant logic: reflection runs Java code/,
     ],
     [
       'java_method',
       () => `SELECT DATE'2026-07-05' AS sale_date, java_method('java.lang.System', 'getenv', 'HOME') AS customer, 1L AS orders, 1.0 AS revenue`,
-      /function java_method is not allowed/,
+      /function java_method \(line 1, column \d+\) is not allowed in tenant logic: reflection runs Java code/,
     ],
-    ['a Delta path table', (v) => `SELECT * FROM delta.\`${victim.root}/silver/accounts\` WHERE '${v}' <> ''`, /refused by the tenant read policy/],
-    ['a parquet path table', () => `SELECT * FROM parquet.\`${victim.root}/silver/orders/data\``, /refused by the tenant read policy/],
-    ['EXECUTE IMMEDIATE', () => `EXECUTE IMMEDIATE 'DROP TABLE lake.${tenant.id}_gold.daily'`, /SQL text must be a query/],
+    ['a Delta path table', (v) => `SELECT * FROM delta.\`${victim.root}/silver/accounts\` WHERE '${v}' <> ''`, /path-based table delta\..* is not allowed/],
+    ['a parquet path table', () => `SELECT * FROM parquet.\`${victim.root}/silver/orders/data\``, /path-based table parquet\..* is not allowed/],
+    [
+      'EXECUTE IMMEDIATE',
+      () => `EXECUTE IMMEDIATE 'DROP TABLE lake.${tenant.id}_gold.daily'`,
+      /plan node \w+ .*is not allowed in tenant logic \(a query only\)/,
+    ],
   ];
   for (const [what, text, reason] of hostile)
-    it(`with the screen bypassed, the tenant read policy refuses ${what} (78, transform.steps)`, async () => {
+    it(`with the screen bypassed, the server's tenant policy refuses ${what} (78, transform.steps)`, async () => {
       const loaded = await loadJob({
         configFile: join(dir, 'daily.conf'),
         envFile: join(dir, 'platform.conf'),
@@ -236,17 +248,19 @@ describe('gold-publish: hostile transforms (78, the table unchanged)', () => {
       });
       const before = snapshotOf();
       const report = emptyReport();
+      const session = await runSession(platform, tenantContext(tenant.id, tenant.root));
       const err = await executePlan(withTransform(loaded.plan, text(victim.id)), {
-        session: client,
+        session,
         logger: pino({ level: 'silent' }),
         tags: ['it-gold-hostile'],
         signal: new AbortController().signal,
-        policy: tenantReadPolicy(platform, tenantContext(tenant.id, tenant.root)),
         report,
-      }).then(
-        () => undefined,
-        (e: unknown) => e,
-      );
+      })
+        .then(
+          () => undefined,
+          (e: unknown) => e,
+        )
+        .finally(() => releaseSession(session));
       expect(err).toBeInstanceOf(ConfigError);
       expect((err as ConfigError).exitCode).toBe(78);
       expect((err as ConfigError).issues[0]!.path).toContain('transform.steps');
@@ -276,19 +290,23 @@ describe('gold-publish: the tenant’s SQL is judged before anything is created'
     });
     const hostile = `SELECT DATE'2026-07-05' AS sale_date, reflect('java.lang.System', 'getProperty', 'user.home') AS customer, 1L AS orders, 1.0 AS revenue`;
     const report = emptyReport();
+    // A run's session: bound to the tenant, so the server judges the transform.
+    const session = await runSession(loaded.platform, loaded.tenant);
     const err = await executePlan(withTransform(loaded.plan, hostile), {
-      session: client,
+      session,
       logger: pino({ level: 'silent' }),
       tags: ['it-gold-judge-first'],
       signal: new AbortController().signal,
-      policy: tenantReadPolicy(loaded.platform, loaded.tenant),
       catalogs: ['lake'],
       report,
-    }).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
+    })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      )
+      .finally(() => releaseSession(session));
     expect((err as ConfigError).exitCode).toBe(78);
+    expect((err as ConfigError).message).toMatch(/function reflect .*is not allowed in tenant logic/);
     expect(report.failedStep).toBe('check-source-columns');
     expect(report.completedSteps).toEqual([]);
     const namespaces = (await sql('SHOW NAMESPACES IN lake')).table!.toArray().map((r) => String((r as { namespace: unknown }).namespace));

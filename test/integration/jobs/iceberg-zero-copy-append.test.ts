@@ -9,9 +9,8 @@ import { loadJob } from '../../../src/runner/load-job.js';
 import { asLakehouseError } from '../../../src/core/errors.js';
 import { createLogger } from '../../../src/core/logger.js';
 import { executePlan } from '../../../src/runner/executor.js';
-import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, lakeHome, readIcebergWithPyIceberg, repoRoot, runJob } from '../../support/stack.js';
+import { connect, freshTenant, lakeHome, readIcebergWithPyIceberg, repoRoot, runJob, releaseSession, runSession } from '../../support/stack.js';
 import { testQuery, testCommand } from '../../support/sql.js';
 import { needs } from '../../support/needs.js';
 
@@ -116,15 +115,14 @@ source { table = "${source}" }
 target { table = "${target}", catalog = "lake" }`,
     'platform.conf': platform(),
   });
-  const session = connect();
+  const job = await loadJob({ configFile: join(cfg, 'job.conf'), envFile: join(cfg, 'platform.conf'), overrides: [], env: {}, runId });
+  const session = await runSession(job.platform, job.tenant);
   try {
-    const job = await loadJob({ configFile: join(cfg, 'job.conf'), envFile: join(cfg, 'platform.conf'), overrides: [], env: {}, runId });
     const r = await executePlan(job.plan, {
       session,
       logger: createLogger('warn'),
       tags: ['it-zero-copy'],
       signal: new AbortController().signal,
-      policy: tenantReadPolicy(job.platform, job.tenant),
       beforeStep: async (step) => {
         if (step.id === 'append') await gate.arrive();
       },
@@ -133,8 +131,7 @@ target { table = "${target}", catalog = "lake" }`,
   } catch (e) {
     return { code: asLakehouseError(e).exitCode, message: asLakehouseError(e).message, outputs: [] };
   } finally {
-    await session.releaseSession().catch(() => undefined);
-    session.close();
+    await releaseSession(session);
   }
 }
 

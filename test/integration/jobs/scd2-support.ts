@@ -6,9 +6,8 @@ import { executePlan } from '../../../src/runner/executor.js';
 import type { Step } from '../../../src/jobs/template.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import { tempFiles } from '../../support/files.js';
-import { readDeltaWithDeltaRs, readIcebergWithPyIceberg } from '../../support/stack.js';
+import { readDeltaWithDeltaRs, readIcebergWithPyIceberg, releaseSession, runSession } from '../../support/stack.js';
 import { testQuery, testCommand } from '../../support/sql.js';
 
 /** Helpers of the scd2-dim-load integration tests: a tenant's silver source, loads run in process, read-back by a second engine. */
@@ -40,14 +39,15 @@ export interface LoadResult {
   outputs: Record<string, unknown>[];
 }
 
-/** Run one load in process (plan, tenant read policy, executor), as the runner does. */
+/** Run one load in process (plan, a session bound to the tenant, executor), as the runner does. */
 export async function load(
   client: SparkConnectClient,
   tenant: { id: string; root: string },
   config: string,
-  opts: { set?: string[]; runId?: string; logicalDate?: string; beforeStep?: (step: Step) => Promise<void>; session?: SparkConnectClient } = {},
+  opts: { set?: string[]; runId?: string; logicalDate?: string; beforeStep?: (step: Step) => Promise<void> } = {},
 ): Promise<LoadResult> {
   const dir = tempFiles({ 'job.conf': config, 'platform.conf': platformConf(tenant) });
+  let session: SparkConnectClient | undefined;
   try {
     const job = await loadJob({
       configFile: join(dir, 'job.conf'),
@@ -57,18 +57,20 @@ export async function load(
       runId: opts.runId ?? 'it-scd2',
       ...(opts.logicalDate ? { logicalDate: opts.logicalDate } : {}),
     });
+    session = await runSession(job.platform, job.tenant);
     const r = await executePlan(job.plan, {
-      session: opts.session ?? client,
+      session,
       logger: createLogger((process.env.SCD2_LOG as 'info' | undefined) ?? 'warn'),
       tags: ['it-scd2'],
       signal: new AbortController().signal,
-      policy: tenantReadPolicy(job.platform, job.tenant),
       ...(opts.beforeStep ? { beforeStep: opts.beforeStep } : {}),
     });
     return { code: r.skipped ? 99 : 0, outputs: r.outputs as unknown as Record<string, unknown>[] };
   } catch (e) {
     const err = asLakehouseError(e);
     return { code: err.exitCode, message: err.message, outputs: [] };
+  } finally {
+    await releaseSession(session);
   }
 }
 

@@ -10,7 +10,6 @@ import { type ExecutionReport, emptyReport, executePlan } from '../../../src/run
 import { sessionSettings, tagFor } from '../../../src/runner/run.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
-import { tenantReadPolicy } from '../../../src/spark/policy/index.js';
 import { tempFiles } from '../../support/files.js';
 import {
   type Storage,
@@ -22,6 +21,7 @@ import {
   readIcebergWithPyIceberg,
   repoRoot,
   runJob,
+  runSession,
 } from '../../support/stack.js';
 import { fileExists, filesUnder, writeFileAt } from '../../support/storage.js';
 import { testQuery, testCommand } from '../../support/sql.js';
@@ -404,7 +404,7 @@ async function runInProcess(
   writeFileSync(join(dir, `${name}.platform.conf`), platform(floor));
   const runId = `it-maint-${name}`;
   const loaded = await loadJob({ configFile: join(dir, `${name}.conf`), envFile: join(dir, `${name}.platform.conf`), overrides: set, env: {}, runId });
-  const session = connect();
+  const session = await runSession(loaded.platform, loaded.tenant);
   const report = emptyReport();
   try {
     await session.config.set(sessionSettings(loaded, runId, undefined));
@@ -413,7 +413,6 @@ async function runInProcess(
       logger,
       tags: [tagFor(runId)],
       signal: new AbortController().signal,
-      policy: tenantReadPolicy(loaded.platform, loaded.tenant),
       report,
       ...(beforeStep ? { beforeStep } : {}),
     });

@@ -2,7 +2,13 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
+import { localPlatformDefaults } from '../../../src/core/config/platform.js';
+import { ConfigError } from '../../../src/core/errors.js';
+import { tenantContext } from '../../../src/core/tenant.js';
+import { bindTenant } from '../../../src/runner/tenant-logic.js';
+import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
+import { tenantPolicyError } from '../../../src/spark/policy/index.js';
+import { Query } from '../../../src/spark/plan/query.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { connect } from '../spark/support.js';
 import { tempFiles } from '../../support/files.js';
@@ -15,7 +21,9 @@ needs('spark-install', 'py-tools');
 /**
  * `kill -9` of the Spark Connect server in the middle of a cdc-silver-merge run, on a server of its
  * own (the group's Spark port + 1): the run ends within its retry budget as unreachable (69,
- * retryable), and its status says which steps had committed before the server died.
+ * retryable), and its status says which steps had committed before the server died. That server is
+ * set up as a shared server should be (spark.lakehouse.policy.requireBinding=true): a plan of a
+ * session nobody bound to a tenant is refused, the runner's runs (bound) are not.
  */
 const script = join(repoRoot, 'scripts/spark-connect');
 const PORT = String(Number(process.env.SPARK_CONNECT_PORT ?? '15002') + 1);
@@ -36,8 +44,16 @@ function serverPid(): number {
 
 beforeAll(() => {
   stack(['stop', '--port', PORT]);
-  expect(stack(['start', '--port', PORT]).trim().split('\n').pop()).toBe(address);
+  expect(stack(['start', '--port', PORT, '--conf', 'spark.lakehouse.policy.requireBinding=true']).trim().split('\n').pop()).toBe(address);
   client = connect({}, address);
+});
+
+describe('a server that requires a binding', () => {
+  it('refuses a plan of a session nobody bound to a tenant (78)', async () => {
+    const e = await client.execute(compileRelationPlan(Query.range(0n, 1n).rel, { reveal: true })).catch((x: unknown) => tenantPolicyError(x) ?? x);
+    expect(e).toBeInstanceOf(ConfigError);
+    expect((e as ConfigError).message).toMatch(/this server judges every plan against a tenant, and this session is not bound to one/);
+  });
 });
 
 afterAll(() => {
@@ -48,6 +64,8 @@ afterAll(() => {
 describe('kill -9 of the server mid-run', () => {
   it('exits 69 within the retry budget; the status lists the steps that committed', async () => {
     const tenant = freshTenant();
+    // The bronze files are written in a session bound to the tenant (this server refuses others).
+    await bindTenant(client, localPlatformDefaults, tenantContext(tenant.id, tenant.root));
     // Enough events that the MERGE takes seconds on two cores; every 1000th key is a delete, so
     // the tombstone step (which runs before the MERGE) commits something.
     await client.execute(

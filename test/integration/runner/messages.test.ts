@@ -49,8 +49,9 @@ describe('messages from a real run', () => {
     expect(r.code, r.stderr).toBe(78);
     const status = JSON.parse(readFileSync(statusFile, 'utf8'));
     expect(status.error).toMatchObject({ category: 'config', path: 'source.where' });
-    // The tenant read policy analyses the step first and refuses what does not analyse, naming the class.
+    // The server's tenant policy analyses the tenant's logic and names its mistake: the column it wrote, and the class.
     expect(status.error.message).toContain('UNRESOLVED_COLUMN');
+    expect(status.error.message).toMatch(/names a column that does not exist: `stauts`/);
     expect(status.error.message).not.toMatch(/Relation|\+- |SQLSTATE/);
   });
 
@@ -67,7 +68,7 @@ describe('messages from a real run', () => {
     expect(r.stdout).toMatch(/== Physical Plan ==/);
   });
 
-  it('plan --explain judges a step carrying tenant SQL by the tenant read policy first: refused (78), nothing explained', async () => {
+  it('plan --explain judges a step carrying tenant SQL by the server’s tenant policy: refused (78), nothing explained', async () => {
     const tenant = freshTenant();
     await client.execute(compileCommandPlan(testCommand(`CREATE NAMESPACE IF NOT EXISTS lake.${tenant.id}_silver`), { reveal: true }));
     await client.execute(
@@ -92,7 +93,7 @@ target { table = "orders_gold", catalog = "lake", grain = ["id"], mode = merge }
     const refused = await explain(gold('SELECT id, uuid() AS u'));
     expect(refused.code, refused.stderr).toBe(78);
     expect(refused.stdout).not.toContain('Spark explain');
-    expect(refused.stderr).toMatch(/transform\.sql: refused by the tenant read policy \(step [a-z-]+\): .*uuid/);
+    expect(refused.stderr).toMatch(/transform\.sql: refused by the tenant policy: function uuid .*is not allowed in tenant logic/);
     // The same transform without it is judged and explained.
     const allowed = await explain(gold('SELECT id'));
     expect(allowed.code, allowed.stderr).toBe(0);

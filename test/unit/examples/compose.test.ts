@@ -92,6 +92,15 @@ describe('compose.yaml', () => {
     for (const key of settings(stackConf).keys()) expect(JSON.stringify(compose)).not.toContain(`${key}=`);
   });
 
+  it("builds the project's server plugins beside the jars, against the same Spark's own jars", () => {
+    const home = compose.services['spark-home-jars']!;
+    expect(home.image).toBe(spark.image);
+    expect(jars.volumes).toContain('./spark-plugins:/spark-plugins:ro');
+    expect(script(jars)).toContain('LAKEHOUSE_SPARK_HOME=/spark-home LAKEHOUSE_SPARK_JARS=/jars /spark-plugins/build /jars');
+    // The plugins are enabled by spark-connect.conf itself (its Connect plugin classes and session extensions).
+    expect(settings(stackConf).get('spark.sql.extensions')).toContain('lakehouse.jobs.spark.TenantPolicyExtensions');
+  });
+
   it("runs the local stack's Spark version and copies exactly its SPARK_EXTRA_JARS", () => {
     const pyspark = /^PYSPARK_VERSION=(\S+)$/m.exec(versions)![1];
     expect(spark.image).toBe(`apache/spark:${pyspark}`);

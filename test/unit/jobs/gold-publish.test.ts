@@ -6,8 +6,8 @@ import { describe, expect, it } from 'vitest';
 import { ConfigError, DataError } from '../../../src/core/errors.js';
 import { loadJob } from '../../../src/runner/load-job.js';
 import { stepPlan } from '../../../src/runner/executor.js';
+import { tenantLogicOf } from '../../../src/runner/tenant-logic.js';
 import { stepTouches } from '../../../src/runner/steps/index.js';
-import { relTreeViolations } from '../../../src/spark/policy/index.js';
 import {
   composeSteps,
   composeStepsWithOrigin,
@@ -389,9 +389,12 @@ describe('gold-publish config', () => {
     const check = job.plan.steps.find((s) => s.id === 'check')!;
     const json = JSON.stringify(stepPlan(check, { reveal: false }));
     expect(json).toContain("FROM `lake`.`acme_silver`.`orders` WHERE order_date = DATE'2026-07-05'");
-    // The template's own reads are the tenant's: the static policy check passes them.
-    const policy = { tenant: 'acme', namespaces: ['lake.acme_silver', 'lake.acme_gold'], roots: ['file:///lake/acme'] };
-    if (check.kind === 'query') expect(relTreeViolations(check.query.rel, policy)).toEqual([]);
+    // As the executor sends it, the transform (and only it) is tenant logic for the server to judge.
+    const sent = tenantLogicOf(check);
+    if (sent.kind !== 'query') throw new Error('check is a query');
+    const wrapped = JSON.stringify(sent.query.rel);
+    expect(wrapped.match(/"kind":"tenantLogic"/g)).toHaveLength(1);
+    expect(wrapped).toContain('"configPaths":["transform.sql"]');
   });
 
   it('adds the quarantine table and its write when an expectation quarantines, and flags custom expressions', async () => {

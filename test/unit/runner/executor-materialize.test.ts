@@ -37,8 +37,8 @@ const merge: Step = {
 function session(opts: { n: number; mergeFails?: boolean }) {
   const sent: Record<string, unknown>[] = [];
   const s: SparkSession = {
-    analyze: { schema: async () => ({}), explain: async () => '', inputFiles: async () => [] },
-    config: { set: async () => undefined, getOption: async () => ({}), unset: async () => undefined },
+    analyze: { schema: async () => ({}), inputFiles: async () => [] },
+    config: { set: async () => undefined, unset: async () => undefined },
     execute: async (p: Plan) => {
       const json = toJson(PlanSchema, p) as Record<string, Record<string, Record<string, unknown>>>;
       sent.push(json);

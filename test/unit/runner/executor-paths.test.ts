@@ -72,7 +72,7 @@ function session(opts: {
         if (held === 'not-a-catalog') throw notFound('REQUIRES_SINGLE_PART_NAMESPACE');
         return {};
       },
-      explain: async () => '',
+
       inputFiles: async (p: Plan) => {
         const path = listedPath(p);
         expect(path).toBe(expected);
@@ -81,7 +81,7 @@ function session(opts: {
         return [...files];
       },
     },
-    config: { set: async () => undefined, getOption: async () => ({}), unset: async () => undefined },
+    config: { set: async () => undefined, unset: async () => undefined },
     execute: async (p: Plan) => {
       const json = JSON.stringify(toJson(PlanSchema, p));
       const describe = /DESCRIBE TABLE EXTENDED `([a-z_]+)`/.exec(json);
@@ -206,10 +206,10 @@ describe('probePaths', () => {
           if (missing.includes(path)) throw notFound('PATH_NOT_FOUND');
           return {};
         },
-        explain: async () => '',
+
         inputFiles: async () => [],
       },
-      config: { set: async () => undefined, getOption: async () => ({}), unset: async () => undefined },
+      config: { set: async () => undefined, unset: async () => undefined },
       execute: async () => {
         sent.push('write');
         return { operationId: 'op' };

@@ -150,8 +150,8 @@ describe('the execution report', () => {
         if (++calls === 3) throw new Error('server gone');
         return { operationId: `op-${calls}` };
       },
-      analyze: { schema: async () => ({}), explain: async () => '', inputFiles: async () => [] },
-      config: { set: async () => undefined, getOption: async () => ({}), unset: async () => undefined },
+      analyze: { schema: async () => ({}), inputFiles: async () => [] },
+      config: { set: async () => undefined, unset: async () => undefined },
     };
     const report = emptyReport();
     await expect(executePlan(plan, { session, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal, report })).rejects.toThrow(
@@ -166,8 +166,8 @@ describe('the execution report', () => {
   it('lists every step of a run that succeeded', async () => {
     const session: SparkSession = {
       execute: async () => ({ operationId: 'x' }),
-      analyze: { schema: async () => ({}), explain: async () => '', inputFiles: async () => [] },
-      config: { set: async () => undefined, getOption: async () => ({}), unset: async () => undefined },
+      analyze: { schema: async () => ({}), inputFiles: async () => [] },
+      config: { set: async () => undefined, unset: async () => undefined },
     };
     const report = await executePlan(plan, { session, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal });
     expect(report.completedSteps).toEqual(['measure', 'record-tombstones', 'merge', 'expire']);
@@ -233,12 +233,11 @@ describe('finding the bad source file', () => {
           if (answer instanceof Error) throw answer;
           return answer;
         },
-        explain: async () => '',
+
         inputFiles: async () => [],
       },
       config: {
         set: async (pairs) => Object.assign(conf, pairs),
-        getOption: async (keys) => Object.fromEntries(keys.map((k) => [k, conf[k]])),
         unset: async (keys) => {
           for (const k of keys) delete conf[k];
         },

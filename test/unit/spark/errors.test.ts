@@ -268,6 +268,34 @@ describe('classification', () => {
       ExitCode.internal,
       'SPARK_ERROR',
     ],
+    ['a refusal of the tenant policy', { errorClass: 'LAKEHOUSE_TENANT_POLICY', messageParameters: { reason: 'x' } }, ExitCode.config, 'TENANT_POLICY'],
+    [
+      "the tenant's own mistake in its logic",
+      { errorClass: 'LAKEHOUSE_TENANT_ANALYSIS', messageParameters: { errorClass: 'UNRESOLVED_COLUMN.WITH_SUGGESTION' } },
+      ExitCode.config,
+      'TENANT_ANALYSIS',
+    ],
+    [
+      'a missing table in tenant logic',
+      { errorClass: 'LAKEHOUSE_TENANT_ANALYSIS', messageParameters: { errorClass: 'TABLE_OR_VIEW_NOT_FOUND' } },
+      ExitCode.inputMissing,
+      'TENANT_ANALYSIS',
+    ],
+    [
+      "the watchdog cancelled a tenant's operation for its rows",
+      { errorClass: 'SPARK_JOB_CANCELLED', message: 'Job 3 cancelled: LAKEHOUSE_WATCHDOG_ROWS: an operator produced more than 10 rows' },
+      ExitCode.data,
+      'ROW_GROWTH',
+    ],
+    [
+      "the watchdog cancelled a tenant's operation for its time (the reason in a cause)",
+      {
+        message: 'Job aborted',
+        causes: ['org.apache.spark.SparkException: [SPARK_JOB_CANCELLED] Job 4 cancelled: LAKEHOUSE_WATCHDOG_TIME: the operation ran longer than 5 s'],
+      },
+      ExitCode.transient,
+      'STEP_TIMEOUT',
+    ],
     ['anything else', { errorClass: 'INTERNAL_ERROR' }, ExitCode.internal, 'SPARK_ERROR'],
     ['no class at all', {}, ExitCode.internal, 'SPARK_ERROR'],
   ];

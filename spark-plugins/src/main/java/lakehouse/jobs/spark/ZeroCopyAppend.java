@@ -3,9 +3,7 @@ package lakehouse.jobs.spark;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
-import java.util.Objects;
 import java.util.TreeSet;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DataFiles;
@@ -91,7 +89,7 @@ final class ZeroCopyAppend {
     f.sourceExists = source != null;
     f.targetExists = target != null;
     if (source == null || target == null) return f;
-    inspect(source, target, req.allowedRoots, f);
+    inspect(source, target, Roots.of(req.allowedRoots), f);
     return f;
   }
 
@@ -292,36 +290,6 @@ final class ZeroCopyAppend {
   }
 
   private static void check(String location, List<String> roots, Findings f) {
-    if (!inside(location, roots)) f.outsideRoots++;
-  }
-
-  /**
-   * Is `location` strictly below one of the roots (normalised as the runner normalises them:
-   * `file:/x` is `file:///x`, `s3://` is `s3a://`, scheme and authority lower case)? Anything
-   * unusual is outside.
-   */
-  static boolean inside(String location, List<String> roots) {
-    String l = normalise(location);
-    if (l == null) return false;
-    for (String root : roots) {
-      String r = normalise(root);
-      if (r != null && l.startsWith(r.endsWith("/") ? r : r + "/")) return true;
-    }
-    return false;
-  }
-
-  static String normalise(String uri) {
-    if (uri == null) return null;
-    var m = java.util.regex.Pattern.compile("^([A-Za-z][A-Za-z0-9+.-]*):(?://([^/]*))?(/.*)?$").matcher(uri);
-    if (!m.matches()) return null;
-    String scheme = m.group(1).toLowerCase(Locale.ROOT);
-    if (scheme.equals("s3")) scheme = "s3a"; // one bucket through S3A either way
-    String authority = Objects.requireNonNullElse(m.group(2), "").toLowerCase(Locale.ROOT);
-    String path = Objects.requireNonNullElse(m.group(3), "");
-    if (m.group(2) == null && !scheme.equals("file")) return null;
-    for (String seg : path.split("/", -1))
-      if (seg.equals(".") || seg.equals("..") || seg.contains("\\") || seg.contains("%")) return null;
-    if (path.contains("//")) return null;
-    return scheme + "://" + authority + path;
+    if (!Roots.inside(location, roots)) f.outsideRoots++;
   }
 }

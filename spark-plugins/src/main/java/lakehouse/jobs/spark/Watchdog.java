@@ -1,0 +1,189 @@
+package lakehouse.jobs.spark;
+
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.apache.spark.SparkContext;
+import org.apache.spark.scheduler.AccumulableInfo;
+import org.apache.spark.scheduler.SparkListener;
+import org.apache.spark.scheduler.SparkListenerEvent;
+import org.apache.spark.scheduler.SparkListenerExecutorMetricsUpdate;
+import org.apache.spark.scheduler.SparkListenerJobEnd;
+import org.apache.spark.scheduler.SparkListenerJobStart;
+import org.apache.spark.scheduler.SparkListenerTaskEnd;
+import org.apache.spark.sql.connect.service.SparkListenerConnectOperationCanceled;
+import org.apache.spark.sql.connect.service.SparkListenerConnectOperationClosed;
+import org.apache.spark.sql.connect.service.SparkListenerConnectOperationFailed;
+import org.apache.spark.sql.connect.service.SparkListenerConnectOperationFinished;
+import org.apache.spark.sql.connect.service.SparkListenerConnectOperationStarted;
+import org.apache.spark.sql.connect.service.SparkListenerConnectSessionClosed;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The watchdog over the operations of bound sessions (a SparkListener of the plugin, started with
+ * the first binding): it cancels an operation's jobs
+ *
+ *  - when an operator's output rows exceed `row_growth` times the rows the operation read, and at
+ *    least `row_floor` rows (a cross join exploding): LAKEHOUSE_WATCHDOG_ROWS, which the runner
+ *    reports as a data error (65);
+ *  - when the operation runs longer than `step_seconds`: LAKEHOUSE_WATCHDOG_TIME, a timeout (75).
+ *
+ * Rows are counted from the live SQL metrics ("number of output rows") and input metrics that the
+ * executors' heartbeats carry (spark.executor.heartbeatInterval), and the finished tasks' values.
+ * The reason travels in Spark's SPARK_JOB_CANCELLED error, which the client receives.
+ */
+final class Watchdog extends SparkListener {
+  static final String ROWS = "LAKEHOUSE_WATCHDOG_ROWS";
+  static final String TIME = "LAKEHOUSE_WATCHDOG_TIME";
+  private static final Logger LOG = LoggerFactory.getLogger("lakehouse.jobs.Watchdog");
+  private static final String OUTPUT_ROWS = "number of output rows";
+  private static final String INPUT_RECORDS = "internal.metrics.input.recordsRead";
+  private static Watchdog instance;
+
+  private final SparkContext sc;
+  /** Operations of bound sessions by their job tag; jobs and stages to their operation. */
+  private final Map<String, Operation> operations = new ConcurrentHashMap<>();
+  private final Map<Integer, Operation> jobs = new ConcurrentHashMap<>();
+  private final Map<Integer, Operation> stages = new ConcurrentHashMap<>();
+
+  private static final class Operation {
+    final String jobTag;
+    final String operationId;
+    final long started;
+    final TenantBinding.Limits limits;
+    /** Per accumulator, per task: the latest value (heartbeats carry totals so far). */
+    final Map<Long, Map<Long, Long>> outputRows = new ConcurrentHashMap<>();
+    final Map<Long, Long> inputRecords = new ConcurrentHashMap<>();
+    volatile String cancelled;
+
+    Operation(String jobTag, String operationId, long started, TenantBinding.Limits limits) {
+      this.jobTag = jobTag;
+      this.operationId = operationId;
+      this.started = started;
+      this.limits = limits;
+    }
+
+    long input() {
+      return inputRecords.values().stream().mapToLong(Long::longValue).sum();
+    }
+
+    long largestOutput() {
+      long max = 0;
+      for (Map<Long, Long> perTask : outputRows.values()) max = Math.max(max, perTask.values().stream().mapToLong(Long::longValue).sum());
+      return max;
+    }
+  }
+
+  private Watchdog(SparkContext sc) {
+    this.sc = sc;
+  }
+
+  static synchronized void ensureStarted(SparkContext sc) {
+    if (instance != null) return;
+    instance = new Watchdog(sc);
+    sc.addSparkListener(instance);
+    ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor(r -> {
+      Thread t = new Thread(r, "lakehouse-jobs-watchdog");
+      t.setDaemon(true);
+      return t;
+    });
+    timer.scheduleWithFixedDelay(instance::checkTimes, 1, 1, TimeUnit.SECONDS);
+  }
+
+  @Override
+  public void onOtherEvent(SparkListenerEvent event) {
+    if (event instanceof SparkListenerConnectOperationStarted e) {
+      TenantBinding b = Bindings.ofConnectSession(e.sessionId());
+      if (b != null) operations.put(e.jobTag(), new Operation(e.jobTag(), e.operationId(), e.eventTime(), b.limits));
+    } else if (event instanceof SparkListenerConnectOperationFinished e) end(e.jobTag());
+    else if (event instanceof SparkListenerConnectOperationFailed e) end(e.jobTag());
+    else if (event instanceof SparkListenerConnectOperationCanceled e) end(e.jobTag());
+    else if (event instanceof SparkListenerConnectOperationClosed e) end(e.jobTag());
+    else if (event instanceof SparkListenerConnectSessionClosed e) Bindings.forget(e.sessionId());
+  }
+
+  private void end(String jobTag) {
+    Operation op = operations.remove(jobTag);
+    if (op == null) return;
+    jobs.values().removeIf(o -> o == op);
+    stages.values().removeIf(o -> o == op);
+  }
+
+  @Override
+  public void onJobStart(SparkListenerJobStart e) {
+    String tags = e.properties() == null ? null : e.properties().getProperty(Bindings.JOB_TAGS);
+    if (tags == null) return;
+    for (String tag : tags.split(",")) {
+      Operation op = operations.get(tag);
+      if (op == null) continue;
+      jobs.put(e.jobId(), op);
+      for (Object stage : Scala.list(e.stageIds())) stages.put((Integer) stage, op);
+      return;
+    }
+  }
+
+  @Override
+  public void onJobEnd(SparkListenerJobEnd e) {
+    jobs.remove(e.jobId());
+  }
+
+  @Override
+  public void onExecutorMetricsUpdate(SparkListenerExecutorMetricsUpdate e) {
+    for (var update : Scala.list(e.accumUpdates())) {
+      Operation op = stages.get((Integer) update._2());
+      if (op != null) record(op, (Long) update._1(), Scala.list(update._4()));
+    }
+  }
+
+  @Override
+  public void onTaskEnd(SparkListenerTaskEnd e) {
+    Operation op = stages.get(e.stageId());
+    if (op != null && e.taskInfo() != null) record(op, e.taskInfo().taskId(), Scala.list(e.taskInfo().accumulables()));
+  }
+
+  private void record(Operation op, long task, Iterable<AccumulableInfo> accums) {
+    for (AccumulableInfo a : accums) {
+      String name = Scala.orNull(a.name());
+      Object value = Scala.orNull(a.update());
+      if (value == null) value = Scala.orNull(a.value());
+      if (name == null || !(value instanceof Long v)) continue;
+      if (name.equals(OUTPUT_ROWS)) op.outputRows.computeIfAbsent(a.id(), k -> new ConcurrentHashMap<>()).merge(task, v, Math::max);
+      else if (name.equals(INPUT_RECORDS)) op.inputRecords.merge(task, v, Math::max);
+    }
+    long output = op.largestOutput();
+    long input = op.input();
+    long allowed = Math.max(op.limits.rowFloor(), saturatedMultiply(op.limits.rowGrowth(), input));
+    if (output > allowed)
+      cancel(op, ROWS + ": an operator produced more than " + allowed + " rows from " + input
+          + " rows read (the platform's limits.row-growth times the rows read, at least limits.row-floor); the operation was cancelled");
+  }
+
+  private static long saturatedMultiply(long a, long b) {
+    long hi = Math.multiplyHigh(a, b);
+    long lo = a * b;
+    return (hi == 0 && lo >= 0) ? lo : Long.MAX_VALUE;
+  }
+
+  private void checkTimes() {
+    long now = System.currentTimeMillis();
+    for (Operation op : operations.values()) {
+      long limit = op.limits.stepSeconds();
+      if (now - op.started > limit * 1000L)
+        cancel(op, TIME + ": the operation ran longer than " + limit + " s (the platform's limits.step-seconds); it was cancelled");
+    }
+  }
+
+  private void cancel(Operation op, String reason) {
+    if (op.cancelled != null) return;
+    op.cancelled = reason;
+    LOG.warn("cancelling operation {}: {}", op.operationId, reason);
+    try {
+      sc.cancelJobsWithTag(op.jobTag, reason);
+    } catch (RuntimeException e) {
+      LOG.warn("could not cancel the jobs of operation {}", op.operationId, e);
+    }
+  }
+}

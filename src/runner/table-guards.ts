@@ -4,7 +4,6 @@ import type { StepOf } from '../jobs/steps.js';
 import { col, eq, lit } from '../spark/plan/expressions.js';
 import { Query } from '../spark/plan/query.js';
 import { sql } from '../spark/plan/sql.js';
-import { SparkError } from '../spark/errors.js';
 import type { StepRun } from './steps/kind.js';
 
 /**
@@ -48,8 +47,9 @@ export async function ownTableExists(step: EnsureTable, run: StepRun): Promise<b
   try {
     return await tableExists(run, tableParts(step.table));
   } catch (e) {
-    if (!(e instanceof SparkError && e.errorClass === 'LAKEHOUSE_TENANT_POLICY' && /outside the tenant's storage roots/.test(e.messageParameters.reason ?? '')))
-      throw e;
+    // By its class and reason, not instanceof: validate and plan load no gRPC (spark/errors.ts does).
+    const reason = (e as { messageParameters?: Record<string, string> }).messageParameters?.reason ?? '';
+    if (run.errorClass(e) !== 'LAKEHOUSE_TENANT_POLICY' || !/outside the tenant's storage roots/.test(reason)) throw e;
     throw new ConfigError(
       [
         {

@@ -1,4 +1,4 @@
-import { DISCLOSING_FUNCTIONS, REFLECTION_FUNCTIONS } from '../../core/expression/functions.js';
+import { DISCLOSING_FUNCTIONS, REFLECTION_FUNCTIONS, REGEX_FUNCTIONS } from '../../core/expression/functions.js';
 import { NAME_PATTERN, quoteIdentifier, quoteName } from '../../core/naming.js';
 import type { PositionMapper, SqlOrigin, SqlPosition } from '../template.js';
 
@@ -98,30 +98,8 @@ const REFUSED_CALLS = new Set([
   'stream',
 ]);
 
-/**
- * Functions Spark runs as a java.util.regex pattern, which backtracks for hours on one row and
- * ignores a cancel (docs/security.md). `like`/`ilike` as functions too: the LIKE operator with a
- * literal pattern is what the server's judge makes linear.
- */
-const REGEX_CALLS = new Set([
-  'like',
-  'ilike',
-  'rlike',
-  'regexp',
-  'likeall',
-  'likeany',
-  'notlikeall',
-  'notlikeany',
-  'regexp_like',
-  'regexp_replace',
-  'regexp_extract',
-  'regexp_extract_all',
-  'regexp_count',
-  'regexp_instr',
-  'regexp_substr',
-  'split',
-  'str_to_map',
-]);
+/** Functions Spark runs as a regular expression (core/expression/functions.ts). */
+const REGEX_CALLS = new Set(REGEX_FUNCTIONS);
 
 /** Operators Spark always runs as regular expressions. */
 const REGEX_OPERATORS = new Set(['rlike', 'regexp']);

@@ -2,6 +2,7 @@ import { InternalError } from '../../core/errors.js';
 import type { StepOf, StreamProgress } from '../../jobs/steps.js';
 import { formatCmd } from '../../spark/plan/format.js';
 import { cmdTouches } from '../../spark/plan/touches.js';
+import { subjectSchemas } from '../schema-registry.js';
 import type { StepKindModule, StepRun } from './kind.js';
 
 /** How often a failed streaming query is started: once more, from its checkpoint. */
@@ -20,8 +21,11 @@ const STREAM_WAIT_MS = 30_000;
 export const stream: StepKindModule<StepOf<'stream'>> = {
   async run(step, run) {
     const progress: StreamProgress[] = [];
+    const r = step.registry;
+    const command = r ? r.build(await subjectSchemas(r.ref, r.subjects, r.configPath, { signal: run.signal })) : step.command;
+    if (r) run.logger.info({ step: step.id, registry: r.ref.name, subjects: r.subjects }, 'writer schemas fetched from the schema registry');
     for (let attempt = 1; ; attempt++) {
-      const started = await run.send({ command: step.command });
+      const started = await run.send({ command });
       const query = started.streamingQuery;
       if (!query) throw new InternalError(`step ${step.id}: the server answered the stream's start without a query id`);
       run.logger.info({ step: step.id, streamingQuery: query, attempt }, 'streaming query started');

@@ -254,8 +254,8 @@ export type Step =
       /** The query; with `registry`, as built before the registry was asked (what `plan` shows). */
       readonly command: Extract<Cmd, { kind: 'writeStream' }>;
       /**
-       * Writer schemas the query decodes with, asked of a schema registry when the step starts
-       * (the runner's I/O, never the template's): the query sent is `build` of what it answered.
+       * Writer schemas the query decodes with, asked of a schema registry before the run's first
+       * step (the runner's I/O, never the template's): the query sent is `build` of what it answered.
        */
       readonly registry?: {
         readonly ref: SchemaRegistryRef;

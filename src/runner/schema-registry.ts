@@ -6,7 +6,7 @@ import type { SchemaRegistryRef } from '../jobs/template.js';
 /**
  * The runner's client of a schema registry (the Confluent Schema Registry API: Confluent's,
  * Apicurio's `/apis/ccompat/v7`, Karapace): every version of a subject, with its schema id and
- * writer schema, asked when the streaming step starts. The URL and password are revealed here
+ * writer schema, asked before the run's first step (executor.ts). The URL and password are revealed here
  * only; an error names the registry by its platform name, never its URL.
  */
 

@@ -258,7 +258,7 @@ export function bronzeRows(
   ]);
 }
 
-/** The inline writer schema's decoder (none without one: a registry's come when the stream starts). */
+/** The inline writer schema's decoder (none without one: a registry's come when the run starts). */
 function inlineDecoders(spec: KafkaBronzeIngestSpec): AvroDecoder[] {
   const a = spec.source.avro;
   if (spec.source['value-format'] !== 'avro' || a?.schema === undefined) return [];

@@ -2,7 +2,6 @@ import { InternalError } from '../../core/errors.js';
 import type { StepOf, StreamProgress } from '../../jobs/steps.js';
 import { formatCmd } from '../../spark/plan/format.js';
 import { cmdTouches } from '../../spark/plan/touches.js';
-import { subjectSchemas } from '../schema-registry.js';
 import type { StepKindModule, StepRun } from './kind.js';
 
 /** How often a failed streaming query is started: once more, from its checkpoint. */
@@ -21,9 +20,9 @@ const STREAM_WAIT_MS = 30_000;
 export const stream: StepKindModule<StepOf<'stream'>> = {
   async run(step, run) {
     const progress: StreamProgress[] = [];
-    const r = step.registry;
-    const command = r ? r.build(await subjectSchemas(r.ref, r.subjects, r.configPath, { signal: run.signal })) : step.command;
-    if (r) run.logger.info({ step: step.id, registry: r.ref.name, subjects: r.subjects }, 'writer schemas fetched from the schema registry');
+    // The executor built the command from a registry's answer already (executor.ts).
+    if (step.registry) throw new InternalError(`step ${step.id}: its schema registry was not asked before it ran`);
+    const command = step.command;
     for (let attempt = 1; ; attempt++) {
       const started = await run.send({ command });
       const query = started.streamingQuery;

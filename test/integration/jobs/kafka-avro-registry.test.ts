@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, writeFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tempFiles } from '../../support/files.js';
 import { confluentAvro, decimalBytes, registerSchema, schemaRegistryUrl } from '../../support/avro.js';
@@ -21,6 +21,7 @@ const tenant = freshTenant();
 let dir: string;
 const topic = `${tenant.id}.orders`;
 const subject = `${topic}-value`;
+const tenantDir = tenant.root.replace(/^file:\/\//, '');
 
 const decimal = { type: 'bytes', logicalType: 'decimal', precision: 12, scale: 2 };
 const micros = { type: 'long', logicalType: 'timestamp-micros' };
@@ -127,6 +128,8 @@ describe('kafka-bronze-ingest value-format avro with a schema registry', () => {
   it("refuses a declared column the subject's latest version does not have (78 at its path, naming the subject), and a subject the registry lacks (66)", async () => {
     const r = await runJob(write(job('id = bigint, note = string', 'orders_note')), join(dir, 'platform.conf'));
     expect(r.code, r.stderr).toBe(78);
+    // Asked before the first step: no table was created with the refused column (nor anything else).
+    expect(existsSync(join(tenantDir, 'bronze/orders_note'))).toBe(false);
     expect(JSON.stringify(r.status.error)).toMatch(/source\.value-schema\.note.*subject .*-value's latest schema \(version 3, id \d+\) has no field note/);
 
     const other = `${tenant.id}.unregistered`;
@@ -134,6 +137,7 @@ describe('kafka-bronze-ingest value-format avro with a schema registry', () => {
     produce(other, [{ key: '1', value: Buffer.from([0, 0, 0, 0, 1, 2]) }]);
     const missing = await runJob(write(job('id = bigint', 'orders_missing').replace(`"${topic}"`, `"${other}"`)), join(dir, 'platform.conf'));
     expect(missing.code, missing.stderr).toBe(66);
+    expect(existsSync(join(tenantDir, 'bronze/orders_missing'))).toBe(false);
     expect(missing.status.error.message).toContain(`source.avro.registry: subject "${other}-value" does not exist in schema registry "shop_registry"`);
   }, 300_000);
 });

@@ -132,6 +132,24 @@ describe('kafka-bronze-ingest value-format avro: plan', () => {
   });
 });
 
+describe('kafka-bronze-ingest value-format avro: several topics', () => {
+  it("each topic's records are read only with its own subject's versions (a schema id is global, the reader is the subject's)", async () => {
+    const loaded = await load(config('topics = ["acme.a", "acme.b"], avro { registry = shop_registry }, value-schema { id = bigint }'));
+    const s = stream(loaded.plan.steps);
+    expect(s.registry!.subjects).toEqual(['acme.a-value', 'acme.b-value']);
+    const other = { ...order, name: 'Other' };
+    const built = JSON.stringify(
+      s.registry!.build([
+        { subject: 'acme.a-value', version: 1, id: 3, schema: JSON.stringify(order) },
+        { subject: 'acme.b-value', version: 1, id: 3, schema: JSON.stringify(other) },
+      ]),
+    );
+    expect(built.match(/"from_avro"/g)).toHaveLength(2);
+    expect(built).toContain('"acme.a"');
+    expect(built).toContain('"acme.b"');
+  });
+});
+
 describe('Avro types into bronze columns', () => {
   it('maps Avro types as spark-avro does, and accepts only exact landings', () => {
     const f = avroRecordFields(

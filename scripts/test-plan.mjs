@@ -24,6 +24,14 @@ export const NEEDS = {
   kafka: { script: 'scripts/kafka', install: [['install']], start: ['start'], exports: 'LAKEHOUSE_KAFKA_BOOTSTRAP', keep: 'LAKEHOUSE_KEEP_KAFKA' },
   // Debezium's worker: after the broker it connects to at its start (KAFKA_PORT).
   'kafka-connect': { script: 'scripts/kafka-connect', install: [['install']], start: ['start'], keep: 'LAKEHOUSE_KEEP_KAFKA' },
+  // The Confluent-compatible schema registry (Apicurio) Avro values are written with.
+  'schema-registry': {
+    script: 'scripts/schema-registry',
+    install: [['install']],
+    start: ['start'],
+    exports: 'LAKEHOUSE_SCHEMA_REGISTRY_URL',
+    keep: 'LAKEHOUSE_KEEP_KAFKA',
+  },
   'iceberg-rest': { script: 'scripts/iceberg-rest', install: [['install']], start: ['start'], keep: 'LAKEHOUSE_KEEP_SPARK' },
   'object-store': { script: 'scripts/object-store', install: [['install']], start: ['start'], keep: 'LAKEHOUSE_KEEP_OBJECT_STORE' },
   spark: { script: 'scripts/spark-connect', install: [['install']], start: ['start'], exports: 'SPARK_REMOTE', keep: 'LAKEHOUSE_KEEP_SPARK', server: 'local' },
@@ -220,6 +228,7 @@ export const GROUP_PORTS = {
   KAFKA_CONNECT_PORT: { default: 18083, stride: 2 },
   PGPORT: { default: 15432, stride: 2 },
   OBJECT_STORE_PORT: { default: 18333, stride: 2 },
+  SCHEMA_REGISTRY_PORT: { default: 18091, stride: 2 },
   SPARK_MASTER_PORT: { default: 7077, stride: 4 },
 };
 

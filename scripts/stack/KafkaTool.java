@@ -3,7 +3,7 @@
 //
 //   KafkaTool <bootstrap> create-topic <name> [partitions]
 //   KafkaTool <bootstrap> produce <topic>    stdin: JSON lines {"key", "value", "partition", "headers": {name: value}}
-//                                            (key/value strings or null); stdout: one JSON line per record,
+//                                            (key/value strings or null; "valueBase64" for a binary value); stdout: one JSON line per record,
 //                                            {"topic", "partition", "offset"}, in input order
 //   KafkaTool <bootstrap> end-offsets <topic>   stdout: {"<partition>": <end offset>, ...} (nothing yet: {})
 //   KafkaTool <bootstrap> delete-records <topic> <partition> <before-offset>
@@ -105,7 +105,9 @@ public class KafkaTool {
         if (line.isBlank()) continue;
         JsonNode r = json.readTree(line);
         Integer partition = r.hasNonNull("partition") ? r.get("partition").asInt() : null;
-        ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(topic, partition, bytes(r.get("key")), bytes(r.get("value")));
+        // "valueBase64": a binary value (Avro in the Confluent wire format), as its base64.
+        byte[] value = r.hasNonNull("valueBase64") ? java.util.Base64.getDecoder().decode(r.get("valueBase64").asText()) : bytes(r.get("value"));
+        ProducerRecord<byte[], byte[]> record = new ProducerRecord<>(topic, partition, bytes(r.get("key")), value);
         if (r.has("headers")) {
           for (Map.Entry<String, JsonNode> h : r.get("headers").properties()) record.headers().add(h.getKey(), bytes(h.getValue()));
         }

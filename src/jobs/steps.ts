@@ -5,6 +5,7 @@ import { outputColumns } from '../spark/plan/columns.js';
 import type { Cmd } from '../spark/plan/commands.js';
 import type { Query } from '../spark/plan/query.js';
 import type { PositionMapper } from '../spark/policy/refusals.js';
+import type { SchemaRegistryRef } from './template.js';
 
 export type { PositionMapper };
 
@@ -63,6 +64,14 @@ export interface StreamProgress {
   readonly sources: readonly { readonly description: string; readonly startOffset?: unknown; readonly endOffset?: unknown; readonly numInputRows: number }[];
   /** The batch's observed aggregates (`Query.observe(name, …)`), by name, then by column. */
   readonly observedMetrics?: Readonly<Record<string, Readonly<Record<string, unknown>>>>;
+}
+
+/** One version of a subject in a schema registry: its schema id and writer schema (JSON text). */
+export interface RegisteredSchema {
+  readonly subject: string;
+  readonly version: number;
+  readonly id: number;
+  readonly schema: string;
 }
 
 declare const columnRefBrand: unique symbol;
@@ -242,7 +251,18 @@ export type Step =
    */
   | (StepBase & {
       readonly kind: 'stream';
+      /** The query; with `registry`, as built before the registry was asked (what `plan` shows). */
       readonly command: Extract<Cmd, { kind: 'writeStream' }>;
+      /**
+       * Writer schemas the query decodes with, asked of a schema registry before the run's first
+       * step (the runner's I/O, never the template's): the query sent is `build` of what it answered.
+       */
+      readonly registry?: {
+        readonly ref: SchemaRegistryRef;
+        readonly subjects: readonly string[];
+        readonly configPath: string;
+        readonly build: (found: readonly RegisteredSchema[]) => Extract<Cmd, { kind: 'writeStream' }>;
+      };
       readonly interpret: (progress: readonly StreamProgress[]) => StepEffect;
     })
   | QueryStep<string>

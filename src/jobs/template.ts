@@ -48,6 +48,11 @@ export interface JobContext {
    * this tenant's topic grant. Throws a ConfigError naming `path` when unknown.
    */
   kafkaCluster(name: string | undefined, path: string): KafkaClusterRef;
+  /**
+   * A schema registry of the platform config (`schema-registries.<name>`, or its default registry).
+   * Throws a ConfigError naming `path` when unknown.
+   */
+  schemaRegistry(name: string | undefined, path: string): SchemaRegistryRef;
   /** Whether the platform lets a job config give its own JDBC url (`jdbc.inline-urls`). */
   readonly inlineJdbcUrls: boolean;
   /** The platform's retention floor for table maintenance, in hours (`maintenance.retention-floor-hours`; default 168). */
@@ -91,6 +96,13 @@ export interface KafkaClusterRef {
   readonly grant: { readonly topics: readonly string[]; readonly prefixes: readonly string[] };
 }
 
+/** A schema registry (Confluent's API); its URL and password are resolved only when the run fetches a schema. */
+export interface SchemaRegistryRef {
+  readonly name: string;
+  readonly url: Secret;
+  readonly basicAuth?: { readonly username: string; readonly password: Secret };
+}
+
 export interface JdbcConnectionRef {
   readonly name: string;
   readonly url: string;
@@ -107,6 +119,7 @@ export type {
   MaterializeStep,
   PositionMapper,
   QueryStep,
+  RegisteredSchema,
   Row,
   RowsStep,
   SchemaDiff,

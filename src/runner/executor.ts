@@ -19,6 +19,7 @@ import type { Rel } from '../spark/plan/relations.js';
 import type { JobPlan, OutputReport } from '../jobs/template.js';
 import { type Step, type StepEffect, StepFacts } from '../jobs/steps.js';
 import { findBadSourceFile } from './forensics.js';
+import { subjectSchemas } from './schema-registry.js';
 import { type PlanNode, type Sent, type StepRun, kindOf, stepPlanNode } from './steps/index.js';
 import { tenantLogicOf } from './tenant-logic.js';
 
@@ -112,8 +113,9 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
   const state: RunState = { report: opts.report ?? emptyReport(), facts: new StepFacts(), materialized: new Map() };
   const { report } = state;
   try {
-    for (const [index, step] of plan.steps.entries()) {
-      const at = { step, index, total: plan.steps.length };
+    const steps = await withRegistrySchemas(plan.steps, opts);
+    for (const [index, step] of steps.entries()) {
+      const at = { step, index, total: steps.length };
       throwIfAborted(opts.signal);
       if (step.when && !step.when(state.facts)) {
         report.notNeeded.push(step.id);
@@ -150,6 +152,30 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
     await dropMaterialized(state.materialized, opts);
   }
   return report;
+}
+
+/**
+ * Streams that decode with a schema registry's writer schemas get them before the first step: a
+ * subject the registry lacks (66), a registry that does not answer (69) or a reader schema that
+ * cannot fill the declared columns (78) ends the run before any table is created.
+ */
+async function withRegistrySchemas(steps: readonly Step[], opts: ExecuteOptions): Promise<readonly Step[]> {
+  const out: Step[] = [];
+  for (const step of steps) {
+    const r = step.kind === 'stream' ? step.registry : undefined;
+    if (step.kind !== 'stream' || !r) {
+      out.push(step);
+      continue;
+    }
+    const found = await subjectSchemas(r.ref, r.subjects, r.configPath, opts.signal ? { signal: opts.signal } : {});
+    opts.logger.info(
+      { step: step.id, registry: r.ref.name, subjects: r.subjects, schemaIds: found.map((f) => f.id) },
+      'writer schemas fetched from the schema registry',
+    );
+    const { registry: _fetched, ...rest } = step;
+    out.push({ ...rest, command: r.build(found) });
+  }
+  return out;
 }
 
 /** The session as one step's run sees it: every plan it sends compiled here, every operation recorded. */

@@ -10,7 +10,7 @@ import { NAME_PATTERN } from '../core/naming.js';
 import { Secret } from '../core/secrets.js';
 import { tenantContext, type TenantContext } from '../core/tenant.js';
 import { loadTemplate } from '../jobs/loaders.js';
-import type { CatalogRef, JdbcConnectionRef, KafkaClusterRef, JobContext, JobPlan, JobTemplate, TemplateVersion } from '../jobs/template.js';
+import type { CatalogRef, JdbcConnectionRef, KafkaClusterRef, JobContext, JobPlan, JobTemplate, SchemaRegistryRef, TemplateVersion } from '../jobs/template.js';
 
 /**
  * The one job loader: platform config, job config (+ `--set` overrides) → a validated job, its
@@ -78,6 +78,7 @@ export async function loadJob(req: LoadRequest, identity: JobIdentity = {}): Pro
     catalog: (name, path) => resolveCatalog(platform, name, path),
     jdbcConnection: (name, path) => resolveJdbcConnection(platform, tenant.id, name, path, req.env),
     kafkaCluster: (name, path) => resolveKafkaCluster(platform, tenant.id, name, path, req.env),
+    schemaRegistry: (name, path) => resolveSchemaRegistry(platform, name, path, req.env),
     inlineJdbcUrls: platform.jdbc['inline-urls'] === 'allow',
     retentionFloorHours: platform.maintenance['retention-floor-hours'],
     secret: (ref, path) => deferredSecret(grantedSecret(ref, path, req.envFile ? platform : undefined, tenant.id), path, req.env),
@@ -241,6 +242,38 @@ function resolveKafkaCluster(
         }
       : {}),
     grant: { topics: grant?.topics ?? [], prefixes: grant?.['topic-prefixes'] ?? [] },
+  };
+}
+
+function resolveSchemaRegistry(platform: PlatformConfig, name: string | undefined, path: string, env: Record<string, string | undefined>): SchemaRegistryRef {
+  const registries = platform['schema-registries'];
+  const known = Object.keys(registries);
+  let chosen = name;
+  if (chosen === undefined) {
+    const defaults = known.filter((k) => registries[k]!.default);
+    chosen = defaults.length === 1 ? defaults[0] : known.length === 1 ? known[0] : undefined;
+    if (chosen === undefined)
+      throw new ConfigError([
+        {
+          path,
+          message: `is required: the platform config has ${known.length ? `no single default among schema-registries (${known.join(', ')})` : 'no schema-registries'}`,
+        },
+      ]);
+  }
+  const r = own(registries, chosen);
+  if (!r)
+    throw new ConfigError([
+      { path, message: `schema registry "${chosen}" is not configured by the platform${knownNames(chosen, known, 'schema-registries')}` },
+    ]);
+  const where = `(platform) schema-registries.${chosen}`;
+  // A literal URL is a secret too: it may carry credentials, and it is never in a plan or a log.
+  const url = typeof r.url === 'string' ? new Secret(r.url) : deferredSecret(r.url, `${where}.url`, env);
+  return {
+    name: chosen,
+    url,
+    ...(r.username !== undefined && r.password !== undefined
+      ? { basicAuth: { username: r.username, password: deferredSecret(r.password, `${where}.password`, env) } }
+      : {}),
   };
 }
 

@@ -50,6 +50,7 @@ export function deleteRecords(topic: string, partition: number, offset: number):
 
 export interface KafkaRecord {
   key?: string | null;
+  /** A string (its UTF-8), JSON (its text), or null; a Buffer is sent as its bytes. */
   value: unknown;
   partition?: number;
   headers?: Record<string, string>;
@@ -63,7 +64,8 @@ export interface RecordId {
 
 /** Produce records (idempotent producer, acks=all); their (topic, partition, offset), in order. */
 export function produce(topic: string, records: readonly KafkaRecord[]): RecordId[] {
-  const out = tool(['produce', topic], records.map((r) => JSON.stringify(r)).join('\n') + '\n');
+  const line = (r: KafkaRecord) => JSON.stringify(Buffer.isBuffer(r.value) ? { ...r, value: undefined, valueBase64: r.value.toString('base64') } : r);
+  const out = tool(['produce', topic], records.map(line).join('\n') + '\n');
   return out
     .split('\n')
     .filter(Boolean)

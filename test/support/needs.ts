@@ -26,6 +26,7 @@ export const NEED_NAMES = [
   'postgres',
   'kafka',
   'kafka-connect',
+  'schema-registry',
   'iceberg-rest',
   'object-store',
   'spark',

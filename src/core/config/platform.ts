@@ -398,6 +398,32 @@ export const platformSchema = z
       })
       .strict()
       .prefault({}),
+    /**
+     * Schema registries (the Confluent Schema Registry API) Avro values are read with
+     * (kafka-bronze-ingest's value-format avro), by name. The URL may be a reference (it can carry
+     * credentials); the password always is. A job reads only the subjects of the topics it may read
+     * (`<topic>-value`), so a registry needs no tenant grant of its own.
+     */
+    'schema-registries': z
+      .record(
+        name(),
+        z
+          .object({
+            url: z
+              .union([z.string().regex(/^https?:\/\/[^\s]+$/, 'an http:// or https:// URL'), secretRef])
+              .describe("The registry's Confluent-compatible API (e.g. http://registry:8080/apis/ccompat/v7), or a reference to it."),
+            default: z.boolean().default(false),
+            username: z.string().min(1).optional().describe('HTTP basic authentication user.'),
+            password: secretRef.optional().describe('HTTP basic authentication password, by reference.'),
+          })
+          .strict()
+          .superRefine((r, ctx) => {
+            if ((r.username === undefined) !== (r.password === undefined))
+              ctx.addIssue({ code: 'custom', path: [r.username === undefined ? 'username' : 'password'], message: 'username and password go together' });
+          }),
+      )
+      .transform(nullPrototype)
+      .prefault({}),
     /** The environment variables job configs may read with `${VAR}` / `${?VAR}`: none unless listed. */
     'config-env': z
       .object({ allow: z.array(configEnvName).default([]) })

@@ -12,6 +12,8 @@ import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { createNamespaceStep, tableProperties } from '../tables.js';
 import { BRONZE_SESSION_CONF, BRONZE_STAMPS, SNAPSHOT_DATE, bronzeOutput, bronzeRef } from '../layers/bronze.js';
 import { TOPIC_GLOB, type TopicSelection, checkGrant, connectionOptions, subscription, topicChecks } from './kafka-source.js';
+import { type AvroDecoder, avroRecordFields, decodeAvro, readerIssues } from './kafka-avro.js';
+import type { RegisteredSchema } from '../steps.js';
 import { CDC_LSN, CDC_OP, CDC_TS, CDC_UNAVAILABLE, DECODE_METRICS, type DebeziumSettings, UNDECODED, decodeValue, observeDecoding } from './kafka-values.js';
 import type { SchemaDiff } from '../template.js';
 
@@ -86,9 +88,33 @@ const source = z
       .default(true)
       .describe('Fail (65) when offsets the checkpoint expects are gone (retention, a recreated topic); false skips them.'),
     'value-format': z
-      .enum(['raw', 'json', 'debezium-json'])
+      .enum(['raw', 'json', 'debezium-json', 'avro'])
       .default('raw')
-      .describe('raw: bytes only; json: parse with value-schema; debezium-json: a Debezium change event.'),
+      .describe(
+        'raw: bytes only; json: parse with value-schema; debezium-json: a Debezium change event; avro: Avro in the Confluent wire format (source.avro says where the writer schemas are).',
+      ),
+    avro: z
+      .object({
+        registry: name()
+          .optional()
+          .describe(
+            "A schema registry of the platform config (schema-registries.<name>): each topic's writer schemas are its subject <topic>-value's versions, the reader schema its latest version.",
+          ),
+        schema: z
+          .union([z.string(), z.record(z.string(), z.unknown())])
+          .optional()
+          .describe('The writer schema itself (Avro JSON, as text or as an object): no registry.'),
+        'schema-id': z
+          .number()
+          .int()
+          .min(0)
+          .max(2 ** 32 - 1)
+          .optional()
+          .describe('With schema: the schema id the records carry; a record with another id is undecodable (default: any id).'),
+      })
+      .strict()
+      .optional()
+      .describe('Where the writer schemas of value-format avro come from: exactly one of registry and schema.'),
     'value-schema': z
       .record(columnName(), columnType())
       .optional()
@@ -136,6 +162,7 @@ const source = z
     });
     const schema = s['value-schema'];
     if (s.debezium !== undefined && s['value-format'] !== 'debezium-json') issue(['debezium'], 'needs value-format debezium-json');
+    avroIssues(s, issue);
     if (s['value-format'] === 'raw' && schema !== undefined) issue(['value-schema'], 'needs value-format json or debezium-json');
     if (s['value-format'] !== 'raw' && (schema === undefined || Object.keys(schema).length === 0))
       issue(['value-schema'], `is required with value-format ${s['value-format']} (the columns to parse)`);
@@ -148,6 +175,40 @@ const source = z
     }
   })
   .describe('The Kafka records to read: the cluster, the topics, where the first run starts, how the value is parsed.');
+
+/** The writer schema of `source.avro.schema` as JSON text. */
+const inlineSchema = (s: string | Record<string, unknown>): string => (typeof s === 'string' ? s : JSON.stringify(s));
+
+function avroIssues(
+  s: {
+    'value-format': string;
+    avro?: { registry?: string; schema?: string | Record<string, unknown>; 'schema-id'?: number };
+    topics?: string[];
+    'value-schema'?: Record<string, string>;
+  },
+  issue: (path: (string | number)[], message: string) => void,
+): void {
+  const a = s.avro;
+  if (s['value-format'] !== 'avro') {
+    if (a !== undefined) issue(['avro'], 'needs value-format avro');
+    return;
+  }
+  if (a === undefined || (a.registry === undefined) === (a.schema === undefined)) {
+    issue(
+      ['avro'],
+      'value-format avro needs exactly one writer schema source: avro.registry (a schema registry of the platform config) or avro.schema (the writer schema)',
+    );
+    return;
+  }
+  if (a['schema-id'] !== undefined && a.schema === undefined) issue(['avro', 'schema-id'], 'needs avro.schema (with a registry the records name their schema)');
+  if (a.registry !== undefined && s.topics === undefined)
+    issue(['topic-pattern'], "cannot be combined with avro.registry: the writer schemas are each topic's subject <topic>-value; list source.topics");
+  if (a.schema !== undefined) {
+    const parsed = avroRecordFields(inlineSchema(a.schema));
+    if (parsed.problem) issue(['avro', 'schema'], parsed.problem);
+    else for (const i of readerIssues(parsed.fields!, s['value-schema'] ?? {}, 'avro.schema')) issue(i.path.replace(/^source\./, '').split('.'), i.message);
+  }
+}
 
 const target = z
   .object({
@@ -177,11 +238,17 @@ export function checkpointLocation(ctx: JobContext, table: string): string {
  * function shapes the streaming query and the (empty, batch) query that creates the table, so the
  * two cannot disagree on a column.
  */
-export function bronzeRows(records: Query, spec: KafkaBronzeIngestSpec, s: { tenant: string; origin: string }): Query {
+export function bronzeRows(
+  records: Query,
+  spec: KafkaBronzeIngestSpec,
+  s: { tenant: string; origin: string },
+  decoders: readonly AvroDecoder[] = inlineDecoders(spec),
+): Query {
   const format = spec.source['value-format'];
   const schema = spec.source['value-schema'] ?? {};
   let rows = records.select(...KAFKA_COLUMNS.map(([from, to]) => alias(col(from), to)));
-  if (format !== 'raw') rows = decodeValue(rows, { format, schema, debezium: debeziumSettings(spec), badValues: spec.source['bad-values'] });
+  if (format === 'avro') rows = decodeAvro(rows, schema, decoders);
+  else if (format !== 'raw') rows = decodeValue(rows, { format, schema, debezium: debeziumSettings(spec), badValues: spec.source['bad-values'] });
   return rows.withColumns([
     ['_lake_tenant', lit(s.tenant)],
     ['_lake_source', lit(s.origin)],
@@ -190,6 +257,42 @@ export function bronzeRows(records: Query, spec: KafkaBronzeIngestSpec, s: { ten
     [SNAPSHOT_DATE, fn('to_date', fn('to_utc_timestamp', col('_kafka_timestamp'), fn('current_timezone')))],
   ]);
 }
+
+/** The inline writer schema's decoder (none without one: a registry's come when the run starts). */
+function inlineDecoders(spec: KafkaBronzeIngestSpec): AvroDecoder[] {
+  const a = spec.source.avro;
+  if (spec.source['value-format'] !== 'avro' || a?.schema === undefined) return [];
+  return [{ writer: inlineSchema(a.schema), ...(a['schema-id'] === undefined ? {} : { id: a['schema-id'] }) }];
+}
+
+/**
+ * A registry's decoders: per topic, every version of its subject `<topic>-value`, each resolved
+ * into the subject's latest version (the reader), which must fill the declared columns exactly.
+ */
+export function registryDecoders(spec: KafkaBronzeIngestSpec, found: readonly RegisteredSchema[]): AvroDecoder[] {
+  const out: AvroDecoder[] = [];
+  const issues = [];
+  for (const topic of spec.source.topics ?? []) {
+    const subject = subjectOf(topic);
+    const versions = found.filter((f) => f.subject === subject).sort((a, b) => a.version - b.version);
+    const latest = versions[versions.length - 1];
+    if (!latest) continue;
+    const what = `subject ${subject}'s latest schema (version ${latest.version}, id ${latest.id})`;
+    const reader = avroRecordFields(latest.schema);
+    if (reader.problem) {
+      issues.push({ path: 'source.avro.registry', message: `${what} ${reader.problem}` });
+      continue;
+    }
+    issues.push(...readerIssues(reader.fields!, spec.source['value-schema'] ?? {}, what));
+    for (const v of versions)
+      out.push({ writer: v.schema, ...(v.id === latest.id ? {} : { reader: latest.schema }), id: v.id, ...(spec.source.topics!.length > 1 ? { topic } : {}) });
+  }
+  if (issues.length) throw new ConfigError(issues);
+  return out;
+}
+
+/** The subject of a topic's values (Confluent's TopicNameStrategy). */
+export const subjectOf = (topic: string): string => `${topic}-value`;
 
 function debeziumSettings(spec: KafkaBronzeIngestSpec): DebeziumSettings | undefined {
   if (spec.source['value-format'] !== 'debezium-json') return undefined;
@@ -288,7 +391,29 @@ function plan(ctx: JobContext, spec: KafkaBronzeIngestSpec): JobPlan {
   });
   const output = bronzeOutput(bronze);
   const layer: Layer = 'bronze';
-
+  const streamCommand = (decoders?: readonly AvroDecoder[]) =>
+    (spec.source['value-format'] === 'raw'
+      ? bronzeRows(stream, spec, stamps)
+      : observeDecoding(bronzeRows(stream, spec, stamps, decoders), spec.source['value-schema'] ?? {})
+    ).writeStreamTo(parts, {
+      checkpointLocation: checkpoint,
+      queryName: `${TEMPLATE}.${ctx.tenant.id}.${layer}.${target.table}`.replace(/[^A-Za-z0-9_.-]/g, '_'),
+      // Iceberg's writers expect rows clustered by partition unless fanout is on; streaming
+      // micro-batches are not sorted for them. A Delta table of the session catalog is a V1
+      // table: the sink must name its provider, or Spark refuses it as not its default, parquet.
+      // A column added to value-schema is appended to the table, not where the stream has it: Iceberg's
+      // writer matches the stream's columns by name, not by position (check-ordering off; Delta does).
+      ...(target.format === 'iceberg' ? { options: { 'fanout-enabled': 'true', 'check-ordering': 'false' } } : { format: 'delta' }),
+    });
+  const registry =
+    spec.source['value-format'] === 'avro' && spec.source.avro?.registry !== undefined
+      ? {
+          ref: ctx.schemaRegistry(spec.source.avro.registry, 'source.avro.registry'),
+          subjects: (spec.source.topics ?? []).map(subjectOf),
+          configPath: 'source.avro.registry',
+          build: (found: readonly RegisteredSchema[]) => streamCommand(registryDecoders(spec, found)),
+        }
+      : undefined;
   return {
     sessionConf: {
       ...BRONZE_SESSION_CONF,
@@ -326,19 +451,8 @@ function plan(ctx: JobContext, spec: KafkaBronzeIngestSpec): JobPlan {
         kind: 'stream',
         id: 'ingest',
         title: `Stream ${origin} into ${bronze.name} until caught up (checkpoint ${checkpoint})`,
-        command: (spec.source['value-format'] === 'raw'
-          ? bronzeRows(stream, spec, stamps)
-          : observeDecoding(bronzeRows(stream, spec, stamps), spec.source['value-schema'] ?? {})
-        ).writeStreamTo(parts, {
-          checkpointLocation: checkpoint,
-          queryName: `${TEMPLATE}.${ctx.tenant.id}.${layer}.${target.table}`.replace(/[^A-Za-z0-9_.-]/g, '_'),
-          // Iceberg's writers expect rows clustered by partition unless fanout is on; streaming
-          // micro-batches are not sorted for them. A Delta table of the session catalog is a V1
-          // table: the sink must name its provider, or Spark refuses it as not its default, parquet.
-          // A column added to value-schema is appended to the table, not where the stream has it: Iceberg's
-          // writer matches the stream's columns by name, not by position (check-ordering off; Delta does).
-          ...(target.format === 'iceberg' ? { options: { 'fanout-enabled': 'true', 'check-ordering': 'false' } } : { format: 'delta' }),
-        }),
+        command: streamCommand(),
+        ...(registry ? { registry } : {}),
         interpret: (progress) => {
           const rows = progress.reduce((n, p) => n + p.numInputRows, 0);
           if (rows === 0) return { skip: `no new records in ${origin}: nothing written to ${bronze.name}` };

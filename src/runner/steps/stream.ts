@@ -20,8 +20,11 @@ const STREAM_WAIT_MS = 30_000;
 export const stream: StepKindModule<StepOf<'stream'>> = {
   async run(step, run) {
     const progress: StreamProgress[] = [];
+    // The executor built the command from a registry's answer already (executor.ts).
+    if (step.registry) throw new InternalError(`step ${step.id}: its schema registry was not asked before it ran`);
+    const command = step.command;
     for (let attempt = 1; ; attempt++) {
-      const started = await run.send({ command: step.command });
+      const started = await run.send({ command });
       const query = started.streamingQuery;
       if (!query) throw new InternalError(`step ${step.id}: the server answered the stream's start without a query id`);
       run.logger.info({ step: step.id, streamingQuery: query, attempt }, 'streaming query started');

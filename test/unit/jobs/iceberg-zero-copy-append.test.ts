@@ -149,6 +149,9 @@ describe('iceberg-zero-copy-append: judging the check', () => {
     kafkaCluster: () => {
       throw new Error('unused');
     },
+    schemaRegistry: () => {
+      throw new Error('unused');
+    },
     runId: 'r',
     clock: instant(0n),
   };

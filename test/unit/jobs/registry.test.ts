@@ -93,6 +93,9 @@ const ctx: JobContext = {
   kafkaCluster: () => {
     throw new Error('unused');
   },
+  schemaRegistry: () => {
+    throw new Error('unused');
+  },
   inlineJdbcUrls: false,
   secret: () => {
     throw new Error('unused');

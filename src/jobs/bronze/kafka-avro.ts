@@ -1,0 +1,200 @@
+import type { ConfigIssue } from '../../core/errors.js';
+import { and, cast, coalesce, col, eq, fn, isNotNull, lit, not, or } from '../../spark/plan/expressions.js';
+import type { Query } from '../../spark/plan/query.js';
+import { UNDECODED } from './kafka-values.js';
+
+/**
+ * Avro values in the Confluent wire format (magic byte 0, the schema id as 4 big-endian bytes, the
+ * Avro binary body), decoded on the Spark server by spark-avro's `from_avro` into the declared
+ * bronze columns (docs/templates/kafka-bronze-ingest.md, "Avro").
+ *
+ * Each writer schema the job knows (from the registry per schema id, or the config's inline one)
+ * is one decoder: a record whose header names it is read with that writer schema and resolved into
+ * the reader schema (the subject's latest version), Avro's own schema resolution: a field the
+ * writer lacks takes the reader's default, a field the reader lacks is skipped. A record no decoder
+ * matches (an unknown schema id, another magic byte, fewer than 5 bytes) or whose body does not
+ * decode (truncated) keeps NULL columns and `_kafka_undecoded = ["_kafka_value"]`.
+ *
+ * The declared columns are checked against the reader schema before anything runs: a column the
+ * reader lacks, or whose Avro type does not land exactly in its declared type, is a config error,
+ * so every decoded value fits its column (no value is rounded or cut).
+ */
+
+/** One writer schema, what it is resolved into, and which records it reads. */
+export interface AvroDecoder {
+  /** The writer schema (JSON text). */
+  readonly writer: string;
+  /** The reader schema (JSON text) when it is not the writer's. */
+  readonly reader?: string;
+  /** The schema id of the records it reads; undefined: any id (an inline schema without an id). */
+  readonly id?: number;
+  /** The topic whose records it reads; undefined: every topic. */
+  readonly topic?: string;
+}
+
+/** A record schema's fields as Spark types: name -> Spark SQL type, or why it has none we accept. */
+export type AvroFields = ReadonlyMap<string, { readonly type?: string; readonly problem?: string }>;
+
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+
+/** Parse a writer or reader schema: a record, whose fields are mapped to Spark types as spark-avro maps them. */
+export function avroRecordFields(text: string): { fields?: AvroFields; name?: string; problem?: string } {
+  let schema: Json;
+  try {
+    schema = JSON.parse(text) as Json;
+  } catch (e) {
+    return { problem: `is not JSON (${(e as Error).message})` };
+  }
+  if (!isObject(schema) || schema.type !== 'record' || !Array.isArray(schema.fields))
+    return { problem: 'is not an Avro record schema ({"type": "record", "name": …, "fields": […]})' };
+  if (typeof schema.name !== 'string' || schema.name === '') return { problem: 'is a record without a name' };
+  const fields = new Map<string, { type?: string; problem?: string }>();
+  for (const f of schema.fields) {
+    if (!isObject(f) || typeof f.name !== 'string') return { problem: 'has a field without a name' };
+    fields.set(f.name, sparkType(f.type ?? null));
+  }
+  return { fields, name: schema.name };
+}
+
+const isObject = (v: Json): v is { [k: string]: Json } => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** The Spark type spark-avro gives an Avro type (SchemaConverters), for the types a bronze column can take. */
+function sparkType(t: Json): { type?: string; problem?: string } {
+  if (Array.isArray(t)) {
+    const branches = t.filter((b) => b !== 'null' && !(isObject(b) && b.type === 'null'));
+    if (branches.length === 1) return sparkType(branches[0]!);
+    const types = branches.map((b) => sparkType(b).type);
+    // spark-avro merges these two unions into their wider type; any other union is a struct.
+    if (types.length === 2 && types.includes('int') && types.includes('bigint')) return { type: 'bigint' };
+    if (types.length === 2 && types.includes('float') && types.includes('double')) return { type: 'double' };
+    return { problem: `is a union of ${branches.length} types (read as a struct; not a bronze column type)` };
+  }
+  if (typeof t === 'string') return primitive(t, undefined);
+  if (isObject(t) && typeof t.type === 'string') {
+    const logical = typeof t.logicalType === 'string' ? t.logicalType : undefined;
+    if (logical === 'decimal' && (t.type === 'bytes' || t.type === 'fixed')) {
+      const p = Number(t.precision);
+      const s = Number(t.scale ?? 0);
+      if (Number.isInteger(p) && Number.isInteger(s) && p >= 1 && p <= 38 && s >= 0 && s <= p) return { type: `decimal(${p},${s})` };
+      return { problem: `is a decimal of precision ${String(t.precision)} (Spark holds at most 38 digits)` };
+    }
+    if (t.type === 'enum') return { type: 'string' };
+    if (t.type === 'fixed') return { type: 'binary' };
+    return primitive(t.type, logical);
+  }
+  return { problem: `has a type that is not an Avro type (${JSON.stringify(t)})` };
+}
+
+function primitive(t: string, logical: string | undefined): { type?: string; problem?: string } {
+  switch (t) {
+    case 'boolean':
+    case 'float':
+    case 'double':
+    case 'string':
+      return { type: t };
+    case 'bytes':
+      return { type: 'binary' };
+    case 'int':
+      return { type: logical === 'date' ? 'date' : 'int' };
+    case 'long':
+      if (logical === 'timestamp-millis' || logical === 'timestamp-micros') return { type: 'timestamp' };
+      if (logical === 'local-timestamp-millis' || logical === 'local-timestamp-micros')
+        return { problem: `is a ${logical} (a timestamp without time zone; not a bronze column type)` };
+      return { type: 'bigint' };
+    default:
+      return { problem: `is an Avro ${t} (not a bronze column type)` };
+  }
+}
+
+const DECIMAL = /^decimal\((\d+),(\d+)\)$/;
+
+/** Whether every value of Spark type `from` lands exactly in `to` (a cast that never rounds nor overflows). */
+export function fitsExactly(from: string, to: string): boolean {
+  if (from === to) return true;
+  const f = DECIMAL.exec(from);
+  const t = DECIMAL.exec(to);
+  if (f && t) return Number(f[2]) <= Number(t[2]) && Number(f[1]) - Number(f[2]) <= Number(t[1]) - Number(t[2]);
+  const widening: Record<string, readonly string[]> = { int: ['bigint', 'double'], float: ['double'] };
+  if (t && (from === 'int' || from === 'bigint')) return (from === 'int' ? 10 : 19) <= Number(t[1]) - Number(t[2]);
+  return widening[from]?.includes(to) ?? false;
+}
+
+/** The reader field a declared column reads: its own name, else the one field equal to it ignoring case. */
+export function readerField(fields: AvroFields, column: string): string | undefined {
+  if (fields.has(column)) return column;
+  const matches = [...fields.keys()].filter((f) => f.toLowerCase() === column.toLowerCase());
+  return matches.length === 1 ? matches[0] : undefined;
+}
+
+/** What keeps a reader schema from filling the declared columns, at `source.value-schema.<column>`. */
+export function readerIssues(fields: AvroFields, schema: Record<string, string>, what: string): ConfigIssue[] {
+  const issues: ConfigIssue[] = [];
+  for (const [c, declared] of Object.entries(schema)) {
+    const path = `source.value-schema.${c}`;
+    const f = readerField(fields, c);
+    if (f === undefined) {
+      issues.push({ path, message: `${what} has no field ${c} (its fields: ${[...fields.keys()].join(', ')})` });
+      continue;
+    }
+    const t = fields.get(f)!;
+    if (t.problem) issues.push({ path, message: `${what}'s field ${f} ${t.problem}` });
+    else if (!fitsExactly(t.type!, declared))
+      issues.push({ path, message: `${what}'s field ${f} is read as ${t.type}, which does not land exactly in ${declared}: declare ${t.type}` });
+  }
+  return issues;
+}
+
+/** Intermediate columns (dropped before the table sees the rows). */
+const ID = '__lake_avro_id';
+const decoderColumn = (k: number) => `__lake_avro_${k}`;
+
+/**
+ * A field the reader schema gains, which no writer has: Avro's resolution fills it with its
+ * default, true. A body that does not decode is, in from_avro's PERMISSIVE mode, a row of NULLs,
+ * so this field tells a failed decode from a record whose own fields are all NULL.
+ */
+const DECODED = '__lake_decoded';
+function withSentinel(reader: string): string {
+  const schema = JSON.parse(reader) as { fields: unknown[] };
+  return JSON.stringify({ ...schema, fields: [...schema.fields, { name: DECODED, type: 'boolean', default: true }] });
+}
+
+/**
+ * Decode `_kafka_value` into the declared columns with the decoders (whose reader schemas were
+ * checked by readerIssues), plus `_kafka_undecoded`. With no decoder every present value is undecodable
+ * (the plan as `plan` shows it before the registry was asked).
+ */
+export function decodeAvro(records: Query, schema: Record<string, string>, decoders: readonly AvroDecoder[]): Query {
+  const value = col('_kafka_value');
+  // The header: magic byte 0 and the schema id (unsigned, big-endian); NULL when it is not one.
+  const framed = and(fn('>=', fn('octet_length', value), lit(5)), eq(fn('hex', fn('substr', value, lit(1), lit(1))), lit('00')));
+  const id = fn('if', framed, cast(fn('conv', fn('hex', fn('substr', value, lit(2), lit(4))), lit(16), lit(10)), 'bigint'), lit(null));
+  let rows = records.withColumns([[ID, id]]);
+  const body = fn('substr', value, lit(6));
+  const readerFields = decoders.map((d) => avroRecordFields(d.reader ?? d.writer).fields ?? new Map());
+  if (decoders.length)
+    rows = rows.withColumns(
+      decoders.map((d, k) => {
+        const matches = and(
+          isNotNull(col(ID)),
+          ...(d.id === undefined ? [] : [eq(col(ID), lit(d.id))]),
+          ...(d.topic === undefined ? [] : [eq(col('_kafka_topic'), lit(d.topic))]),
+        );
+        // PERMISSIVE: a body that does not decode (truncated, another schema) is a row of NULLs, not a failed run.
+        const options = [lit('mode'), lit('PERMISSIVE'), lit('avroSchema'), lit(withSentinel(d.reader ?? d.writer))];
+        return [decoderColumn(k), fn('if', matches, fn('from_avro', body, lit(d.writer), fn('map', ...options)), lit(null))] as const;
+      }),
+    );
+  const columns = Object.entries(schema).map(([c, type]) => {
+    const reads = decoders.flatMap((_, k) => {
+      const f = readerField(readerFields[k]!, c);
+      return f === undefined ? [] : [cast(col(decoderColumn(k), f), type)];
+    });
+    return [c, reads.length === 0 ? cast(lit(null), type) : reads.length === 1 ? reads[0]! : coalesce(...reads)] as const;
+  });
+  const decoded = decoders.length ? or(...decoders.map((_, k) => isNotNull(col(decoderColumn(k), DECODED)))) : lit(false);
+  const undecodable = and(isNotNull(value), not(decoded));
+  return rows
+    .withColumns([...columns, [UNDECODED, fn('if', undecodable, fn('array', lit('_kafka_value')), cast(fn('array'), 'array<string>'))]])
+    .drop(ID, ...decoders.map((_, k) => decoderColumn(k)));
+}

@@ -7,7 +7,7 @@ import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan
 import { sqlCommand } from '../../../src/spark/plan/query.js';
 import { rows as arrowRows } from '../../../src/spark/arrow.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, deltaLastCommit, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg } from '../../support/stack.js';
+import { connect, deltaLastCommit, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
 import { type Outcome, pausePoint, runInProcess } from '../../support/in-process.js';
 import { testQuery } from '../../support/sql.js';
 import { needs } from '../../support/needs.js';
@@ -154,10 +154,12 @@ describe.each(['iceberg', 'delta'] as const)('cdc-silver-merge, source.read = in
     ];
     const s3 = await append(b3);
     apply([...b2, ...b3]);
-    const o = await run(table);
-    expect(o.code, o.error?.message).toBe(0);
-    expect(silverOut(o, table)?.read).toEqual({ source: BRONZE, mode: 'incremental', from: start, to: s3 });
-    expect(silverOut(o, table)?.metrics).toMatchObject({ inserted: 1, updated: 2, deleted: 1, late: 1 });
+    // The CLI, as an orchestrator runs it: the position in the status document, the stamp in the commit.
+    const o = await runJob(join(dir, `${table}.conf`), join(dir, 'platform.conf'), ['--run-id', `it-inc-cli-${format}`]);
+    expect(o.code, o.stderr).toBe(0);
+    const out = (o.status.outputs as { table?: string; read?: unknown; metrics?: unknown }[]).find((x) => x.table?.endsWith(`_silver.${table}`));
+    expect(out?.read).toEqual({ source: BRONZE, mode: 'incremental', from: start, to: s3 });
+    expect(out?.metrics).toMatchObject({ inserted: 1, updated: 2, deleted: 1, late: 1 });
     expect(read(format, table)).toEqual(expected());
     expect(stampOf(format, table)).toBe(s3);
     expect(s2).not.toBe(s3);

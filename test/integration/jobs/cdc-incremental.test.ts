@@ -234,6 +234,21 @@ describe.each(['iceberg', 'delta'] as const)('cdc-silver-merge, source.read = in
       start = sy;
     });
 
+    it('a bronze commit that rewrote rows (not append-only) makes the run read all of bronze as of its newest snapshot', async () => {
+      // Iceberg's incremental scan passes over overwrite snapshots: reading them as appends would miss rows.
+      await sparkSql(`DELETE FROM ${BRONZE} WHERE id = 3 AND ts = 0`);
+      const b: Ev[] = [[40, 8, 'c', 'v8-40']];
+      const s = await append(b);
+      apply(b);
+      const o = await run(table);
+      expect(o.code, o.error?.message).toBe(0);
+      expect(silverOut(o, table)?.read).toMatchObject({ mode: 'full', from: start, to: s, reason: expect.stringContaining('changed or deleted rows') });
+      expect(silverOut(o, table)?.metrics).toMatchObject({ inserted: 1, updated: 0, deleted: 0 });
+      expect(read(format, table)).toEqual(expected());
+      expect(stampOf(format, table)).toBe(s);
+      start = s;
+    });
+
     it('a consumed snapshot bronze no longer holds is 65 naming both; one run with source.read=full resumes', async () => {
       const b: Ev[] = [[10, 7, 'u', 'v7-10']];
       start = await append(b);

@@ -23,6 +23,22 @@ export interface OutputReport {
   metrics?: Record<string, number>;
   /** The data quality expectations checked before the write (gold-publish), each with its counts. */
   expectations?: ExpectationReport[];
+  /** What an incremental read (`source.read = incremental`) read of its source and records with this write. */
+  read?: ReadPosition;
+}
+
+/**
+ * The source commits a run read: `incremental` from `from` (exclusive, the position the target
+ * recorded last) to `to` (inclusive); `full` all of the source as of `to` (a first run, a rewrite
+ * that changed rows, `source.read = full`). Iceberg snapshot ids, Delta versions.
+ */
+export interface ReadPosition {
+  source: string;
+  mode: 'incremental' | 'full';
+  from?: string;
+  to: string;
+  /** Why a full read (first run, rewritten rows). */
+  reason?: string;
 }
 
 /** One expectation of a publish and what it found. */

@@ -164,6 +164,12 @@ interface StepBase {
    * failure; undefined keeps the failure as it is.
    */
   readonly explainFailure?: (error: LakehouseError) => LakehouseError | undefined;
+  /**
+   * Properties this step's commit carries beside the run's own stamps (run id, attempt), from the
+   * earlier steps' facts: an incremental read's consumed position, recorded in the same commit as
+   * the write it fed (Iceberg snapshot summary, Delta commitInfo.userMetadata).
+   */
+  readonly stamp?: (facts: Facts) => Readonly<Record<string, string>>;
 }
 
 /** A place in a tenant's SQL as its config gives it: the config path of the SQL, line and column from 1, offset from 0. */
@@ -189,6 +195,8 @@ export interface SqlOrigin {
 export interface QueryStep<C extends string> extends StepBase, RowsStep<C> {
   readonly kind: 'query';
   readonly query: Query;
+  /** A table the query reads may not exist yet (the run creates it later): then it has no rows. */
+  readonly tableMayBeMissing?: boolean;
   interpret(rows: readonly TypedRow<C>[]): StepEffect;
 }
 

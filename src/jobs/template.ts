@@ -133,7 +133,7 @@ export type {
   TypedRow,
 } from './steps.js';
 export { sameColumnType } from './steps.js';
-import type { Step } from './steps.js';
+import type { Facts, Step } from './steps.js';
 
 export interface JobPlan {
   readonly steps: readonly Step[];
@@ -141,6 +141,11 @@ export interface JobPlan {
   readonly sessionConf?: Readonly<Record<string, string>>;
   /** Optional lineage the steps cannot show (src/runner/lineage derives datasets from the steps themselves). */
   readonly lineage?: PlanLineage;
+  /**
+   * The values of the plan's `bound` options, from what the steps that ran found (an incremental
+   * read's snapshot ids): asked before each step is sent; an undefined value leaves its option out.
+   */
+  readonly bind?: (facts: Facts) => Readonly<Record<string, string | undefined>>;
 }
 
 /** A table (`catalog.namespace.table`) or files (a path) a template names in its lineage hook. */

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Table } from 'apache-arrow';
 import type { Logger } from '../core/logger.js';
-import { CancelledError, LakehouseError } from '../core/errors.js';
+import { CancelledError, InternalError, LakehouseError } from '../core/errors.js';
 import { errorClassOf, SparkError } from '../spark/errors.js';
 import {
   type CompiledPlan as Plan,
@@ -89,6 +89,11 @@ export interface ExecuteOptions {
    * cancelled) it still knows which steps completed and what they reported.
    */
   report?: ExecutionReport;
+  /**
+   * The session settings that stamp a commit with the run's stamps plus `extra` (src/runner/run.ts
+   * commitMetadata): set around a step that declares a `stamp`, then set back to the run's own.
+   */
+  stamps?: (extra: Readonly<Record<string, string>>) => Record<string, string>;
 }
 
 /** A step starting or ending: `index` counts from 0 among the plan's `total` steps. */
@@ -132,7 +137,8 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
       try {
         // Its config logic wrapped as tenant logic: the server judges it when the plan arrives (src/spark/policy).
         const sent = tenantLogicOf(step);
-        skipped = await kindOf(sent).run(sent, stepRun(sent, opts, state));
+        const run = stepRun(sent, opts, state, bound(plan, state));
+        skipped = step.stamp ? await stamped(step.stamp(state.facts), opts, () => kindOf(sent).run(sent, run)) : await kindOf(sent).run(sent, run);
       } catch (e) {
         report.failedStep = step.id;
         opts.onStep?.({ kind: 'failed', ...at, ms: performance.now() - started });
@@ -178,12 +184,32 @@ async function withRegistrySchemas(steps: readonly Step[], opts: ExecuteOptions)
   return out;
 }
 
+/** The plan's bound option values for the next step, from the facts so far (undefined ones left out). */
+function bound(plan: JobPlan, state: RunState): ReadonlyMap<string, string> {
+  const values = plan.bind?.(state.facts) ?? {};
+  return new Map(Object.entries(values).filter((e): e is [string, string] => e[1] !== undefined));
+}
+
+/** Run a step with its commit stamps set, then set the run's own stamps back (also when it fails). */
+async function stamped<T>(extra: Readonly<Record<string, string>>, opts: ExecuteOptions, run: () => Promise<T>): Promise<T> {
+  if (!opts.stamps) throw new InternalError('a step stamps its commit, but the run has no commit stamps to extend');
+  const [own, withExtra] = [opts.stamps({}), opts.stamps(extra)];
+  await opts.session.config.set(withExtra);
+  try {
+    return await run();
+  } finally {
+    await opts.session.config.set(own);
+    const added = Object.keys(withExtra).filter((k) => !(k in own));
+    if (added.length) await opts.session.config.unset?.(added);
+  }
+}
+
 /** The session as one step's run sees it: every plan it sends compiled here, every operation recorded. */
-function stepRun(step: Step, opts: ExecuteOptions, state: RunState): StepRun {
+function stepRun(step: Step, opts: ExecuteOptions, state: RunState, boundValues: ReadonlyMap<string, string>): StepRun {
   const { session } = opts;
   const { report } = state;
-  // What a step sends: secrets revealed, materialized rows named by the server's ids.
-  const live = { reveal: true, materialized: state.materialized };
+  // What a step sends: secrets revealed, materialized rows named by the server's ids, bound options' values.
+  const live = { reveal: true, materialized: state.materialized, bound: boundValues };
   const execute = (plan: Plan) => {
     // Our own operation id, recorded before sending: a run cancelled mid-step still names it.
     const operationId = randomUUID();
@@ -209,7 +235,7 @@ function stepRun(step: Step, opts: ExecuteOptions, state: RunState): StepRun {
       ...(r?.case === 'recentProgress' ? { recentProgress: r.value.recentProgressJson } : {}),
     };
   };
-  const compile = (rel: Rel, reveal = true) => compileRelationPlan(rel, reveal ? live : { reveal: false });
+  const compile = (rel: Rel, reveal = true) => compileRelationPlan(rel, reveal ? live : { reveal: false, bound: boundValues });
   return {
     logger: opts.logger,
     signal: opts.signal,
@@ -242,7 +268,7 @@ function fields(schema: unknown): Field[] {
   return t?.kind?.case === 'struct' ? structFields(t as SparkType) : [];
 }
 
-function compileNode(node: PlanNode, opts: { reveal: boolean; materialized?: ReadonlyMap<string, string> }): Plan {
+function compileNode(node: PlanNode, opts: { reveal: boolean; materialized?: ReadonlyMap<string, string>; bound?: ReadonlyMap<string, string> }): Plan {
   if ('relation' in node) return compileRelationPlan(node.relation, opts);
   if ('checkpoint' in node) return compileCheckpointCommand(node.checkpoint, opts);
   return compileCommandPlan(node.command, opts);

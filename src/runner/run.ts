@@ -230,6 +230,7 @@ async function execute(
     onOperation: (id) => spark.operationIds.push(id),
     catalogs: Object.keys(loaded.platform.catalogs),
     report,
+    stamps: (extra) => commitMetadata(loaded, runId, req.logicalDate, extra),
     ...(req.view?.step ? { onStep: req.view.step.bind(req.view) } : {}),
     ...(req.view?.progress ? { onProgress: req.view.progress.bind(req.view) } : {}),
   });
@@ -279,7 +280,8 @@ async function explainSteps(loaded: LoadedJob, req: RunRequest, logger: Logger, 
     const rel = explainableRel(tenantLogicOf(step));
     if (!rel) continue;
     try {
-      out.set(step.id, await client.analyze.explain(compileRelationPlan(rel, { reveal: false }), 'simple'));
+      // Bound options (an incremental read's snapshot ids) are known only in a run: explained without them.
+      out.set(step.id, await client.analyze.explain(compileRelationPlan(rel, { reveal: false, bound: new Map() }), 'simple'));
     } catch (e) {
       // The policy's refusal is the config's error, as in a run; anything else leaves the step unexplained.
       const refused = tenantPolicyError(e);
@@ -314,17 +316,24 @@ export function freshCatalogReads(loaded: LoadedJob): Record<string, string> {
  * `commitInfo.userMetadata` into each commit. A table's history then leads back to the Airflow run,
  * and the attempt's nonce tells a template which commits since its first read were its own.
  */
-export function commitMetadata(loaded: LoadedJob, runId: string, logicalDate: string | undefined): Record<string, string> {
+export function commitMetadata(
+  loaded: LoadedJob,
+  runId: string,
+  logicalDate: string | undefined,
+  extra: Readonly<Record<string, string>> = {},
+): Record<string, string> {
   const job = `${loaded.template.name}/v${loaded.version.version}${loaded.config.job?.name ? `/${loaded.config.job.name}` : ''}`;
   const iceberg = 'spark.sql.iceberg.snapshot-property.lakehouse-jobs.';
   const attempt = loaded.context.attempt;
+  // A step's own stamps (an incremental read's position) beside the run's, under lakehouse-jobs.<key>.
   return {
     [`${iceberg}run-id`]: runId,
     ...(attempt ? { [`${iceberg}attempt`]: attempt } : {}),
     [`${iceberg}job`]: job,
     ...(logicalDate ? { [`${iceberg}logical-date`]: logicalDate } : {}),
+    ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [`${iceberg}${k}`, v])),
     'spark.databricks.delta.commitInfo.userMetadata': JSON.stringify({
-      'lakehouse-jobs': { runId, ...(attempt ? { attempt } : {}), job, ...(logicalDate ? { logicalDate } : {}) },
+      'lakehouse-jobs': { runId, ...(attempt ? { attempt } : {}), job, ...(logicalDate ? { logicalDate } : {}), ...extra },
     }),
   };
 }

@@ -2,14 +2,18 @@ import { asLakehouseError } from '../../src/core/errors.js';
 import { loadJob, type LoadRequest } from '../../src/runner/load-job.js';
 import { createLogger } from '../../src/core/logger.js';
 import type { Step } from '../../src/jobs/template.js';
-import { executePlan } from '../../src/runner/executor.js';
-import { sessionSettings, tagFor } from '../../src/runner/run.js';
+import { type ExecutionReport, emptyReport, executePlan } from '../../src/runner/executor.js';
+import { commitMetadata, sessionSettings, tagFor } from '../../src/runner/run.js';
 import { releaseSession, runSession } from './stack.js';
 
 /** What a run in this process ended with: its exit code (0 or the error's) and the steps it began. */
 export interface Outcome {
   code: number;
   steps: string[];
+  /** What the executor reported: outputs (with an incremental read's position), skip reason. */
+  report: ExecutionReport;
+  /** The error's code (e.g. SOURCE_POSITION_LOST) and message, when the run failed. */
+  error?: { code?: string; message: string };
 }
 
 /**
@@ -22,6 +26,7 @@ export async function runInProcess(req: Omit<LoadRequest, 'runId'> & { runId?: s
   const loaded = await loadJob({ ...req, runId });
   const client = await runSession(loaded.platform, loaded.tenant);
   const steps: string[] = [];
+  const report = emptyReport();
   try {
     await client.config.set(sessionSettings(loaded, runId, req.logicalDate));
     await executePlan(loaded.plan, {
@@ -29,14 +34,17 @@ export async function runInProcess(req: Omit<LoadRequest, 'runId'> & { runId?: s
       logger: createLogger('silent'),
       tags: [tagFor(runId)],
       signal: new AbortController().signal,
+      report,
+      stamps: (extra) => commitMetadata(loaded, runId, req.logicalDate, extra),
       beforeStep: async (s) => {
         steps.push(s.id);
         await beforeStep?.(s);
       },
     });
-    return { code: 0, steps };
+    return { code: 0, steps, report };
   } catch (e) {
-    return { code: asLakehouseError(e).exitCode, steps };
+    const error = asLakehouseError(e);
+    return { code: error.exitCode, steps, report, error: { ...('code' in error ? { code: String(error.code) } : {}), message: error.message } };
   } finally {
     await releaseSession(client);
   }

@@ -45,6 +45,7 @@ import {
 import { SILVER_FORMATS, type SilverFormat, type SilverRef, silverCompanion, silverRef } from '../layers/silver.js';
 import { type CommitWindow, commitWindow } from '../commit-window.js';
 import { LAKE_INTERNAL_PREFIX, type RequiredColumn, checkSourceColumns, reservedIn } from '../source-columns.js';
+import { type IncrementalRead, checkIncremental, incrementalRead, sourceRead } from '../incremental.js';
 
 /**
  * cdc-silver-merge: resolve a batch of CDC events from the tenant's bronze layer to the latest
@@ -171,8 +172,10 @@ const sourceV2 = source
       .describe(
         'The bronze snapshot date(s) to merge, e.g. --set source.snapshot-date={{ ds }}: exactly <bronze>/_snapshot_date=<date> is read for each (a table: filtered by that literal date), no other partition is listed or read; a date without a partition skips the run (99). Without it, every partition is read.',
       ),
+    read: sourceRead,
   })
   .superRefine(checkBronzeCatalog)
+  .superRefine(checkIncremental)
   .describe('Where the CDC events come from.');
 
 const v1Sections = {
@@ -314,6 +317,8 @@ const v1 = defineVersion(1, { sections: v1Sections }).migrate((c): CdcSilverMerg
 /** Both versions, normalised: what the plan is built from. */
 interface MergeSpec {
   source: { table: string; format: BronzeFormat; catalog?: string | undefined };
+  /** source.read: the commits since the position silver recorded, or all of them, recording it; undefined: all, nothing recorded. */
+  read?: 'full' | 'incremental' | undefined;
   where?: ConfigExpression | undefined;
   /** The bronze partitions to read; all of them when undefined. */
   snapshotDates?: string[] | undefined;
@@ -342,6 +347,7 @@ function opDelete(op: string | undefined, values: string[] | undefined): Expr {
 
 const mergeSpec = (c: CdcSilverMergeSpec): MergeSpec => ({
   source: c.source,
+  read: c.source.read,
   where: c.source.where,
   snapshotDates: c.source['snapshot-date'],
   keys: c.cdc['primary-key'],
@@ -399,6 +405,8 @@ interface Tables {
   readonly silver: SilverRef;
   readonly tombstones: SilverRef;
   readonly bronze: BronzeRef;
+  /** source.read = incremental: the commits of bronze since the position silver recorded. */
+  readonly incremental?: IncrementalRead | undefined;
 }
 
 /**
@@ -409,7 +417,12 @@ interface Tables {
  */
 function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   const silver = silverRef(ctx, spec.target);
-  const tables: Tables = { silver, tombstones: silverCompanion(ctx, silver, TOMBSTONE_SUFFIX), bronze: bronzeRef(ctx, spec.source, 'source') };
+  const bronze = bronzeRef(ctx, spec.source, 'source');
+  const incremental =
+    spec.read !== undefined && bronze.kind === 'table'
+      ? incrementalRead(bronze.table, { table: silver.table, format: silver.catalog.format }, spec.read)
+      : undefined;
+  const tables: Tables = { silver, tombstones: silverCompanion(ctx, silver, TOMBSTONE_SUFFIX), bronze, incremental };
   const batch = resolvePhase(tables, spec);
   const measured = measurePhase(tables, spec);
   const steps: Step[] = [
@@ -424,7 +437,12 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   // Bronze columns that JDBC reported as varchar(n) (SQLite: varchar(0)) are text to silver: a
   // Delta table created from them would enforce the length on every write.
   const keyAndSeq = [...spec.keys, ...spec.sequence];
-  return { steps, sessionConf: BRONZE_SESSION_CONF, lineage: columnLineage(tables.bronze, silver.table, tables.tombstones.table, keyAndSeq, spec.types) };
+  return {
+    steps,
+    sessionConf: BRONZE_SESSION_CONF,
+    lineage: columnLineage(tables.bronze, silver.table, tables.tombstones.table, keyAndSeq, spec.types),
+    ...(incremental ? { bind: incremental.bind } : {}),
+  };
 }
 
 /** The resolved batch's rows, kept by check-batch: the latest event per key and its delete flag. */
@@ -438,12 +456,13 @@ const silverColumns = (): Query => latest().drop(DELETE_FLAG, KEEP);
  * Only check-batch carries config logic (source.where, cdc.delete-when); the later steps add nothing
  * from the config but names and types.
  */
-function resolvePhase({ bronze }: Tables, spec: MergeSpec): { steps: Step[] } {
+function resolvePhase({ bronze, incremental }: Tables, spec: MergeSpec): { steps: Step[] } {
   const { keys, sequence } = spec;
   const keyAndSeq = [...keys, ...sequence];
   // Parquet bronze: exactly the selected partitions are listed and read; a bronze table: read
   // through its catalog, filtered by the literal dates. Without a selection, all of bronze.
-  const read = readBronze(bronze, spec.snapshotDates);
+  // Incremental: the commits since silver's position (found by the position steps first).
+  const read = incremental ? { rows: incremental.rows, checks: incremental.steps } : readBronze(bronze, spec.snapshotDates);
   // Bronze's columns before any config logic: one named like the plan's internal columns
   // (`__lake_…`) would be replaced by the template's (and vanish from silver) or make its
   // references ambiguous.
@@ -474,7 +493,8 @@ function resolvePhase({ bronze }: Tables, spec: MergeSpec): { steps: Step[] } {
     columns: ['events', 'null_groups', 'null_example', 'ties', 'tie_example', 'unlisted', 'unlisted_example'],
     interpret: ([r]) => {
       const events = Number(r?.events ?? 0);
-      if (events === 0) return { skip: `no CDC events in ${bronze.name}${spec.where ? ' matching source.where' : ''}` };
+      // Incremental: new commits without events still move silver's position (record-position).
+      if (events === 0 && !incremental) return { skip: `no CDC events in ${bronze.name}${spec.where ? ' matching source.where' : ''}` };
       if (Number(r?.null_groups ?? 0) > 0)
         return {
           fail: new DataError(`CDC events have a NULL in cdc.primary-key or cdc.sequence-by, e.g. ${String(r?.null_example)}`, { code: 'CDC_NULL_KEY' }),
@@ -622,6 +642,8 @@ function commitPhase(ctx: JobContext, tables: Tables, spec: MergeSpec, measure: 
       title: `MERGE the latest event per key into ${displayTable(target)}`,
       // A rerun of an applied batch changes no row: no MERGE, so no new snapshot or version.
       when: (facts) => silverChanges(facts, measure) > 0,
+      // Incremental: the MERGE's commit records the bronze commit the batch was read up to.
+      ...(tables.incremental ? { stamp: tables.incremental.stamp } : {}),
       command: source.as(SOURCE).mergeInto(tableParts(target), and(...keys.map((k) => eqNullSafe(col(target.table, k), col(SOURCE, k)))), {
         whenMatched: [
           { action: 'delete', condition: and(col(SOURCE, DELETE_FLAG), newerThanRow) },
@@ -630,6 +652,8 @@ function commitPhase(ctx: JobContext, tables: Tables, spec: MergeSpec, measure: 
         whenNotMatched: [{ action: 'insertAll', condition: and(not(col(SOURCE, DELETE_FLAG)), col(SOURCE, AFTER_TOMBSTONE)) }],
       }),
     },
+    // Incremental, a batch that changes no silver row: its position still needs a commit of silver.
+    ...(tables.incremental ? [tables.incremental.recordStep({ when: (facts) => silverChanges(facts, measure) === 0 })] : []),
   ];
 }
 
@@ -650,7 +674,8 @@ function secondLookPhase(
   const tombstones = tables.tombstones.table;
   const { keys, sequence } = spec;
   const ownCommits = (facts: Facts) => ({
-    silver: silverChanges(facts, measure) > 0 ? 1 : 0,
+    // An incremental run commits to silver once either way: its MERGE, or its position alone.
+    silver: silverChanges(facts, measure) > 0 || tables.incremental?.position(facts) !== undefined ? 1 : 0,
     tombstones: facts.count(measure.col('tombstones')) > 0 ? 1 : 0,
   });
   const find = queryStep({

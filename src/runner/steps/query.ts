@@ -6,9 +6,16 @@ import type { StepKindModule } from './kind.js';
 /** Run a query; its rows become the step's fact for later steps, and its function says what they mean. */
 export const query: StepKindModule<StepOf<'query'>> = {
   async run(step, run) {
-    const { columns, rows } = await run.rows(step.query.rel);
-    run.record(step, columns, rows);
-    return run.effect(step.interpret(rows as never));
+    let answer: { columns: readonly string[] | undefined; rows: Record<string, unknown>[] };
+    try {
+      answer = await run.rows(step.query.rel);
+    } catch (e) {
+      // A table the run creates later (an incremental read's target on its first run): no rows.
+      if (!step.tableMayBeMissing || !run.errorClass(e)?.startsWith('TABLE_OR_VIEW_NOT_FOUND')) throw e;
+      answer = { columns: step.columns, rows: [] };
+    }
+    run.record(step, answer.columns, answer.rows);
+    return run.effect(step.interpret(answer.rows as never));
   },
   plan: (step) => ({ relation: step.query.rel }),
   view: (step) => formatRel(step.query.rel),

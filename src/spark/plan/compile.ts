@@ -37,6 +37,11 @@ export interface CompileOptions {
    * without one (`plan` output) names the materialized rows by their name instead.
    */
   materialized?: ReadonlyMap<string, string>;
+  /**
+   * The run's values of `bound` options, by name (absent from the map: the option is left out). A
+   * plan compiled without the map (`plan` output) shows each as `<name>`.
+   */
+  bound?: ReadonlyMap<string, string>;
 }
 
 const DAY_MS = 86_400_000;
@@ -102,7 +107,7 @@ export function relation(rel: Rel, opts: CompileOptions): Relation {
       return create(RelationSchema, {
         relType: {
           case: 'read',
-          value: { readType: { case: 'namedTable', value: { unparsedIdentifier: quoteName(rel.parts), options: { ...rel.options } } } },
+          value: { readType: { case: 'namedTable', value: { unparsedIdentifier: quoteName(rel.parts), options: options(rel.options, opts) } } },
         },
       });
     case 'source':
@@ -408,11 +413,14 @@ function mergeAction(a: MergeAction, opts: CompileOptions): Expression {
 }
 
 function options(o: Readonly<Record<string, OptionValue>>, opts: CompileOptions): Record<string, string> {
-  return mapValues(o, (v) => (typeof v === 'string' ? v : opts.reveal ? v.secret.reveal() : redacted));
-}
-
-function mapValues<A, B>(o: Readonly<Record<string, A>>, f: (a: A) => B): Record<string, B> {
-  return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, f(v)]));
+  const out: Record<string, string> = {};
+  for (const [k, v] of Object.entries(o)) {
+    if (typeof v === 'string') out[k] = v;
+    else if ('secret' in v) out[k] = opts.reveal ? v.secret.reveal() : redacted;
+    else if (!opts.bound) out[k] = `<${v.bound}>`;
+    else if (opts.bound.has(v.bound)) out[k] = opts.bound.get(v.bound)!;
+  }
+  return out;
 }
 
 const JOIN_TYPES = {

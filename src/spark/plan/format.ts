@@ -230,7 +230,7 @@ export function name(parts: readonly string[]): string {
 }
 
 function optionValue(v: OptionValue): string {
-  return typeof v === 'string' ? v : REDACTED;
+  return typeof v === 'string' ? v : 'bound' in v ? `<${v.bound}>` : REDACTED;
 }
 
 function options(o: Readonly<Record<string, OptionValue>>): string {

@@ -21,7 +21,7 @@ export class Query {
     return Query.of({ kind: 'sql', query: text.text, reads: text.reads });
   }
 
-  static table(parts: readonly string[], options: Record<string, string> = {}): Query {
+  static table(parts: readonly string[], options: Record<string, OptionValue> = {}): Query {
     return Query.of({ kind: 'table', parts: Object.freeze([...parts]), options: Object.freeze({ ...options }) });
   }
 

@@ -4,7 +4,7 @@ import type { Expr, SortOrder } from './expressions.js';
 export type Rel =
   /** SQL text, written with the `sql` tag (sql.ts): the tables it names are what it reads. */
   | { readonly kind: 'sql'; readonly query: string; readonly reads: readonly (readonly string[])[] }
-  | { readonly kind: 'table'; readonly parts: readonly string[]; readonly options: Readonly<Record<string, string>> }
+  | { readonly kind: 'table'; readonly parts: readonly string[]; readonly options: Readonly<Record<string, OptionValue>> }
   | {
       readonly kind: 'source';
       readonly format: string;
@@ -65,5 +65,10 @@ export interface Extension {
 
 export type JoinType = 'inner' | 'left' | 'right' | 'full' | 'left_semi' | 'left_anti' | 'cross';
 
-/** Data source options may carry secrets (a JDBC password); see `Secret`. */
-export type OptionValue = string | { readonly secret: import('../../core/secrets.js').Secret };
+/**
+ * Data source options may carry secrets (a JDBC password); see `Secret`. A `bound` option's value
+ * is known only when the run reaches the step (an incremental read's snapshot ids, found by an
+ * earlier step): the executor compiles it from the run's bound values, and leaves the option out
+ * when the run bound none; `plan` shows its name.
+ */
+export type OptionValue = string | { readonly secret: import('../../core/secrets.js').Secret } | { readonly bound: string };

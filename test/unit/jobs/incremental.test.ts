@@ -1,0 +1,108 @@
+import { describe, expect, it } from 'vitest';
+import { toJson } from '@bufbuild/protobuf';
+import { DataError } from '../../../src/core/errors.js';
+import type { QueryStep, Step } from '../../../src/jobs/template.js';
+import { compileRelationPlan } from '../../../src/spark/plan/compile.js';
+import { PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
+import { Query } from '../../../src/spark/plan/query.js';
+import { stepPlan } from '../../../src/runner/executor.js';
+import { factsOf } from '../../support/facts.js';
+import { configIssues, loadConfig } from '../../support/load.js';
+
+const platform = `
+catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }
+tenants { acme { storage-roots = ["file:///lake/acme"] } }
+`;
+
+const config = (source: string, target = 'catalog = lake') => `
+job    { template = "cdc-silver-merge", schema-version = 2, name = "acme-orders" }
+tenant { id = "acme", storage-root = "file:///lake/acme" }
+source { table = "orders_cdc", ${source} }
+cdc    { primary-key = ["id"], sequence-by = "ts", op-column = "op" }
+target { table = "orders", ${target} }
+`;
+
+const BRONZE = 'lake.acme_bronze.orders_cdc';
+const options = (rel: unknown) => JSON.stringify(rel).match(/"options":\{[^}]*\}/g) ?? [];
+
+describe('bound options', () => {
+  const q = Query.table(['lake', 'ns', 't'], { 'start-snapshot-id': { bound: 'from' }, 'end-snapshot-id': { bound: 'to' }, other: 'x' });
+  const namedTable = (bound?: ReadonlyMap<string, string>) =>
+    (toJson(PlanSchema, compileRelationPlan(q.rel, { reveal: true, ...(bound ? { bound } : {}) })) as { root: { read: { namedTable: { options: object } } } })
+      .root.read.namedTable.options;
+
+  it('are their names in a plan compiled without values (plan output), their values in a run, and left out when unbound', () => {
+    expect(namedTable()).toEqual({ 'start-snapshot-id': '<from>', 'end-snapshot-id': '<to>', other: 'x' });
+    expect(namedTable(new Map([['to', '7']]))).toEqual({ 'end-snapshot-id': '7', other: 'x' });
+    expect(
+      namedTable(
+        new Map([
+          ['from', '3'],
+          ['to', '7'],
+        ]),
+      ),
+    ).toEqual({ 'start-snapshot-id': '3', 'end-snapshot-id': '7', other: 'x' });
+  });
+});
+
+describe('cdc-silver-merge source.read', () => {
+  it('incremental: the position steps run first, the read is bound to them, the MERGE and record-position stamp the position', async () => {
+    const job = await loadConfig(config('format = iceberg, catalog = lake, read = incremental'), { platform });
+    const ids = job.plan.steps.map((s) => s.id);
+    expect(ids.slice(0, 4)).toEqual(['read-position', 'read-source-head', 'check-source-columns', 'check-batch']);
+    expect(ids).toContain('record-position');
+    const byId = (id: string) => job.plan.steps.find((s) => s.id === id)!;
+    // plan shows the bound options by name
+    expect(options(stepPlan(byId('check-batch'), { reveal: false }))).toContainEqual(
+      expect.stringContaining('"start-snapshot-id":"<source.from>","end-snapshot-id":"<source.to>","versionAsOf":"<source.version>"'),
+    );
+    const position = (row: Record<string, unknown>) => factsOf(job.plan.steps, { 'read-position': [row] });
+    const row = { head: '30', stamps: 2, latest_stamp: '20', consumed: '20', appends: 1, rewrites: 0 };
+    const facts = position(row);
+    expect(job.plan.bind!(facts)).toEqual({ 'source.from': '20', 'source.to': '30' });
+    expect(byId('merge').stamp!(facts)).toEqual({ [`read.${BRONZE}`]: '30' });
+    expect(byId('record-position').stamp!(facts)).toEqual({ [`read.${BRONZE}`]: '30' });
+    const interpret = (r: Record<string, unknown>) => (byId('read-position') as QueryStep<string>).interpret([r]);
+    expect(interpret(row).output?.read).toEqual({ source: BRONZE, mode: 'incremental', from: '20', to: '30' });
+    expect(interpret({ ...row, consumed: '30' }).skip).toMatch(/^nothing new in lake.acme_bronze.orders_cdc since snapshot 30/);
+    expect(interpret({ ...row, appends: 0 }).skip).toMatch(/only rewrites \(compaction\)/);
+    expect(interpret({ ...row, rewrites: 1 }).output?.read).toMatchObject({ mode: 'full', from: '20', to: '30' });
+    expect(job.plan.bind!(position({ ...row, rewrites: 1 }))).toEqual({ 'source.version': '30' });
+    const lost = interpret({ ...row, consumed: null }).fail as DataError;
+    expect(lost.exitCode).toBe(65);
+    expect(lost.code).toBe('SOURCE_POSITION_LOST');
+    expect(lost.message).toContain('lake.acme_silver.orders last recorded reading lake.acme_bronze.orders_cdc up to snapshot 20');
+    expect(lost.message).toContain('its newest snapshot is 30');
+    expect(lost.hint).toContain('--set source.read=full');
+    // A first run (no stamp, or no silver yet): all of bronze as of its newest snapshot.
+    expect(job.plan.bind!(position({ ...row, stamps: 0, consumed: null }))).toEqual({ 'source.version': '30' });
+    const first = factsOf(job.plan.steps, { 'read-position': [], 'read-source-head': [{ head: '5' }] });
+    expect(job.plan.bind!(first)).toEqual({ 'source.version': '5' });
+    expect(byId('read-source-head').when!(first)).toBe(true);
+    expect(byId('read-source-head').when!(facts)).toBe(false);
+  });
+
+  it('full: reads bronze as of its newest snapshot and records it; without the key nothing is stamped', async () => {
+    const full = await loadConfig(config('format = iceberg, read = full'), { platform });
+    expect(full.plan.steps.map((s) => s.id).slice(0, 2)).toEqual(['read-source-head', 'check-source-columns']);
+    const facts = factsOf(full.plan.steps, { 'read-source-head': [{ head: '9' }] });
+    expect(full.plan.bind!(facts)).toEqual({ 'source.version': '9' });
+    const merge = full.plan.steps.find((s) => s.id === 'merge') as Step;
+    expect(merge.stamp!(facts)).toEqual({ [`read.${BRONZE}`]: '9' });
+    const plain = await loadConfig(config('format = iceberg'), { platform });
+    expect(plain.plan.bind).toBeUndefined();
+    expect(plain.plan.steps.some((s) => s.stamp)).toBe(false);
+  });
+
+  it('is refused (78) for parquet or Delta bronze and with snapshot-date', async () => {
+    expect(await configIssues(config('read = incremental'), { platform })).toEqual([
+      { path: 'source.read', message: expect.stringContaining('parquet files have no commits') },
+    ]);
+    expect(await configIssues(config('format = delta, catalog = spark_catalog, read = incremental'), { platform })).toEqual([
+      { path: 'source.read', message: expect.stringContaining('Delta sources are not supported yet') },
+    ]);
+    expect(await configIssues(config('format = iceberg, read = incremental, snapshot-date = "2026-07-05"'), { platform })).toEqual([
+      { path: 'source.snapshot-date', message: expect.stringContaining('cannot be combined with source.read') },
+    ]);
+  });
+});

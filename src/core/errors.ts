@@ -131,8 +131,12 @@ export class DataError extends LakehouseError {
 export class UnavailableError extends LakehouseError {
   readonly exitCode = ExitCode.unavailable;
   readonly category = 'unavailable' as const;
-  readonly code = 'SPARK_UNAVAILABLE';
+  readonly code: string;
   override readonly retryable = true;
+  constructor(message: string, options?: { cause?: unknown; code?: string }) {
+    super(message, options);
+    this.code = options?.code ?? 'SPARK_UNAVAILABLE';
+  }
 }
 
 /** Cancelled by a signal (130 for SIGINT, 143 for SIGTERM). */

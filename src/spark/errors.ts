@@ -264,6 +264,22 @@ export const errorRules: readonly ErrorRule[] = [
     outcome: 'unavailable',
     exception: /\bjava\.net\.(?:ConnectException|UnknownHostException|NoRouteToHostException)\b|Connection to [^ ]+ refused|Communications link failure/,
   },
+  // The Kafka cluster did not answer within the consumer's timeouts (down, unreachable, or no broker
+  // for the partitions): the same 69 as any unreachable source; the check steps name the cluster.
+  {
+    code: 'KAFKA_UNAVAILABLE',
+    outcome: 'unavailable',
+    exception: /\borg\.apache\.kafka\.common\.errors\.(?:TimeoutException|NetworkException|DisconnectException)\b/,
+    explain: (f) => ({
+      message: `the Spark server could not reach the Kafka cluster: ${
+        [f.message, ...(f.causes ?? [])]
+          .find((m) => /org\.apache\.kafka\.common\.errors\./.test(m))
+          ?.replace(/\s+/g, ' ')
+          .slice(0, 300) ?? f.message
+      }`,
+      hint: "check that the brokers of the platform config's kafka.clusters.<name>.bootstrap-servers are up and reachable from the Spark server and its executors; the run may be retried",
+    }),
+  },
   // The JDBC source table does not exist (SQLite, PostgreSQL, MySQL/MariaDB, SQL Server, Oracle, H2).
   {
     code: 'SOURCE_TABLE_NOT_FOUND',

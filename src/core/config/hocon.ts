@@ -102,6 +102,20 @@ export function originOf(origins: ReadonlyMap<string, string>, path: readonly Pr
 }
 
 /**
+ * `--set k=v` where v is not a HOCON value but plain text a shell leaves unquoted (an instant
+ * `2026-07-06T00:00:00Z`, a URI, SQL with `=`): the override as `k = "v"`, so the schema judges it as
+ * the string it is. Text with HOCON's structure characters (`{}[],"$#`) stays an error: `a=1, b=2`
+ * is two overrides, not one string.
+ */
+function bareOverride(line: string): string | undefined {
+  const eq = line.indexOf('=');
+  if (eq <= 0) return undefined;
+  const value = line.slice(eq + 1).trim();
+  if (value === '' || /[{}[\],"$#\n\r]/.test(value)) return undefined;
+  return `${line.slice(0, eq)} = ${JSON.stringify(value)}`;
+}
+
+/**
  * Names that may hold a credential (or, like `SPARK_REMOTE`, a connection string carrying one): no
  * config reads them through `${…}`, even when allowed. Secrets stay references (`{ env = NAME }`),
  * resolved at the moment of use.
@@ -717,7 +731,13 @@ class Loader {
       body = new Parser(tokenize(line, at), this.budget).document();
     } catch (e) {
       if (!(e instanceof SyntaxProblem)) throw e;
-      return this.issue(at, `column ${e.loc.col}: ${e.message} (expected key=value)`);
+      const text = bareOverride(line);
+      try {
+        if (text === undefined) throw e;
+        body = new Parser(tokenize(text, at), this.budget).document();
+      } catch {
+        return this.issue(at, `column ${e.loc.col}: ${e.message} (expected key=value)`);
+      }
     }
     const [stmt, ...more] = body;
     if (stmt?.k !== 'field' || stmt.op === '{' || more.length > 0) return this.issue(at, 'expected exactly one key=value');

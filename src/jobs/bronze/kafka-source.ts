@@ -1,4 +1,4 @@
-import { ConfigError, type ConfigIssue, InputMissingError, type LakehouseError } from '../../core/errors.js';
+import { ConfigError, type ConfigIssue, InputMissingError, type LakehouseError, UnavailableError } from '../../core/errors.js';
 import { Secret, registerSecretValue } from '../../core/secrets.js';
 import { SparkError } from '../../spark/errors.js';
 import { col } from '../../spark/plan/expressions.js';
@@ -105,7 +105,7 @@ export function topicChecks(selection: TopicSelection, cluster: KafkaClusterRef,
         explainFailure: (e: LakehouseError) =>
           unknownTopic(e)
             ? new InputMissingError(`source.topics[${i}]: topic "${topic}" does not exist on ${where}; nothing was created`, { cause: e })
-            : undefined,
+            : unreachable(e, cluster),
       }),
     );
   return [
@@ -116,6 +116,7 @@ export function topicChecks(selection: TopicSelection, cluster: KafkaClusterRef,
       query: Query.read('kafka', { options: { ...connection, ...subscription(selection), startingOffsets: 'earliest', endingOffsets: 'latest' } })
         .select(col('topic'))
         .limit(1),
+      explainFailure: (e: LakehouseError) => unreachable(e, cluster),
       interpret: (rows) =>
         rows.length
           ? {}
@@ -130,6 +131,15 @@ export function topicChecks(selection: TopicSelection, cluster: KafkaClusterRef,
 function unknownTopic(e: LakehouseError): boolean {
   const text = e instanceof SparkError ? `${e.serverMessage} ${e.message}` : e.message;
   return /UnknownTopicOrPartition/.test(text);
+}
+
+/** Kafka did not answer (src/spark/errors.ts' KAFKA_UNAVAILABLE): 69 naming the cluster and its brokers. */
+function unreachable(e: LakehouseError, cluster: KafkaClusterRef): LakehouseError | undefined {
+  if (e.code !== 'KAFKA_UNAVAILABLE') return undefined;
+  return new UnavailableError(
+    `source: Kafka cluster "${cluster.name}" (${cluster.bootstrapServers.join(', ')}) did not answer the Spark server; nothing was created (${e.message})`,
+    { cause: e, code: 'KAFKA_UNAVAILABLE' },
+  );
 }
 
 /** A JAAS string literal: backslashes and quotes escaped. */

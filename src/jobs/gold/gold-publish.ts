@@ -695,16 +695,18 @@ export function judge(r: Row, expectations: Expectation[], publish: Publish, out
   const changes = publish.mode === 'merge' ? n('changed') > 0 : !noOp(r, publish.mode);
   const output = { ...out, committed: changes, metrics, expectations: reports };
   const failed = reports.filter((x) => x.outcome === 'failed');
+  // A stopped publish wrote, dropped and quarantined nothing: its metrics say so (the expectations say what it found).
+  const none = { ...output, committed: false, metrics: { ...metrics, written: 0, dropped: 0, quarantined: 0 } };
   if (failed.length) {
     const what = failed.map((x) => (x.failedRows ? `${x.name} (${x.type}): ${x.failedRows} row(s)` : `${x.name} (${x.type}): ${JSON.stringify(x.observed)}`));
     return {
-      output: { ...output, committed: false },
+      output: none,
       fail: new DataError(`expectation(s) failed, nothing was published: ${what.join('; ')}`, { code: 'EXPECTATION_FAILED' }),
     };
   }
   if (publish.range && n('out_of_range') > 0)
     return {
-      output: { ...output, committed: false },
+      output: none,
       fail: new DataError(
         `the result has ${n('out_of_range')} row(s) whose ${publish.range.column} is outside [${publish.range.start}, ${publish.range.end}), the range this publish replaces; nothing was published (filter the transform on :range_start and :range_end)`,
         { code: 'OUT_OF_RANGE' },

@@ -194,6 +194,12 @@ export function judge(row: CheckRow | undefined, r: Resolved): StepEffect {
     ],
     [row.last_column_id_problem, 'source.table', 'ZERO_COPY_LAST_COLUMN_ID'],
     [row.spec_problem, 'target.table', 'ZERO_COPY_PARTITION_SPEC'],
+    [
+      row.source_changed_problem,
+      'source.table',
+      'ZERO_COPY_SOURCE_CHANGED',
+      'A source is appended by reference once, frozen; after more appends only their new files follow. Copy the changed rows instead, or append a new source table.',
+    ],
   ];
   for (const [problem, path, code, hint] of refusals) {
     const text = str(problem);
@@ -208,12 +214,13 @@ export function judge(row: CheckRow | undefined, r: Resolved): StepEffect {
         `Compact the source first (CALL <catalog>.system.rewrite_data_files on ${source}, which rewrites its data), then run again.`,
       ),
     };
-  if (str(row.source_snapshot_id) === undefined || num(row.data_files) === 0) return { skip: `${source} has no data files: nothing to append` };
   const metrics = { dataFiles: num(row.data_files), deleteFiles: num(row.position_delete_files), records: num(row.records) };
+  // Before the empty-source skip: a source whose appends since added no file is a rerun, not nothing to do.
   if (row.already_appended === true)
     return {
       output: { table: target, format: 'iceberg', location: r.targetLocation, committed: false, metrics: { ...metrics, alreadyAppended: 1 } },
     };
+  if (str(row.source_snapshot_id) === undefined || num(row.data_files) === 0) return { skip: `${source} has no data files: nothing to append` };
   return {
     output: { table: target, format: 'iceberg', location: r.targetLocation, committed: true, metrics },
     metrics: { rowsRead: 0, rowsWritten: metrics.records },
@@ -238,6 +245,7 @@ export const CHECK_COLUMNS = [
   'last_column_id_problem',
   'spec_problem',
   'format_problem',
+  'source_changed_problem',
   'outside_roots',
 ] as const;
 type CheckRow = TypedRow<(typeof CHECK_COLUMNS)[number]>;

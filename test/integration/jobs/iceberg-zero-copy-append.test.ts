@@ -205,6 +205,33 @@ describe('iceberg-zero-copy-append on the real stack', { timeout: 900_000 }, () 
     expect(rows('dst')).toHaveLength(4);
   });
 
+  it('a source that took more appends after its append: the rerun adds only their files; an empty append adds nothing; any other change is 65', async () => {
+    await createTable('grow_src', 'id BIGINT, name STRING');
+    await sql(`INSERT INTO lake.${ns}.grow_src VALUES (1, 'one'), (2, 'two')`);
+    await createTable('grow_dst', 'id BIGINT, name STRING');
+    expect((await run('grow_src', 'grow_dst')).code).toBe(0);
+    // An append of nothing (an INSERT whose query finds no row) is a new source snapshot without files.
+    await sql(`INSERT INTO lake.${ns}.grow_src SELECT * FROM lake.${ns}.grow_src WHERE id < 0`);
+    const empty = await run('grow_src', 'grow_dst');
+    expect(empty.code, empty.stderr).toBe(0);
+    expect(empty.status.outputs[0]).toMatchObject({ committed: false, metrics: { alreadyAppended: 1 } });
+    await sql(`INSERT INTO lake.${ns}.grow_src VALUES (3, 'three')`);
+    const more = await run('grow_src', 'grow_dst');
+    expect(more.code, more.stderr).toBe(0);
+    expect(more.status.outputs[0]).toMatchObject({ committed: true, metrics: { dataFiles: 1, records: 1 } });
+    // PyIceberg: every source row once.
+    expect(rows('grow_dst')).toEqual(rows('grow_src'));
+    expect(files('grow_dst').data).toEqual(files('grow_src').data);
+    // A delete in the source since: its files can no longer be told from what the target holds.
+    await sql(`DELETE FROM lake.${ns}.grow_src WHERE id = 1`);
+    await sql(`INSERT INTO lake.${ns}.grow_src VALUES (4, 'four')`);
+    const before = files('grow_dst').snapshot_id;
+    const status = await refused('grow_src', 'grow_dst', 65, 'source.table', /no append \(operation (?:delete|overwrite)\)/);
+    expect(status.error.code).toBe('ZERO_COPY_SOURCE_CHANGED');
+    expect(files('grow_dst').snapshot_id).toBe(before);
+    expect(rows('grow_dst').map((r) => r.id)).toEqual([1, 2, 3]);
+  });
+
   it('refuses schemas that look alike but differ by field id (65), target unchanged', async () => {
     await createTable('ids_src', 'id BIGINT, d STRING, name STRING');
     await sql(`ALTER TABLE lake.${ns}.ids_src DROP COLUMN d`);

@@ -600,8 +600,11 @@ describe('gold-publish: judging the one pass', () => {
     expect(r.fail).toBeInstanceOf(DataError);
     expect(r.fail!.message).toContain('vol (row-count)');
     expect(r.output!.committed).toBe(false);
+    // Nothing was published: nothing written, dropped or quarantined, whatever the check pass counted.
+    expect(r.output!.metrics).toEqual({ rows: 10, written: 0, dropped: 0, quarantined: 0 });
     const o = judge({ ...row, out_of_range: 3 }, exps, publish, out);
     expect(o.fail!.message).toContain('3 row(s) whose d is outside [2026-07-05, 2026-07-06)');
+    expect(o.output!.metrics).toEqual({ rows: 10, written: 0, dropped: 0, quarantined: 0 });
   });
 
   it('a publish equal to what it replaces is a no-op', () => {

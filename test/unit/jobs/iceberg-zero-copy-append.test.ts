@@ -177,6 +177,7 @@ describe('iceberg-zero-copy-append: judging the check', () => {
     last_column_id_problem: null,
     spec_problem: null,
     format_problem: null,
+    source_changed_problem: null,
     outside_roots: 0n,
   };
   const failure = (row: typeof ok) => {
@@ -213,6 +214,10 @@ describe('iceberg-zero-copy-append: judging the check', () => {
     expect(failure({ ...ok, last_column_id_problem: 'ids up to 4' })).toMatchObject({ exit: 65, code: 'ZERO_COPY_LAST_COLUMN_ID' });
     expect(failure({ ...ok, spec_problem: 'bucket' })).toMatchObject({ exit: 65, path: 'target.table', code: 'ZERO_COPY_PARTITION_SPEC' });
     expect(failure({ ...ok, format_problem: 'v3' })).toMatchObject({ exit: 65, code: 'ZERO_COPY_FORMAT_VERSION' });
+    expect(failure({ ...ok, source_changed_problem: "the source's snapshot 7 since is no append (operation overwrite)" })).toMatchObject({
+      exit: 65,
+      code: 'ZERO_COPY_SOURCE_CHANGED',
+    });
     expect(failure({ ...ok, equality_delete_files: 1n })).toMatchObject({ exit: 65, path: 'source.table', code: 'ZERO_COPY_EQUALITY_DELETES' });
   });
 

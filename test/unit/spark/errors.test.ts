@@ -127,6 +127,12 @@ describe('classification', () => {
     ['a local file refused', { causes: ['java.nio.file.AccessDeniedException: /lake/acme/x'] }, ExitCode.internal, 'SPARK_ERROR'],
     ['source unreachable', { message: 'org.postgresql.util.PSQLException: Connection to 127.0.0.1:1 refused.' }, ExitCode.unavailable, 'SOURCE_UNAVAILABLE'],
     ['source host unknown', { classes: ['java.net.UnknownHostException'] }, ExitCode.unavailable, 'SOURCE_UNAVAILABLE'],
+    [
+      'kafka unreachable',
+      { message: 'org.apache.kafka.common.errors.TimeoutException: Timed out waiting for a node assignment. Call: describeTopics' },
+      ExitCode.unavailable,
+      'KAFKA_UNAVAILABLE',
+    ],
     ['session not found', { errorClass: 'INVALID_HANDLE.SESSION_NOT_FOUND' }, ExitCode.transient, 'SPARK_SESSION_LOST'],
     ['session closed', { errorClass: 'INVALID_HANDLE.SESSION_CLOSED' }, ExitCode.transient, 'SPARK_SESSION_LOST'],
     ['session changed', { errorClass: 'INVALID_HANDLE.SESSION_CHANGED' }, ExitCode.transient, 'SPARK_SESSION_LOST'],

@@ -384,6 +384,18 @@ describe('parseHocon: --set overrides', () => {
     expect(issues.map((i) => i.path)).toEqual(['--set[1]', '--set[2]', '--set[3]', '--set[4]', '--set[5]', '--set[6]']);
   });
 
+  it('takes plain text a shell leaves unquoted as the string it is (instants, URIs, SQL with =)', async () => {
+    // `--set dimension.effective-at="2026-07-06T00:00:00Z"` reaches the runner without its quotes.
+    const overrides = ['d.at=2026-07-06T00:00:00Z', 'd.uri = s3a://lake/acme ', "d.where=_snapshot_date = '2026-07-05'", 'd.t=10:30'];
+    expect(await parseHocon([{ text: '' }], { overrides })).toEqual({
+      d: { at: '2026-07-06T00:00:00Z', uri: 's3a://lake/acme', where: "_snapshot_date = '2026-07-05'", t: '10:30' },
+    });
+    // Structure stays HOCON's: these are errors, not strings.
+    const bad = ['a=1, b=2:3', 'x=[1:2', 'y={z:1', 'p=${?HOME}:x', 'q="a":b', '=a:b'];
+    const issues = await configIssues(parseHocon([{ text: '' }], { overrides: bad, env: { HOME: '/h' } }));
+    expect(issues.map((i) => i.path)).toEqual(bad.map((_, i) => `--set[${i}]`));
+  });
+
   it('checks environment reads in overrides too', async () => {
     const issues = await configIssues(parseHocon([{ text: '' }], { overrides: ['p=${?HOME}'], env: { HOME: '/h' } }));
     expect(issues).toEqual([{ path: 'p', message: '--set[0]:1:3: ${?HOME} reads environment variable HOME, which configs may not read' }]);

@@ -1,9 +1,11 @@
 package lakehouse.jobs.spark;
 
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeSet;
 import org.apache.iceberg.DataFile;
 import org.apache.iceberg.DataFiles;
@@ -57,6 +59,8 @@ final class ZeroCopyAppend {
     String lastColumnIdProblem;
     String specProblem;
     String formatProblem;
+    /** The source changed since the target appended it in a way that cannot be told apart from what it holds. */
+    String sourceChangedProblem;
     /** How many locations (the table's, its files') lie outside the allowed roots; never which: they may be another tenant's. */
     long outsideRoots;
     final List<DataFile> data = new ArrayList<>();
@@ -64,7 +68,7 @@ final class ZeroCopyAppend {
 
     boolean refused() {
       return !sourceExists || !targetExists || schemaProblem != null || lastColumnIdProblem != null || specProblem != null
-          || formatProblem != null || equalityDeleteFiles > 0 || outsideRoots > 0;
+          || formatProblem != null || sourceChangedProblem != null || equalityDeleteFiles > 0 || outsideRoots > 0;
     }
   }
 
@@ -113,13 +117,28 @@ final class ZeroCopyAppend {
     check(source.location(), roots, f);
     if (current == null) return;
 
-    f.alreadyAppended = alreadyAppended(target, f.sourceUuid, current.snapshotId());
+    // A source the target appended before: only what the source's appends added since is new (the
+    // files live at that snapshot are in the target already). Anything else since (an overwrite, a
+    // delete, a compaction, a rollback, the snapshot expired) leaves no way to tell those rows apart.
+    Long appendedAt = lastAppended(target, f.sourceUuid);
+    Set<String> held = new HashSet<>();
+    if (appendedAt != null && appendedAt == current.snapshotId()) f.alreadyAppended = true;
+    else if (appendedAt != null) {
+      f.sourceChangedProblem = changeSince(source, appendedAt, current);
+      if (f.sourceChangedProblem != null) return;
+      try (CloseableIterable<FileScanTask> tasks = source.newScan().useSnapshot(appendedAt).planFiles()) {
+        for (FileScanTask task : tasks) held.add(task.file().location());
+      } catch (java.io.IOException e) {
+        throw new java.io.UncheckedIOException(e);
+      }
+    }
     PartitionSpec targetSpec = target.spec();
     Map<String, DeleteFile> deletes = new LinkedHashMap<>();
     TreeSet<String> specProblems = new TreeSet<>();
     try (CloseableIterable<FileScanTask> tasks = source.newScan().useSnapshot(current.snapshotId()).planFiles()) {
       for (FileScanTask task : tasks) {
         DataFile file = task.file();
+        if (held.contains(file.location())) continue;
         f.dataFiles++;
         f.records += file.recordCount();
         check(file.location(), roots, f);
@@ -144,6 +163,25 @@ final class ZeroCopyAppend {
       else f.deletes.add(positionDeletes(d, targetSpec));
     }
     if (!specProblems.isEmpty()) f.specProblem = String.join("; ", specProblems);
+    // Appends since, all of them empty: nothing new, the rerun of an append.
+    if (!held.isEmpty() && f.dataFiles == 0) f.alreadyAppended = true;
+  }
+
+  /**
+   * Why the source's history from the snapshot the target holds to its current one is not appends
+   * only, or null when it is (every row added since is in a file added since).
+   */
+  private static String changeSince(Table source, long appendedAt, Snapshot current) {
+    String held = "the target holds the source as of its snapshot " + appendedAt;
+    if (source.snapshot(appendedAt) == null)
+      return held + ", which the source no longer has (expired): what it added since cannot be told from what the target holds";
+    if (!SnapshotUtil.isAncestorOf(source, current.snapshotId(), appendedAt))
+      return held + ", which is not in the history of its current snapshot " + current.snapshotId() + " (rolled back or replaced)";
+    for (Snapshot s : SnapshotUtil.ancestorsBetween(current.snapshotId(), appendedAt, source::snapshot))
+      if (!"append".equals(s.operation()))
+        return held + "; the source's snapshot " + s.snapshotId() + " since is no append (operation " + s.operation()
+            + "): appending its files would put rows the target already holds into it a second time";
+    return null;
   }
 
   /** Commit the append, after checking again on the state committed; returns the target's new snapshot id or null. */
@@ -182,15 +220,16 @@ final class ZeroCopyAppend {
     return target.currentSnapshot().snapshotId();
   }
 
-  /** Whether a snapshot of the target's history records this source snapshot (a rerun). */
-  private static boolean alreadyAppended(Table target, String uuid, long snapshotId) {
+  /** The source snapshot the newest marker of this source in the target's history records, or null (never appended). */
+  private static Long lastAppended(Table target, String uuid) {
     Snapshot head = target.currentSnapshot();
-    if (head == null) return false;
+    if (head == null) return null;
     for (Snapshot s : SnapshotUtil.ancestorsOf(head.snapshotId(), target::snapshot)) {
       Map<String, String> summary = s.summary();
-      if (summary != null && uuid.equals(summary.get(MARKER_UUID)) && Long.toString(snapshotId).equals(summary.get(MARKER_SNAPSHOT))) return true;
+      if (summary != null && uuid.equals(summary.get(MARKER_UUID)) && summary.get(MARKER_SNAPSHOT) != null)
+        return Long.parseLong(summary.get(MARKER_SNAPSHOT));
     }
-    return false;
+    return null;
   }
 
   /**

@@ -33,6 +33,7 @@ public final class ZeroCopyCheckPlugin implements RelationPlugin {
       .add("last_column_id_problem", DataTypes.StringType)
       .add("spec_problem", DataTypes.StringType)
       .add("format_problem", DataTypes.StringType)
+      .add("source_changed_problem", DataTypes.StringType)
       .add("outside_roots", DataTypes.LongType, false);
 
   @Override
@@ -45,7 +46,7 @@ public final class ZeroCopyCheckPlugin implements RelationPlugin {
         f.sourceSnapshotId == null ? null : f.sourceSnapshotId.toString(),
         f.targetSnapshotId == null ? null : f.targetSnapshotId.toString(),
         f.dataFiles, f.positionDeleteFiles, f.equalityDeleteFiles, f.records, f.alreadyAppended,
-        f.schemaProblem, f.lastColumnIdProblem, f.specProblem, f.formatProblem, f.outsideRoots);
+        f.schemaProblem, f.lastColumnIdProblem, f.specProblem, f.formatProblem, f.sourceChangedProblem, f.outsideRoots);
     return Optional.of(planner.session().createDataFrame(List.of(row), SCHEMA).logicalPlan());
   }
 }

@@ -480,6 +480,24 @@ function sortTerm(f: { column: string; direction: 'asc' | 'desc'; nulls?: 'first
   return sql`${sql.id(f.column)} ${direction}${nulls}`;
 }
 
+/** Commits that change no file of the table: they do not count as something written since a ZORDER. */
+const NO_DATA_COMMITS = new Set(['VACUUM START', 'VACUUM END']);
+
+/**
+ * Whether Delta's latest commit that changed files (DESCRIBE HISTORY, newest first; VACUUM's own
+ * commits skipped) is an OPTIMIZE ZORDER BY exactly these columns.
+ */
+export function sameZorder(history: readonly { operation?: unknown; zorder_by?: unknown }[] | undefined, columns: readonly string[]): boolean {
+  const last = history?.find((c) => !NO_DATA_COMMITS.has(String(c.operation)));
+  if (last?.operation !== 'OPTIMIZE' || typeof last.zorder_by !== 'string') return false;
+  try {
+    const by: unknown = JSON.parse(last.zorder_by);
+    return Array.isArray(by) && by.length === columns.length && by.every((c, i) => String(c).toLowerCase() === columns[i]!.toLowerCase());
+  } catch {
+    return false;
+  }
+}
+
 function deltaActions(t: Target, dryRun: boolean): Step[] {
   const s = t.spec;
   const name = displayTable(t.table);
@@ -493,11 +511,27 @@ function deltaActions(t: Target, dryRun: boolean): Step[] {
             sql`, `,
           )})`
         : undefined;
+    // Delta's ZORDER rewrites every file of the table, one file included, on every run: when the
+    // latest commit is already a ZORDER by the same columns, nothing was written since, and it is skipped.
+    const last =
+      zorder &&
+      queryStep({
+        id: `last-commits-${t.id}`,
+        title: `Read ${name}'s latest commits (a ZORDER by the same columns with nothing written after it is not repeated)`,
+        query: Query.sql(sql`DESCRIBE HISTORY ${sql.table(parts)} LIMIT 20`).select(
+          alias(col('operation'), 'operation'),
+          alias(fn('element_at', col('operationParameters'), lit('zOrderBy')), 'zorder_by'),
+        ),
+        columns: ['operation', 'zorder_by'],
+        interpret: () => ({}),
+      });
+    if (last) steps.push(last);
     steps.push({
       kind: 'command',
       id: `optimize-${t.id}`,
       title: `OPTIMIZE ${name}${zorder ? ` (zorder)` : ''}`,
       command: sqlCommand(sql`OPTIMIZE ${sql.target(parts)}${zorder ?? sql``}`),
+      ...(last ? { when: (f: Facts) => !sameZorder(f.rows(last), s.compact!['zorder-by'] ?? []) } : {}),
     });
   }
   if (s.vacuum) {

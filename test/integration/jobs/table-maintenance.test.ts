@@ -14,6 +14,7 @@ import { tempFiles } from '../../support/files.js';
 import {
   type Storage,
   connect,
+  deltaLastCommit,
   freshTenant,
   lakeHome,
   objectStoreEnv,
@@ -238,6 +239,12 @@ describe.each(['file', 's3'] as const)('table-maintenance on Iceberg and Delta (
     expect(deltaStats(`${tenant.root}/silver/events_d`).files).toBe(1);
     expect(parquetFiles('events_d')).toHaveLength(1);
     expect(deltaRows('events_d')).toEqual(deltaBefore);
+    // A rerun with nothing written since: Delta's ZORDER would rewrite the one file again; it is not sent (delta-rs: no new version).
+    const last = deltaLastCommit(`${tenant.root}/silver/events_d`);
+    const rerun = await run(`${header()}\ntables = [ ${deltaPolicy} ]`);
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(rerun.status.completedSteps).not.toContain('optimize-0');
+    expect(deltaLastCommit(`${tenant.root}/silver/events_d`).version).toBe(last.version);
   });
 });
 

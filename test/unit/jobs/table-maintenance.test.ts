@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { loadJob } from '../../../src/runner/load-job.js';
 import { ConfigError } from '../../../src/core/errors.js';
 import { formatPlan, planAccess } from '../../../src/app/plan-view.js';
-import { locationPrefixes } from '../../../src/jobs/ops/table-maintenance.js';
+import { locationPrefixes, sameZorder } from '../../../src/jobs/ops/table-maintenance.js';
 import { tempFiles } from '../../support/files.js';
 
 const header = `
@@ -59,6 +59,7 @@ describe('table-maintenance plan', () => {
       'expire-snapshots-0',
       'find-orphans-0',
       'remove-orphans-0',
+      'last-commits-1',
       'optimize-1',
       'find-vacuum-1',
       'vacuum-1',
@@ -318,5 +319,19 @@ describe('table-maintenance: expire_snapshots never deletes files outside the ta
     expect(locationPrefixes('s3a://bucket/acme/silver/orders')).toEqual(['s3a://bucket/acme/silver/orders/', 's3://bucket/acme/silver/orders/']);
     expect(locationPrefixes('s3://bucket/acme/silver/orders/')).toEqual(['s3a://bucket/acme/silver/orders/', 's3://bucket/acme/silver/orders/']);
     expect(locationPrefixes('abfss://c@a.dfs.core.windows.net/acme/silver/orders')).toEqual(['abfss://c@a.dfs.core.windows.net/acme/silver/orders/']);
+  });
+});
+
+describe('sameZorder: a Delta ZORDER is not repeated over nothing new', () => {
+  it('is the latest commit that changed files an OPTIMIZE ZORDER BY exactly these columns', () => {
+    const z = (operation: string, zorder_by: string | null = null) => ({ operation, zorder_by });
+    expect(sameZorder([z('OPTIMIZE', '["id","ts"]')], ['id', 'ts'])).toBe(true);
+    expect(sameZorder([z('VACUUM END'), z('VACUUM START'), z('OPTIMIZE', '["ID"]'), z('WRITE')], ['id'])).toBe(true);
+    expect(sameZorder([z('WRITE'), z('OPTIMIZE', '["id"]')], ['id'])).toBe(false);
+    expect(sameZorder([z('OPTIMIZE', '["ts","id"]')], ['id', 'ts'])).toBe(false);
+    expect(sameZorder([z('OPTIMIZE', '[]')], ['id'])).toBe(false);
+    expect(sameZorder([z('OPTIMIZE', 'not json')], ['id'])).toBe(false);
+    expect(sameZorder([z('VACUUM END')], ['id'])).toBe(false);
+    expect(sameZorder(undefined, ['id'])).toBe(false);
   });
 });

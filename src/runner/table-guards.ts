@@ -1,7 +1,7 @@
-import { ConfigError } from '../core/errors.js';
+import { ConfigError, TransientError } from '../core/errors.js';
 import { displayTable, quoteName, sameLocation, tableParts } from '../core/naming.js';
-import type { StepOf } from '../jobs/steps.js';
-import { col, eq, lit } from '../spark/plan/expressions.js';
+import { type StepOf, sameColumnType } from '../jobs/steps.js';
+import { alias, col, eq, fn, lit } from '../spark/plan/expressions.js';
 import { Query } from '../spark/plan/query.js';
 import { sql } from '../spark/plan/sql.js';
 import type { StepRun } from './steps/kind.js';
@@ -62,11 +62,14 @@ export async function ownTableExists(step: EnsureTable, run: StepRun): Promise<b
   }
 }
 
-/** Where Spark says a table is (DESCRIBE TABLE EXTENDED's Location), if it says. */
-async function locationOf(run: StepRun, parts: readonly string[]): Promise<unknown> {
-  const describe = Query.sql(sql`DESCRIBE TABLE EXTENDED ${sql.table(parts)}`).filter(eq(col('col_name'), lit('Location')));
+/** A row of DESCRIBE TABLE EXTENDED (`Location`, `Provider`), if Spark reports it. */
+async function describeRow(run: StepRun, parts: readonly string[], name: string): Promise<unknown> {
+  const describe = Query.sql(sql`DESCRIBE TABLE EXTENDED ${sql.table(parts)}`).filter(eq(col('col_name'), lit(name)));
   return (await run.rows(describe.rel, { reveal: false })).rows[0]?.data_type;
 }
+
+/** Where Spark says a table is, if it says. */
+const locationOf = (run: StepRun, parts: readonly string[]) => describeRow(run, parts, 'Location');
 
 /**
  * The catalog finds tables by name; the name alone would let a job write to a table left at an old
@@ -150,4 +153,78 @@ async function filesUnder(run: StepRun, path: string, configPath: string): Promi
     if (run.errorClass(e)?.startsWith('PATH_NOT_FOUND')) return [];
     throw run.at(e, configPath);
   }
+}
+
+/**
+ * Failures another run's create of the same table can cause in this run's create (docs/catalogs.md,
+ * "Concurrent first runs"): the catalog's AlreadyExists (CREATE_RACE), Delta's protocol conflict of
+ * two first commits (COMMIT_CONFLICT), and the winner's files found at the location, by our listing
+ * or by Delta (TABLE_LOCATION_TAKEN). By code, not instanceof: validate and plan load no gRPC.
+ */
+export function mayBeLostCreateRace(e: unknown): boolean {
+  const code = (e as { code?: unknown } | null)?.code;
+  return code === 'CREATE_RACE' || code === 'COMMIT_CONFLICT' || code === 'TABLE_LOCATION_TAKEN';
+}
+
+/** How recent the files of a location must be to count as a create under way (its catalog entry follows them). */
+const CREATE_UNDER_WAY_SECONDS = 300;
+
+/**
+ * After a create that may have lost a race: go on with the winner's table when the catalog has it
+ * and it is the table this run would have created (its location, its format, no column of another
+ * type; columns one side lacks are the template's schema step's to decide). When the catalog does
+ * not name it yet, files written at the location within the last minutes are another run's create
+ * under way: 75, and the rerun finds its table. Older files are what the guard said (78).
+ */
+export async function adoptWinner(step: EnsureTable, run: StepRun, lost: unknown): Promise<void> {
+  const table = displayTable(step.table);
+  if (await ownTableExists(step, run)) {
+    await checkLocation(step, run);
+    await checkSameTable(step, run);
+    run.logger.info({ table }, 'another run created the table first: going on with it');
+    return;
+  }
+  const code = (lost as { code?: unknown } | null)?.code;
+  if (code === 'TABLE_LOCATION_TAKEN' && !(await recentFilesAt(run, step.location))) throw lost;
+  throw new TransientError(
+    `${step.configPath}: table ${table} is being created at ${step.location} by another run at the same time (its files are there, its catalog entry not yet); retry the run`,
+    { code: 'CREATE_RACE', cause: lost },
+  );
+}
+
+/** The table another run created is of this step's format, and shares no column with it under another type. */
+async function checkSameTable(step: EnsureTable, run: StepRun): Promise<void> {
+  const parts = tableParts(step.table);
+  const refuse = (what: string) =>
+    new ConfigError([
+      {
+        path: step.configPath,
+        message: `table ${displayTable(step.table)} was created at ${step.location} by another run at the same time, ${what}; nothing was written to it (give the jobs of one table one config)`,
+      },
+    ]);
+  const create = step.create;
+  if (create.kind !== 'writeV2') return;
+  const provider = await describeRow(run, parts, 'Provider');
+  if (create.provider && typeof provider === 'string' && provider.toLowerCase() !== create.provider.toLowerCase())
+    throw refuse(`as a ${provider} table, not ${create.provider}`);
+  const [ours, theirs] = await Promise.all([run.schema(create.input), run.schema(Query.table(parts).rel, { reveal: false })]);
+  const have = new Map(theirs.map((f) => [f.name.toLowerCase(), f.type]));
+  const clashes = ours.filter((f) => have.has(f.name.toLowerCase()) && !sameColumnType(have.get(f.name.toLowerCase())!, f.type));
+  if (clashes.length > 0) throw refuse(`with ${clashes.map((f) => `column ${f.name} as ${have.get(f.name.toLowerCase())} (this run: ${f.type})`).join(', ')}`);
+}
+
+/** Whether a file under `location` (its `_delta_log` included) was written within the last minutes, by the server's clock. */
+async function recentFilesAt(run: StepRun, location: string): Promise<boolean> {
+  for (const path of [`${location}/_delta_log`, location]) {
+    const newest = listing([path], { recursiveFileLookup: 'true' }).select(
+      alias(fn('-', fn('unix_timestamp'), fn('max', fn('unix_timestamp', col('modificationTime')))), 'age'),
+    );
+    try {
+      const age = (await run.rows(newest.rel, { reveal: false })).rows[0]?.age;
+      if (age !== null && age !== undefined && Number(age) <= CREATE_UNDER_WAY_SECONDS) return true;
+    } catch (e) {
+      if (!run.errorClass(e)?.startsWith('PATH_NOT_FOUND')) throw e;
+    }
+  }
+  return false;
 }

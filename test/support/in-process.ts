@@ -69,3 +69,39 @@ export function pausePoint(): { hold: (stepId: string) => (s: Step) => Promise<v
     release,
   };
 }
+
+/**
+ * A barrier for `n` runs at once: run i's hook `hold(i)` stops it before each of `stepIds` until
+ * every run has got there or ended (`end(i)`), then releases them together, so their creates race
+ * for certain instead of by luck. `reached(id)` counts the runs that got to a step.
+ */
+export function barrier(
+  n: number,
+  stepIds: readonly string[],
+): { hold: (i: number) => (s: Step) => Promise<void>; end: (i: number) => void; reached: (id: string) => number } {
+  const runs = Array.from({ length: n }, () => ({ reached: new Set<string>(), ended: false }));
+  const waiting: { id: string; go: () => void }[] = [];
+  const open = (id: string) => runs.every((r) => r.ended || r.reached.has(id));
+  const check = () => {
+    for (const w of [...waiting])
+      if (open(w.id)) {
+        waiting.splice(waiting.indexOf(w), 1);
+        w.go();
+      }
+  };
+  return {
+    hold: (i) => async (s) => {
+      if (!stepIds.includes(s.id)) return;
+      runs[i]!.reached.add(s.id);
+      await new Promise<void>((go) => {
+        waiting.push({ id: s.id, go });
+        check();
+      });
+    },
+    end: (i) => {
+      runs[i]!.ended = true;
+      check();
+    },
+    reached: (id) => runs.filter((r) => r.reached.has(id)).length,
+  };
+}

@@ -166,30 +166,46 @@ export function mayBeLostCreateRace(e: unknown): boolean {
   return code === 'CREATE_RACE' || code === 'COMMIT_CONFLICT' || code === 'TABLE_LOCATION_TAKEN';
 }
 
-/** How recent the files of a location must be to count as a create under way (its catalog entry follows them). */
+/** How recent the files of a location must be to be a create under way (its catalog entry follows them). */
 const CREATE_UNDER_WAY_SECONDS = 300;
+
+/** How long a run waits for the catalog entry of a create under way: its probes' pauses, about 10 s in all. */
+export const CREATE_WAIT_MS: readonly number[] = [500, 1000, 2000, 3000, 3500];
 
 /**
  * After a create that may have lost a race: go on with the winner's table when the catalog has it
  * and it is the table this run would have created (its location, its format, no column of another
- * type; columns one side lacks are the template's schema step's to decide). When the catalog does
- * not name it yet, files written at the location within the last minutes are another run's create
- * under way: 75, and the rerun finds its table. Older files are what the guard said (78).
+ * type; columns one side lacks are the template's schema step's to decide). A catalog that said the
+ * table exists while this run cannot see it yet: 75. Files at the location that the catalog does
+ * not name (the guard's or Delta's refusal) are another run's create under way when they are a few
+ * minutes old: the run waits about 10 s for their catalog entry. Older files, or none named by
+ * then, are what the guard said (78).
  */
 export async function adoptWinner(step: EnsureTable, run: StepRun, lost: unknown): Promise<void> {
-  const table = displayTable(step.table);
-  if (await ownTableExists(step, run)) {
+  const adopt = async () => {
     await checkLocation(step, run);
     await checkSameTable(step, run);
-    run.logger.info({ table }, 'another run created the table first: going on with it');
-    return;
+    run.logger.info({ table: displayTable(step.table) }, 'another run created the table first: going on with it');
+  };
+  if (await ownTableExists(step, run)) return adopt();
+  if ((lost as { code?: unknown } | null)?.code !== 'TABLE_LOCATION_TAKEN')
+    throw new TransientError(
+      `${step.configPath}: table ${displayTable(step.table)} was created at the same moment by another run, and is not visible to this one yet; retry the run`,
+      { code: 'CREATE_RACE', cause: lost },
+    );
+  if (!(await recentFilesAt(run, step.location))) throw lost;
+  for (const ms of CREATE_WAIT_MS) {
+    await pause(ms, run.signal);
+    if (await ownTableExists(step, run)) return adopt();
   }
-  const code = (lost as { code?: unknown } | null)?.code;
-  if (code === 'TABLE_LOCATION_TAKEN' && !(await recentFilesAt(run, step.location))) throw lost;
-  throw new TransientError(
-    `${step.configPath}: table ${table} is being created at ${step.location} by another run at the same time (its files are there, its catalog entry not yet); retry the run`,
-    { code: 'CREATE_RACE', cause: lost },
-  );
+  throw lost;
+}
+
+function pause(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener('abort', () => (clearTimeout(timer), resolve()), { once: true });
+  });
 }
 
 /** The table another run created is of this step's format, and shares no column with it under another type. */

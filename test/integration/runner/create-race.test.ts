@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, icebergRestUri, readDeltaWithDeltaRs, readIcebergWithPyIceberg } from '../../support/stack.js';
+import { connect, freshTenant, icebergRestUri, readDeltaTablesWithDeltaRs, readIcebergTablesWithPyIceberg } from '../../support/stack.js';
 import { type Outcome, barrier, runInProcess } from '../../support/in-process.js';
 import { testQuery } from '../../support/sql.js';
 import { needs } from '../../support/needs.js';
@@ -92,17 +92,24 @@ tenants { ${tenant.id} { storage-roots = ["${tenant.root}"] } }`,
       },
       beforeStep,
     );
-  const read = (table: string) => {
+  /** Every table, read by a second engine in one process: what the runs decide (keys, values, hash keys), not the load times or run ids they stamp. */
+  const readAll = (): Record<string, string[]> => {
     const rows =
       where.format === 'iceberg'
-        ? readIcebergWithPyIceberg(`${tenant.id}_silver`, table, where.catalog)
-        : readDeltaWithDeltaRs(`${tenant.root}/silver/${table}`);
-    // What the runs decide (keys, values, hash keys); not the load times or run ids they stamp.
-    return rows
-      .map((r) => (table.startsWith('hub') ? `${String(r.customer)}:${String(r.hk_customer)}` : `${Number(r.id)}:${Number(r.ts)}:${String(r.v)}`))
-      .sort();
+        ? readIcebergTablesWithPyIceberg(`${tenant.id}_silver`, TABLES, where.catalog)
+        : Object.fromEntries(
+            Object.entries(readDeltaTablesWithDeltaRs(TABLES.map((t) => `${tenant.root}/silver/${t}`))).map(([p, r]) => [p.split('/').pop()!, r]),
+          );
+    return Object.fromEntries(
+      TABLES.map((t) => [
+        t,
+        (rows[t] ?? [])
+          .map((r) => (t.startsWith('hub') ? `${String(r.customer)}:${String(r.hk_customer)}` : `${Number(r.id)}:${Number(r.ts)}:${String(r.v)}`))
+          .sort(),
+      ]),
+    );
   };
-  return { tenant, run, read };
+  return { tenant, run, readAll };
 }
 
 /** What the eight runs leave behind when they run one after the other: the oracle. */
@@ -113,7 +120,7 @@ beforeAll(async () => {
   const started = performance.now();
   const lake = await lakeFor(WHERE[0]!);
   for (const i of RUNS.keys()) expect((await lake.run(i)).code, `sequential run ${i}`).toBe(0);
-  oracle = Object.fromEntries(TABLES.map((t) => [t, lake.read(t)]));
+  oracle = lake.readAll();
   seconds.oracle = (performance.now() - started) / 1000;
   // The oracle itself is what the batches say: a deleted key gone, an update applied, each hub key once.
   expect(oracle.orders).toHaveLength(11);
@@ -133,12 +140,14 @@ describe.each(WHERE)('eight first runs of one tenant at once on $catalog ($forma
     const gate = barrier(RUNS.length, CREATE_STEPS);
     const outcomes = await Promise.all(RUNS.map((_, i) => lake.run(i, gate.hold(i)).finally(() => gate.end(i))));
     const codes = outcomes.map((o) => o.code);
-    process.stderr.write(`create-race ${where.catalog}: codes ${codes.join(' ')} after ${Math.round((performance.now() - started) / 1000)} s\n`);
+    process.stderr.write(
+      `create-race ${where.catalog}: ${outcomes.map((o, i) => `run ${i} ${RUNS[i]!.table}: ${o.code}${o.error?.code ? ` ${o.error.code}` : ''}`).join(', ')} after ${Math.round((performance.now() - started) / 1000)} s\n`,
+    );
     // Every run got to its create steps, all at once.
     expect(gate.reached('create-namespace'), `codes ${codes.join(', ')}`).toBe(RUNS.length);
     for (const c of codes) expect([0, 75], `exit codes ${codes.join(', ')}`).toContain(c);
     for (const [i, o] of outcomes.entries()) if (o.code === 75) expect((await lake.run(i)).code, `rerun of run ${i}`).toBe(0);
-    for (const t of TABLES) expect(lake.read(t), t).toEqual(oracle[t]);
+    expect(lake.readAll()).toEqual(oracle);
     seconds[where.catalog] = (performance.now() - started) / 1000;
   }, 900_000);
 });

@@ -1,6 +1,6 @@
 import { tableFromArrays } from 'apache-arrow';
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { toJson } from '@bufbuild/protobuf';
 import { ConfigError } from '../../../src/core/errors.js';
 import { executePlan, type SparkSession } from '../../../src/runner/executor.js';
@@ -51,12 +51,15 @@ function session(opts: {
   createFails?: string;
   /** The create failed because another run's create came first: the table exists from then on, of this provider. */
   winner?: { provider: string };
+  /** Another run's create under way: its table is in the catalog from the n-th probe of it on. */
+  appearsAtProbe?: number;
   others?: Record<string, Other>;
   /** What the target's location holds: files Spark lists there, and whether a Delta log is there. */
   atLocation?: { files?: readonly string[]; deltaLog?: boolean; ageSeconds?: number };
 }) {
   const sent: string[] = [];
   let exists = opts.exists;
+  let probes = 0;
   const catalogOf = (p: Plan) => /"unparsedIdentifier":"`?([a-z_]+)`?\./.exec(JSON.stringify(toJson(PlanSchema, p)))?.[1] ?? 'lake';
   const files = opts.atLocation?.files ?? [];
   const s: SparkSession = {
@@ -70,6 +73,7 @@ function session(opts: {
           return {};
         }
         const c = catalogOf(p);
+        if (c === 'lake' && opts.appearsAtProbe !== undefined && ++probes >= opts.appearsAtProbe) exists = true;
         const held = c === 'lake' ? (exists ? 'table' : 'missing') : (opts.others?.[c] ?? 'missing');
         if (held === 'missing') throw notFound('TABLE_OR_VIEW_NOT_FOUND');
         if (held === 'not-a-catalog') throw notFound('REQUIRES_SINGLE_PART_NAMESPACE');
@@ -216,15 +220,31 @@ describe('ensureTable locations', () => {
     expect(sent).not.toContain('write');
   });
 
-  it('exits 75 when the location holds files written a moment ago and no catalog names their table yet (another run is creating it)', async () => {
-    const { s, sent } = session({ exists: false, atLocation: { files: [`${expected}/metadata/v1.metadata.json`], ageSeconds: 2 } });
-    const err = await run(s).then(
-      () => undefined,
-      (e: unknown) => e,
-    );
-    expect((err as { exitCode?: number }).exitCode).toBe(75);
-    expect((err as { code?: string }).code).toBe('CREATE_RACE');
-    expect(sent).toEqual(['list <location>/_delta_log', 'list files', 'age <location>/_delta_log']);
+  it.each([
+    ['goes on with its table once the catalog names it', 4, undefined],
+    ['refuses (78) once no catalog names them after about 10 s', undefined, 'TABLE_LOCATION_TAKEN'],
+  ] as const)('waits when the location holds files written a moment ago (another run creating the table): %s', async (_, appearsAtProbe, code) => {
+    vi.useFakeTimers();
+    try {
+      const { s, sent } = session({
+        exists: false,
+        location: expected,
+        winner: { provider: 'iceberg' },
+        atLocation: { files: [`${expected}/metadata/v1.metadata.json`], ageSeconds: 2 },
+        ...(appearsAtProbe ? { appearsAtProbe } : {}),
+      });
+      const done = run(s).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      await vi.runAllTimersAsync();
+      const err = await done;
+      expect((err as { code?: string } | undefined)?.code).toBe(code);
+      expect(sent).not.toContain('create');
+      expect(sent.includes('write')).toBe(code === undefined);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('exits 75 when the create lost but the catalog does not name the table yet (its create is under way)', async () => {

@@ -175,11 +175,11 @@ export const CREATE_WAIT_MS: readonly number[] = [500, 1000, 2000, 3000, 3500];
 /**
  * After a create that may have lost a race: go on with the winner's table when the catalog has it
  * and it is the table this run would have created (its location, its format, no column of another
- * type; columns one side lacks are the template's schema step's to decide). A catalog that said the
- * table exists while this run cannot see it yet: 75. Files at the location that the catalog does
- * not name (the guard's or Delta's refusal) are another run's create under way when they are a few
- * minutes old: the run waits about 10 s for their catalog entry. Older files, or none named by
- * then, are what the guard said (78).
+ * type; columns one side lacks are the template's schema step's to decide). The winner's catalog
+ * entry may follow its commit by a moment: the run waits about 10 s for it, then exits 75. Files
+ * at the location that no catalog names (the guard's or Delta's refusal) are waited for only when
+ * they may be a create under way; otherwise, or when no catalog names them by then, they are what
+ * the guard said (78).
  */
 export async function adoptWinner(step: EnsureTable, run: StepRun, lost: unknown): Promise<void> {
   const adopt = async () => {
@@ -188,17 +188,30 @@ export async function adoptWinner(step: EnsureTable, run: StepRun, lost: unknown
     run.logger.info({ table: displayTable(step.table) }, 'another run created the table first: going on with it');
   };
   if (await ownTableExists(step, run)) return adopt();
-  if ((lost as { code?: unknown } | null)?.code !== 'TABLE_LOCATION_TAKEN')
-    throw new TransientError(
-      `${step.configPath}: table ${displayTable(step.table)} was created at the same moment by another run, and is not visible to this one yet; retry the run`,
-      { code: 'CREATE_RACE', cause: lost },
-    );
-  if (!(await recentFilesAt(run, step.location))) throw lost;
+  const taken = (lost as { code?: unknown } | null)?.code === 'TABLE_LOCATION_TAKEN';
+  if (taken && !(await createUnderWay(step, run))) throw lost;
   for (const ms of CREATE_WAIT_MS) {
     await pause(ms, run.signal);
     if (await ownTableExists(step, run)) return adopt();
   }
-  throw lost;
+  if (taken) throw lost;
+  throw new TransientError(
+    `${step.configPath}: table ${displayTable(step.table)} was created at the same moment by another run, and is not visible to this one yet; retry the run`,
+    { code: 'CREATE_RACE', cause: lost },
+  );
+}
+
+/**
+ * Whether the files at a location may be another run's create of this table under way: written in
+ * the last minutes, and for an Iceberg table only metadata (a runner's create writes no data file;
+ * Delta's writes an empty one before its log).
+ */
+async function createUnderWay(step: EnsureTable, run: StepRun): Promise<boolean> {
+  if (step.create.kind === 'writeV2' && step.create.provider === 'iceberg') {
+    const files = await filesUnder(run, step.location, step.configPath);
+    if (files.some((f) => !/\/metadata\/[^/]+$/.test(f))) return false;
+  }
+  return recentFilesAt(run, step.location);
 }
 
 function pause(ms: number, signal: AbortSignal): Promise<void> {

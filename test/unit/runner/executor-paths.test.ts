@@ -247,15 +247,40 @@ describe('ensureTable locations', () => {
     }
   });
 
-  it('exits 75 when the create lost but the catalog does not name the table yet (its create is under way)', async () => {
-    const { s, sent } = session({ exists: false, createFails: 'TABLE_OR_VIEW_ALREADY_EXISTS' });
+  it.each([
+    ['goes on with its table once the catalog names it', 4, undefined],
+    ['exits 75 (CREATE_RACE) when the catalog does not name it after about 10 s', undefined, 'CREATE_RACE'],
+  ] as const)('after a create the catalog refused as existing but does not show yet: %s', async (_, appearsAtProbe, code) => {
+    vi.useFakeTimers();
+    try {
+      const { s, sent } = session({
+        exists: false,
+        location: expected,
+        createFails: 'DELTA_PROTOCOL_CHANGED',
+        ...(appearsAtProbe ? { appearsAtProbe, winner: { provider: 'iceberg' } } : {}),
+      });
+      const done = run(s).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      await vi.runAllTimersAsync();
+      const err = await done;
+      expect((err as { code?: string } | undefined)?.code).toBe(code);
+      if (code) expect((err as { exitCode?: number }).exitCode).toBe(75);
+      expect(sent.includes('write')).toBe(code === undefined);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('refuses (78) at once young data files where an Iceberg table is to be created: no create of a runner writes any', async () => {
+    const { s, sent } = session({ exists: false, atLocation: { files: [`${expected}/part-0.parquet`], ageSeconds: 2 } });
     const err = await run(s).then(
       () => undefined,
       (e: unknown) => e,
     );
-    expect((err as { exitCode?: number }).exitCode).toBe(75);
-    expect((err as { code?: string }).code).toBe('CREATE_RACE');
-    expect(sent).not.toContain('write');
+    expect((err as ConfigError).code).toBe('TABLE_LOCATION_TAKEN');
+    expect(sent).toEqual(['list <location>/_delta_log', 'list files', 'list files']);
   });
 });
 

@@ -21,7 +21,12 @@ export interface Outcome {
  * operation tags, the session bound to its tenant), with the executor's `beforeStep` hook exposed so a test
  * can pause it between steps. Errors become their exit code, as the CLI would exit.
  */
-export async function runInProcess(req: Omit<LoadRequest, 'runId'> & { runId?: string }, beforeStep?: (s: Step) => Promise<void>): Promise<Outcome> {
+export async function runInProcess(
+  req: Omit<LoadRequest, 'runId'> & { runId?: string },
+  beforeStep?: (s: Step) => Promise<void>,
+  /** The run's log lines (info and up), when a test reads them; silent otherwise. */
+  log?: (line: string) => void,
+): Promise<Outcome> {
   const runId = req.runId ?? `it-${Math.random().toString(36).slice(2, 10)}`;
   const loaded = await loadJob({ ...req, runId });
   const client = await runSession(loaded.platform, loaded.tenant);
@@ -31,7 +36,7 @@ export async function runInProcess(req: Omit<LoadRequest, 'runId'> & { runId?: s
     await client.config.set(sessionSettings(loaded, runId, req.logicalDate));
     await executePlan(loaded.plan, {
       session: client,
-      logger: createLogger('silent'),
+      logger: log ? createLogger('info', {}, log) : createLogger('silent'),
       tags: [tagFor(runId)],
       signal: new AbortController().signal,
       report,

@@ -80,7 +80,7 @@ tenants { ${tenant.id} { storage-roots = ["${tenant.root}"] } }`,
       }),
     );
   RUNS.forEach((r, i) => writeFileSync(join(dir, `run${i}.conf`), configOf(tenant, where, r)));
-  const run = (i: number, beforeStep?: Parameters<typeof runInProcess>[1]): Promise<Outcome> =>
+  const run = (i: number, beforeStep?: Parameters<typeof runInProcess>[1], log?: (line: string) => void): Promise<Outcome> =>
     runInProcess(
       {
         configFile: join(dir, `run${i}.conf`),
@@ -91,6 +91,7 @@ tenants { ${tenant.id} { storage-roots = ["${tenant.root}"] } }`,
         logicalDate: DAY,
       },
       beforeStep,
+      log,
     );
   /** Every table, read by a second engine in one process: what the runs decide (keys, values, hash keys), not the load times or run ids they stamp. */
   const readAll = (): Record<string, string[]> => {
@@ -138,14 +139,22 @@ describe.each(WHERE)('eight first runs of one tenant at once on $catalog ($forma
     const started = performance.now();
     const lake = await lakeFor(where);
     const gate = barrier(RUNS.length, CREATE_STEPS);
-    const outcomes = await Promise.all(RUNS.map((_, i) => lake.run(i, gate.hold(i)).finally(() => gate.end(i))));
+    // What the losers did: took the winner's table, or sent their namespace's create once more.
+    const lost = { tables: 0, namespaces: 0 };
+    const log = (line: string) => {
+      if (line.includes('another run created the table first')) lost.tables++;
+      if (line.includes('another run created it at the same moment')) lost.namespaces++;
+    };
+    const outcomes = await Promise.all(RUNS.map((_, i) => lake.run(i, gate.hold(i), log).finally(() => gate.end(i))));
     const codes = outcomes.map((o) => o.code);
     process.stderr.write(
-      `create-race ${where.catalog}: ${outcomes.map((o, i) => `run ${i} ${RUNS[i]!.table}: ${o.code}${o.error?.code ? ` ${o.error.code}` : ''}`).join(', ')} after ${Math.round((performance.now() - started) / 1000)} s\n`,
+      `create-race ${where.catalog}: ${outcomes.map((o, i) => `run ${i} ${RUNS[i]!.table}: ${o.code}${o.error?.code ? ` ${o.error.code}` : ''}`).join(', ')} after ${Math.round((performance.now() - started) / 1000)} s; lost races: ${lost.tables} tables, ${lost.namespaces} namespaces\n`,
     );
     // Every run got to its create steps, all at once.
     expect(gate.reached('create-namespace'), `codes ${codes.join(', ')}`).toBe(RUNS.length);
     for (const c of codes) expect([0, 75], `exit codes ${codes.join(', ')}`).toContain(c);
+    // The race was run, not dodged: the two runs of one target both created it, and one lost.
+    expect(lost.tables + outcomes.filter((o) => o.error?.code === 'CREATE_RACE').length, 'lost table creates').toBeGreaterThan(0);
     for (const [i, o] of outcomes.entries()) if (o.code === 75) expect((await lake.run(i)).code, `rerun of run ${i}`).toBe(0);
     expect(lake.readAll()).toEqual(oracle);
     seconds[where.catalog] = (performance.now() - started) / 1000;

@@ -127,6 +127,18 @@ export class DataError extends LakehouseError {
   }
 }
 
+/** A race another run won, detected by the runner: the orchestrator's retry finds the winner's work (75). */
+export class TransientError extends LakehouseError {
+  readonly exitCode = ExitCode.transient;
+  readonly category = 'transient' as const;
+  readonly code: string;
+  override readonly retryable = true;
+  constructor(message: string, options?: { cause?: unknown; code?: string }) {
+    super(message, options);
+    this.code = options?.code ?? 'TRANSIENT';
+  }
+}
+
 /** Spark Connect (or a source) unreachable after backoff (69). */
 export class UnavailableError extends LakehouseError {
   readonly exitCode = ExitCode.unavailable;

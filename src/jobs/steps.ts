@@ -215,8 +215,11 @@ export interface MaterializeStep<C extends string> extends StepBase, RowsStep<C>
 }
 
 export type Step =
-  /** Run a command (DDL, write, MERGE). */
-  | (StepBase & { readonly kind: 'command'; readonly command: Cmd })
+  /**
+   * Run a command (DDL, write, MERGE). `ifNotExists`: the command creates something unless it exists
+   * (a namespace); when another run's create beat it (CREATE_RACE) it is sent once more and finds the winner's.
+   */
+  | (StepBase & { readonly kind: 'command'; readonly command: Cmd; readonly ifNotExists?: true })
   /**
    * Create a table unless it exists. An existing table must be at `location` (the tenant's
    * layout); a table found by name elsewhere fails the run with a ConfigError at `configPath`

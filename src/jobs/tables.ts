@@ -28,6 +28,7 @@ export function createNamespaceStep(table: TableName): Step {
     id: 'create-namespace',
     title: `Create namespace ${table.catalog}.${table.namespace} if missing`,
     command: sqlCommand(sql`CREATE NAMESPACE IF NOT EXISTS ${sql.qualified([table.catalog, table.namespace])}`),
+    ifNotExists: true,
   };
 }
 

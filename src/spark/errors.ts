@@ -179,6 +179,14 @@ const STORE_CONNECT_FAILURE =
 const ICEBERG_CONFLICT =
   /Found (?:new )?conflicting|Missing required files to delete|found new delete for replaced data file|Cannot commit, missing data files/i;
 
+/**
+ * A JDBC catalog's insert of a namespace or table row that another writer's insert beat: the
+ * database's unique key (PostgreSQL, SQLite, MySQL, SQL Server, Oracle wordings), or Iceberg's
+ * JdbcCatalog wrapping the failed INSERT into its own tables without the database's words.
+ */
+const JDBC_CATALOG_INSERT =
+  /duplicate key value violates unique constraint|UNIQUE constraint failed|Duplicate entry .* for key|Violation of PRIMARY KEY constraint|ORA-00001|Failed to execute: INSERT INTO iceberg_(?:namespace_properties|tables)\b/i;
+
 /** First match wins; a rule without criteria matches everything. */
 export const errorRules: readonly ErrorRule[] = [
   // The server's tenant policy (spark-plugins/, docs/security-policy.md): a refusal, and an analysis
@@ -300,6 +308,32 @@ export const errorRules: readonly ErrorRule[] = [
     errorClass: ['DELTA_CONCURRENT_*', 'DELTA_METADATA_CHANGED', 'DELTA_PROTOCOL_CHANGED'],
     exception:
       /\b(?:[\w.$]*\.)?(?:CommitFailedException|Concurrent(?:Append|DeleteRead|DeleteDelete|Transaction|Write)Exception|ProtocolChangedException|MetadataChangedException)\b/,
+  },
+  // Two runs created the same namespace or table at once and this one lost (docs/catalogs.md,
+  // "Concurrent first runs"): Iceberg's catalogs say AlreadyExists (JDBC's unique key, REST's 409 or
+  // its assert-create requirement), a JDBC catalog's own database may only say its insert failed (a
+  // REST server on JDBC answers that as 500), Spark's own classes say it for the session catalog. A
+  // create step goes on with the winner's object (src/runner/steps/ensure-table.ts); elsewhere the
+  // rerun finds it.
+  {
+    code: 'CREATE_RACE',
+    outcome: 'transient',
+    errorClass: ['TABLE_OR_VIEW_ALREADY_EXISTS', 'SCHEMA_ALREADY_EXISTS'],
+    exception: /\b(?:[\w.$]*\.)?(?:AlreadyExistsException|TableAlreadyExistsException|NamespaceAlreadyExistsException|AlreadyExistsError)\b/,
+  },
+  {
+    code: 'CREATE_RACE',
+    outcome: 'transient',
+    exception: /\b(?:[\w.$]*\.)?(?:UncheckedSQLException|ServiceFailureException|SQLIntegrityConstraintViolationException)\b/,
+    when: (f) => [f.message, ...(f.causes ?? [])].some((m) => JDBC_CATALOG_INSERT.test(m)),
+  },
+  // Two streaming queries of one checkpoint at once (two runs of one target): the second stops
+  // before it writes; the rerun resumes from the winner's checkpoint.
+  {
+    code: 'CREATE_RACE',
+    outcome: 'transient',
+    errorClass: ['CONCURRENT_QUERY', 'CONCURRENT_STREAM_LOG_UPDATE'],
+    exception: /Multiple streaming queries are concurrently using/,
   },
   // Iceberg's conflict validation: its ValidationException also reports other invalid operations,
   // so only its conflict messages count.

@@ -21,7 +21,12 @@ export interface Outcome {
  * operation tags, the session bound to its tenant), with the executor's `beforeStep` hook exposed so a test
  * can pause it between steps. Errors become their exit code, as the CLI would exit.
  */
-export async function runInProcess(req: Omit<LoadRequest, 'runId'> & { runId?: string }, beforeStep?: (s: Step) => Promise<void>): Promise<Outcome> {
+export async function runInProcess(
+  req: Omit<LoadRequest, 'runId'> & { runId?: string },
+  beforeStep?: (s: Step) => Promise<void>,
+  /** The run's log lines (info and up), when a test reads them; silent otherwise. */
+  log?: (line: string) => void,
+): Promise<Outcome> {
   const runId = req.runId ?? `it-${Math.random().toString(36).slice(2, 10)}`;
   const loaded = await loadJob({ ...req, runId });
   const client = await runSession(loaded.platform, loaded.tenant);
@@ -31,7 +36,7 @@ export async function runInProcess(req: Omit<LoadRequest, 'runId'> & { runId?: s
     await client.config.set(sessionSettings(loaded, runId, req.logicalDate));
     await executePlan(loaded.plan, {
       session: client,
-      logger: createLogger('silent'),
+      logger: log ? createLogger('info', {}, log) : createLogger('silent'),
       tags: [tagFor(runId)],
       signal: new AbortController().signal,
       report,
@@ -67,5 +72,41 @@ export function pausePoint(): { hold: (stepId: string) => (s: Step) => Promise<v
     },
     reached,
     release,
+  };
+}
+
+/**
+ * A barrier for `n` runs at once: run i's hook `hold(i)` stops it before each of `stepIds` until
+ * every run has got there or ended (`end(i)`), then releases them together, so their creates race
+ * for certain instead of by luck. `reached(id)` counts the runs that got to a step.
+ */
+export function barrier(
+  n: number,
+  stepIds: readonly string[],
+): { hold: (i: number) => (s: Step) => Promise<void>; end: (i: number) => void; reached: (id: string) => number } {
+  const runs = Array.from({ length: n }, () => ({ reached: new Set<string>(), ended: false }));
+  const waiting: { id: string; go: () => void }[] = [];
+  const open = (id: string) => runs.every((r) => r.ended || r.reached.has(id));
+  const check = () => {
+    for (const w of [...waiting])
+      if (open(w.id)) {
+        waiting.splice(waiting.indexOf(w), 1);
+        w.go();
+      }
+  };
+  return {
+    hold: (i) => async (s) => {
+      if (!stepIds.includes(s.id)) return;
+      runs[i]!.reached.add(s.id);
+      await new Promise<void>((go) => {
+        waiting.push({ id: s.id, go });
+        check();
+      });
+    },
+    end: (i) => {
+      runs[i]!.ended = true;
+      check();
+    },
+    reached: (id) => runs.filter((r) => r.reached.has(id)).length,
   };
 }

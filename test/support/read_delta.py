@@ -1,6 +1,7 @@
 """Reads a Delta table with delta-rs (a second engine, no Spark).
 Usage: read_delta.py <table-path>          rows as JSON lines
        read_delta.py <table-path> history  the latest commit's info as JSON
+       read_delta.py --many <path> <path>...  one JSON object: each table's rows by path (one start for many)
 A table on the object store (s3a:// or s3://) is read through delta-rs' own S3 client, from
 LAKEHOUSE_S3_ENDPOINT with the key in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY."""
 import json
@@ -9,18 +10,27 @@ import sys
 
 from deltalake import DeltaTable
 
-path = sys.argv[1]
-options = {}
-if path.startswith(("s3a://", "s3://")):
-    path = "s3://" + path.split("://", 1)[1]
-    options = {
-        "AWS_ENDPOINT_URL": os.environ["LAKEHOUSE_S3_ENDPOINT"],
-        "AWS_ACCESS_KEY_ID": os.environ["AWS_ACCESS_KEY_ID"],
-        "AWS_SECRET_ACCESS_KEY": os.environ["AWS_SECRET_ACCESS_KEY"],
-        "AWS_REGION": "us-east-1",
-        "AWS_ALLOW_HTTP": "true",
-    }
-table = DeltaTable(path, storage_options=options)
+
+def open_table(path):
+    options = {}
+    if path.startswith(("s3a://", "s3://")):
+        path = "s3://" + path.split("://", 1)[1]
+        options = {
+            "AWS_ENDPOINT_URL": os.environ["LAKEHOUSE_S3_ENDPOINT"],
+            "AWS_ACCESS_KEY_ID": os.environ["AWS_ACCESS_KEY_ID"],
+            "AWS_SECRET_ACCESS_KEY": os.environ["AWS_SECRET_ACCESS_KEY"],
+            "AWS_REGION": "us-east-1",
+            "AWS_ALLOW_HTTP": "true",
+        }
+    return DeltaTable(path, storage_options=options)
+
+
+if sys.argv[1] == "--many":
+    rows = {p: open_table(p).to_pyarrow_table().to_pylist() for p in sys.argv[2:]}
+    print(json.dumps(rows, default=str, sort_keys=True))
+    sys.stdout.flush()
+    os._exit(0)
+table = open_table(sys.argv[1])
 if len(sys.argv) > 2 and sys.argv[2] == "history":
     print(json.dumps(table.history(1)[0], default=str))
 else:

@@ -1,6 +1,7 @@
 """Reads an Iceberg table of the local stack with PyIceberg (a second engine, no Spark).
 Usage: read_iceberg.py <catalog> <namespace> <table>          rows as JSON lines
        read_iceberg.py <catalog> <namespace> <table> summary  the current snapshot's summary as JSON
+       read_iceberg.py <catalog> <namespace> <t1>,<t2>,...    one JSON object: each table's rows (one start for many)
 <catalog> is the lake home (the JDBC catalog "lake": its SQLite file) or the http:// URI of the
 stack's Iceberg REST catalog (scripts/iceberg-rest), read through the REST protocol.
 Tables on the object store (s3a:// or s3:// locations) are read through pyarrow's S3 client, from
@@ -29,6 +30,10 @@ else:
     from pyiceberg.catalog.sql import SqlCatalog
 
     catalog = SqlCatalog("lake", uri=f"sqlite:///{lake_home}/iceberg_catalog.db", warehouse=f"file://{lake_home}/warehouse", **s3)
+if "," in table:
+    rows = {t: catalog.load_table((namespace, t)).scan().to_arrow().to_pylist() for t in table.split(",")}
+    print(json.dumps(rows, default=str, sort_keys=True))
+    sys.exit(0)
 loaded = catalog.load_table((namespace, table))
 if len(sys.argv) > 4 and sys.argv[4] == "summary":
     snapshot = loaded.current_snapshot()

@@ -1,13 +1,15 @@
 import { displayTable } from '../../core/naming.js';
 import type { StepOf } from '../../jobs/steps.js';
 import { formatCmd } from '../../spark/plan/format.js';
-import { checkLocation, checkLocationEmpty, checkOtherCatalogs, ownTableExists } from '../table-guards.js';
+import { adoptWinner, checkLocation, checkLocationEmpty, checkOtherCatalogs, mayBeLostCreateRace, ownTableExists } from '../table-guards.js';
 import { type StepKindModule, indent } from './kind.js';
 
 /**
- * Create a table unless it exists (probed by analysing its schema; a concurrent create is fine). A
- * table that exists must be at the step's location; a new one only where nothing else is
- * (table-guards.ts). Its plan is judged only when it is sent: an existing table needs no check.
+ * Create a table unless it exists (probed by analysing its schema). A table that exists must be at
+ * the step's location; a new one only where nothing else is (table-guards.ts). Another run may
+ * create it between the probe and the create: its table is taken when it is this run's table, or
+ * the run exits 75 while its create is under way (adoptWinner). Its plan is judged only when it is
+ * sent: an existing table needs no check.
  */
 export const ensureTable: StepKindModule<StepOf<'ensureTable'>> = {
   async run(step, run) {
@@ -17,13 +19,12 @@ export const ensureTable: StepKindModule<StepOf<'ensureTable'>> = {
       return undefined;
     }
     await checkOtherCatalogs(step, run);
-    await checkLocationEmpty(step, run);
     try {
+      await checkLocationEmpty(step, run);
       await run.send({ command: step.create });
     } catch (e) {
-      // Another run created it between our probe and our create: the state we wanted, if it is ours.
-      if (!run.errorClass(e)?.startsWith('TABLE_OR_VIEW_ALREADY_EXISTS')) throw run.at(e, step.configPath);
-      await checkLocation(step, run);
+      if (!mayBeLostCreateRace(e)) throw run.at(e, step.configPath);
+      await adoptWinner(step, run, run.at(e, step.configPath));
     }
     return undefined;
   },

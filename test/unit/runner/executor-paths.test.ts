@@ -1,6 +1,6 @@
 import { tableFromArrays } from 'apache-arrow';
 import pino from 'pino';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { toJson } from '@bufbuild/protobuf';
 import { ConfigError } from '../../../src/core/errors.js';
 import { executePlan, type SparkSession } from '../../../src/runner/executor.js';
@@ -49,11 +49,17 @@ function session(opts: {
   exists: boolean;
   location?: string;
   createFails?: string;
+  /** The create failed because another run's create came first: the table exists from then on, of this provider. */
+  winner?: { provider: string };
+  /** Another run's create under way: its table is in the catalog from the n-th probe of it on. */
+  appearsAtProbe?: number;
   others?: Record<string, Other>;
   /** What the target's location holds: files Spark lists there, and whether a Delta log is there. */
-  atLocation?: { files?: readonly string[]; deltaLog?: boolean };
+  atLocation?: { files?: readonly string[]; deltaLog?: boolean; ageSeconds?: number };
 }) {
   const sent: string[] = [];
+  let exists = opts.exists;
+  let probes = 0;
   const catalogOf = (p: Plan) => /"unparsedIdentifier":"`?([a-z_]+)`?\./.exec(JSON.stringify(toJson(PlanSchema, p)))?.[1] ?? 'lake';
   const files = opts.atLocation?.files ?? [];
   const s: SparkSession = {
@@ -67,7 +73,8 @@ function session(opts: {
           return {};
         }
         const c = catalogOf(p);
-        const held = c === 'lake' ? (opts.exists ? 'table' : 'missing') : (opts.others?.[c] ?? 'missing');
+        if (c === 'lake' && opts.appearsAtProbe !== undefined && ++probes >= opts.appearsAtProbe) exists = true;
+        const held = c === 'lake' ? (exists ? 'table' : 'missing') : (opts.others?.[c] ?? 'missing');
         if (held === 'missing') throw notFound('TABLE_OR_VIEW_NOT_FOUND');
         if (held === 'not-a-catalog') throw notFound('REQUIRES_SINGLE_PART_NAMESPACE');
         return {};
@@ -84,19 +91,30 @@ function session(opts: {
     config: { set: async () => undefined, unset: async () => undefined },
     execute: async (p: Plan) => {
       const json = JSON.stringify(toJson(PlanSchema, p));
+      // How long ago the newest file under a path was written (a listing's rows, after a lost create).
+      const aged = /"binaryFile".*?"paths":\["([^"]+)"/.exec(json);
+      if (aged) {
+        sent.push(`age ${aged[1]!.replace(expected, '<location>')}`);
+        return { operationId: 'op', table: tableFromArrays({ age: [opts.atLocation?.ageSeconds ?? 86_400] }) };
+      }
       const describe = /DESCRIBE TABLE EXTENDED `([a-z_]+)`/.exec(json);
       if (describe) {
         const c = describe[1]!;
         sent.push(c === 'lake' ? 'describe' : `describe ${c}`);
-        const at = c === 'lake' ? opts.location : opts.others?.[c];
+        const row = json.includes('"Provider"') ? 'Provider' : 'Location';
+        if (row === 'Provider') sent[sent.length - 1] += ' provider';
+        const at = row === 'Provider' ? opts.winner?.provider : c === 'lake' ? opts.location : opts.others?.[c];
         const rows = at === undefined ? [] : [at];
         return {
           operationId: 'op',
-          table: tableFromArrays({ col_name: rows.map(() => 'Location'), data_type: rows, comment: rows.map(() => '') }),
+          table: tableFromArrays({ col_name: rows.map(() => row), data_type: rows, comment: rows.map(() => '') }),
         };
       }
       sent.push(json.includes('MODE_CREATE') ? 'create' : 'write');
-      if (opts.createFails && sent.at(-1) === 'create') throw notFound(opts.createFails);
+      if (opts.createFails && sent.at(-1) === 'create') {
+        if (opts.winner) exists = true;
+        throw notFound(opts.createFails);
+      }
       return { operationId: 'op' };
     },
   };
@@ -169,9 +187,100 @@ describe('ensureTable locations', () => {
   });
 
   it('checks the location of a table another run created between probe and create', async () => {
-    const { s, sent } = session({ exists: false, location: 'file:/elsewhere/orders', createFails: 'TABLE_OR_VIEW_ALREADY_EXISTS' });
+    const { s, sent } = session({
+      exists: false,
+      location: 'file:/elsewhere/orders',
+      createFails: 'TABLE_OR_VIEW_ALREADY_EXISTS',
+      winner: { provider: 'iceberg' },
+    });
     await expect(run(s)).rejects.toThrow(/already exists at file:\/elsewhere\/orders/);
     expect(sent).toEqual(['list <location>/_delta_log', 'list files', 'create', 'describe']);
+  });
+
+  // Issue 29: two first runs at once; what each catalog answers the loser (test/unit/spark/errors.test.ts).
+  it.each(['TABLE_OR_VIEW_ALREADY_EXISTS', 'DELTA_PROTOCOL_CHANGED', 'DELTA_CREATE_TABLE_WITH_NON_EMPTY_LOCATION'])(
+    "goes on with the table another run's create made first (%s), once it is at the location and of the format",
+    async (cls) => {
+      const { s, sent } = session({ exists: false, location: expected, createFails: cls, winner: { provider: 'iceberg' } });
+      await run(s);
+      expect(sent).toEqual(['list <location>/_delta_log', 'list files', 'create', 'describe', 'describe provider', 'write']);
+    },
+  );
+
+  it("refuses (78) another run's table of another format, writing nothing", async () => {
+    const { s, sent } = session({ exists: false, location: expected, createFails: 'TABLE_OR_VIEW_ALREADY_EXISTS', winner: { provider: 'parquet' } });
+    const err = await run(s).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect(err).toBeInstanceOf(ConfigError);
+    expect((err as ConfigError).issues).toEqual([
+      { path: 'target.table', message: expect.stringMatching(/by another run at the same time, as a parquet table, not iceberg/) },
+    ]);
+    expect(sent).not.toContain('write');
+  });
+
+  it.each([
+    ['goes on with its table once the catalog names it', 4, undefined],
+    ['refuses (78) once no catalog names them after about 10 s', undefined, 'TABLE_LOCATION_TAKEN'],
+  ] as const)('waits when the location holds files written a moment ago (another run creating the table): %s', async (_, appearsAtProbe, code) => {
+    vi.useFakeTimers();
+    try {
+      const { s, sent } = session({
+        exists: false,
+        location: expected,
+        winner: { provider: 'iceberg' },
+        atLocation: { files: [`${expected}/metadata/v1.metadata.json`], ageSeconds: 2 },
+        ...(appearsAtProbe ? { appearsAtProbe } : {}),
+      });
+      const done = run(s).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      await vi.runAllTimersAsync();
+      const err = await done;
+      expect((err as { code?: string } | undefined)?.code).toBe(code);
+      expect(sent).not.toContain('create');
+      expect(sent.includes('write')).toBe(code === undefined);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it.each([
+    ['goes on with its table once the catalog names it', 4, undefined],
+    ['exits 75 (CREATE_RACE) when the catalog does not name it after about 10 s', undefined, 'CREATE_RACE'],
+  ] as const)('after a create the catalog refused as existing but does not show yet: %s', async (_, appearsAtProbe, code) => {
+    vi.useFakeTimers();
+    try {
+      const { s, sent } = session({
+        exists: false,
+        location: expected,
+        createFails: 'DELTA_PROTOCOL_CHANGED',
+        ...(appearsAtProbe ? { appearsAtProbe, winner: { provider: 'iceberg' } } : {}),
+      });
+      const done = run(s).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
+      await vi.runAllTimersAsync();
+      const err = await done;
+      expect((err as { code?: string } | undefined)?.code).toBe(code);
+      if (code) expect((err as { exitCode?: number }).exitCode).toBe(75);
+      expect(sent.includes('write')).toBe(code === undefined);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('refuses (78) at once young data files where an Iceberg table is to be created: no create of a runner writes any', async () => {
+    const { s, sent } = session({ exists: false, atLocation: { files: [`${expected}/part-0.parquet`], ageSeconds: 2 } });
+    const err = await run(s).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((err as ConfigError).code).toBe('TABLE_LOCATION_TAKEN');
+    expect(sent).toEqual(['list <location>/_delta_log', 'list files', 'list files']);
   });
 });
 
@@ -273,5 +382,60 @@ describe("ensureTable and the platform's other catalogs", () => {
     const { go, sent } = withOthers({ spark_catalog: 'missing', hms: 'not-a-catalog', rest: 'file:///elsewhere/orders' });
     await go();
     expect(sent).toEqual(['describe rest', 'list <location>/_delta_log', 'list files', 'create', 'write']);
+  });
+});
+
+describe('an IF NOT EXISTS command that lost a create race', () => {
+  // What the REST catalog (on JDBC) answered the loser of eight namespace creates at once.
+  const lost = () =>
+    new SparkError({
+      grpcCode: 13,
+      message:
+        'Server error: UncheckedSQLException: Failed to execute: INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, property_value) VALUES (?,?,?,?)',
+      messageParameters: {},
+      classes: ['org.apache.iceberg.exceptions.ServiceFailureException', 'org.apache.iceberg.exceptions.RESTException'],
+      causes: [],
+    });
+  const namespace = (ifNotExists: boolean): JobPlan => ({
+    steps: [
+      {
+        kind: 'command',
+        id: 'create-namespace',
+        title: 'namespace',
+        command: testQuery('SELECT 1 AS id').writeTo(['lake', 'acme_silver', 'orders'], 'append'),
+        ...(ifNotExists ? { ifNotExists: true as const } : {}),
+      },
+    ],
+  });
+  const failingOnce = (failures: number) => {
+    let calls = 0;
+    const s: SparkSession = {
+      analyze: { schema: async () => ({}), inputFiles: async () => [] },
+      config: { set: async () => undefined },
+      execute: async () => {
+        if (calls++ < failures) throw lost();
+        return { operationId: 'op' };
+      },
+    };
+    return { s, calls: () => calls };
+  };
+  const exec = (p: JobPlan, s: SparkSession) =>
+    executePlan(p, { session: s, logger: pino({ level: 'silent' }), tags: [], signal: new AbortController().signal });
+
+  it('is sent once more and finds the winner’s', async () => {
+    const { s, calls } = failingOnce(1);
+    await exec(namespace(true), s);
+    expect(calls()).toBe(2);
+  });
+
+  it('fails 75 (retryable) when it loses twice, and a command without the flag is not sent again', async () => {
+    for (const [flag, failures, sends] of [
+      [true, 2, 2],
+      [false, 1, 1],
+    ] as const) {
+      const { s, calls } = failingOnce(failures);
+      await expect(exec(namespace(flag), s)).rejects.toMatchObject({ exitCode: 75, code: 'CREATE_RACE' });
+      expect(calls()).toBe(sends);
+    }
   });
 });

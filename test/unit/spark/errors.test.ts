@@ -136,6 +136,60 @@ describe('classification', () => {
     ['session not found', { errorClass: 'INVALID_HANDLE.SESSION_NOT_FOUND' }, ExitCode.transient, 'SPARK_SESSION_LOST'],
     ['session closed', { errorClass: 'INVALID_HANDLE.SESSION_CLOSED' }, ExitCode.transient, 'SPARK_SESSION_LOST'],
     ['session changed', { errorClass: 'INVALID_HANDLE.SESSION_CHANGED' }, ExitCode.transient, 'SPARK_SESSION_LOST'],
+    // Lost create races, as the stack's servers answered eight creates at once (docs/catalogs.md, "Concurrent first runs").
+    [
+      'JDBC catalog: another run inserted the table first',
+      { classes: ['org.apache.iceberg.exceptions.AlreadyExistsException', 'java.lang.RuntimeException'], message: 'Table already exists: acme_silver.orders' },
+      ExitCode.transient,
+      'CREATE_RACE',
+    ],
+    [
+      "REST catalog: another run's create met the assert-create requirement",
+      { classes: ['org.apache.iceberg.exceptions.AlreadyExistsException', 'java.lang.RuntimeException'], message: 'Requirement failed: table already exists' },
+      ExitCode.transient,
+      'CREATE_RACE',
+    ],
+    [
+      "REST catalog on JDBC: the namespace insert lost (the server's 500)",
+      {
+        classes: ['org.apache.iceberg.exceptions.ServiceFailureException', 'org.apache.iceberg.exceptions.RESTException'],
+        message:
+          'Server error: UncheckedSQLException: Failed to execute: INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, property_value) VALUES (?,?,?,?), (?,?,?,?)',
+      },
+      ExitCode.transient,
+      'CREATE_RACE',
+    ],
+    [
+      "JDBC catalog on PostgreSQL: the namespace row's unique key",
+      {
+        classes: ['org.apache.iceberg.jdbc.UncheckedSQLException'],
+        message: 'Failed to execute: INSERT INTO iceberg_namespace_properties (catalog_name, namespace, property_key, property_value) VALUES (?,?,?,?)',
+        causes: ['org.postgresql.util.PSQLException: ERROR: duplicate key value violates unique constraint "iceberg_namespace_properties_pkey"'],
+      },
+      ExitCode.transient,
+      'CREATE_RACE',
+    ],
+    ['session catalog: the table exists', { errorClass: 'TABLE_OR_VIEW_ALREADY_EXISTS' }, ExitCode.transient, 'CREATE_RACE'],
+    ['session catalog: the schema exists', { errorClass: 'SCHEMA_ALREADY_EXISTS' }, ExitCode.transient, 'CREATE_RACE'],
+    ['two streaming queries of one checkpoint', { errorClass: 'CONCURRENT_QUERY' }, ExitCode.transient, 'CREATE_RACE'],
+    ['two streaming queries writing one checkpoint log', { errorClass: 'CONCURRENT_STREAM_LOG_UPDATE' }, ExitCode.transient, 'CREATE_RACE'],
+    [
+      'two streaming queries of one checkpoint, by message',
+      {
+        classes: ['java.util.ConcurrentModificationException'],
+        message: 'Multiple streaming queries are concurrently using file:/lake/acme/_checkpoints/t/offsets',
+      },
+      ExitCode.transient,
+      'CREATE_RACE',
+    ],
+    // Not a race: a column of that name exists, a REST catalog failing otherwise.
+    ['a column that exists', { errorClass: 'COLUMN_ALREADY_EXISTS' }, ExitCode.internal, 'SPARK_ERROR'],
+    [
+      'a catalog that is down is no race',
+      { classes: ['org.apache.iceberg.exceptions.ServiceFailureException'], message: 'Server error: NullPointerException' },
+      ExitCode.internal,
+      'SPARK_ERROR',
+    ],
     ['iceberg commit conflict', { classes: ['org.apache.iceberg.exceptions.CommitFailedException'] }, ExitCode.transient, 'COMMIT_CONFLICT'],
     [
       'wrapped iceberg conflict',

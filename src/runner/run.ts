@@ -1,4 +1,4 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Logger } from '../core/logger.js';
 import { CancelledError, ConfigError, InternalError, type LakehouseError, asLakehouseError, ExitCode } from '../core/errors.js';
 import { type JobIdentity, type LoadedJob, loadJob } from './load-job.js';
@@ -326,7 +326,8 @@ export function freshCatalogReads(loaded: LoadedJob): Record<string, string> {
  * Session settings that stamp every commit of this run with the orchestrator's run: Iceberg copies
  * `spark.sql.iceberg.snapshot-property.*` into each snapshot summary, Delta puts
  * `commitInfo.userMetadata` into each commit. A table's history then leads back to the Airflow run,
- * and the attempt's nonce tells a template which commits since its first read were its own.
+ * and the attempt's nonce tells a template which commits since its first read were its own. The
+ * template, tenant and a hash of the resolved config say which job wrote it (the run ledger).
  */
 export function commitMetadata(
   loaded: LoadedJob,
@@ -337,17 +338,46 @@ export function commitMetadata(
   const job = `${loaded.template.name}/v${loaded.version.version}${loaded.config.job?.name ? `/${loaded.config.job.name}` : ''}`;
   const iceberg = 'spark.sql.iceberg.snapshot-property.lakehouse-jobs.';
   const attempt = loaded.context.attempt;
+  const [template, tenant, configHash] = [loaded.template.name, loaded.tenant.id, configHashOf(loaded.config)];
   // A step's own stamps (an incremental read's position) beside the run's, under lakehouse-jobs.<key>.
   return {
     [`${iceberg}run-id`]: runId,
     ...(attempt ? { [`${iceberg}attempt`]: attempt } : {}),
     [`${iceberg}job`]: job,
+    [`${iceberg}template`]: template,
+    [`${iceberg}tenant`]: tenant,
+    [`${iceberg}config-hash`]: configHash,
     ...(logicalDate ? { [`${iceberg}logical-date`]: logicalDate } : {}),
     ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [`${iceberg}${k}`, v])),
     'spark.databricks.delta.commitInfo.userMetadata': JSON.stringify({
-      'lakehouse-jobs': { runId, ...(attempt ? { attempt } : {}), job, ...(logicalDate ? { logicalDate } : {}), ...extra },
+      'lakehouse-jobs': { runId, ...(attempt ? { attempt } : {}), job, template, tenant, configHash, ...(logicalDate ? { logicalDate } : {}), ...extra },
     }),
   };
+}
+
+/**
+ * The resolved job config's SHA-256 (keys sorted, so the same config hashes alike however it was
+ * written), cut to 16 hex digits: it tells two runs of one job apart when their configs differ.
+ */
+export function configHashOf(config: unknown): string {
+  const canonical = (v: unknown): unknown =>
+    typeof v === 'bigint'
+      ? v.toString()
+      : v instanceof Date
+        ? v.toISOString()
+        : Array.isArray(v)
+          ? v.map(canonical)
+          : v && typeof v === 'object'
+            ? Object.fromEntries(
+                Object.keys(v)
+                  .sort()
+                  .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+              )
+            : v;
+  return createHash('sha256')
+    .update(JSON.stringify(canonical(config)) ?? '')
+    .digest('hex')
+    .slice(0, 16);
 }
 
 /** Operation tags allow letters, digits and a few marks; one tag per run covers all its operations. */

@@ -3,6 +3,7 @@ import { closest } from '../core/config/closest.js';
 import { cliFailure, ExitCode, UsageError } from '../core/errors.js';
 import { VERSION } from '../version.js';
 import { type Io, type LakehouseCommand, processIo } from './command.js';
+import { diffCommand } from './commands/diff.js';
 import { pingCommand } from './commands/ping.js';
 import { planCommand } from './commands/plan.js';
 import { runCommand } from './commands/run.js';
@@ -11,7 +12,7 @@ import { templatesCommand } from './commands/templates.js';
 import { validateCommand } from './commands/validate.js';
 
 /** The command line (docs/contracts.md), one yargs command module per command. */
-export const COMMANDS: readonly LakehouseCommand[] = [runCommand, validateCommand, planCommand, pingCommand, templatesCommand, schemaCommand];
+export const COMMANDS: readonly LakehouseCommand[] = [runCommand, diffCommand, validateCommand, planCommand, pingCommand, templatesCommand, schemaCommand];
 
 /** Options yargs answers itself, before any command. */
 const PROGRAM_FLAGS = new Set(['--help', '-h', '--version', '--get-yargs-completions']);

@@ -51,6 +51,47 @@ export interface ExpectationReport {
   failedRows: number;
   /** What a table check measured (row counts, the newest timestamp). */
   observed?: Record<string, number | string | null>;
+  /** `diff`: up to 10 of the rows that fail it. */
+  samples?: Record<string, unknown>[];
+}
+
+/**
+ * What `diff` found a run would do, beside the predicted `outputs` (docs/diff.md): per table or
+ * path it writes, whether it would be created (with its columns), the columns it would gain and
+ * the writes that would be sent; what a stream would read; the steps it could not predict.
+ */
+export interface DiffReport {
+  changes: TableChange[];
+  /** The steps that would write (create, alter, write, merge, stream), in order. */
+  writes: string[];
+  streams: StreamRead[];
+  /** Steps a diff cannot predict, because they read what the run's own earlier writes change. */
+  notPredicted: { step: string; reason: string }[];
+}
+
+export interface TableChange {
+  table?: string;
+  path?: string;
+  format?: string;
+  location?: string;
+  /** The table does not exist: the run would create it so (and the counts are against an empty table). */
+  create?: { columns: { name: string; type: string }[]; partitionBy: string[] };
+  /** Columns the run would add to the table. */
+  addColumns?: { name: string; type: string }[];
+  /** The writes the run would send to it, in order; none when it would change nothing. */
+  writes: { step: string; title: string; replaces?: string; rowsReplaced?: number }[];
+}
+
+/** What the next run of a stream would read: from its checkpoint's offsets (or its starting offsets) to the sources' current end. */
+export interface StreamRead {
+  step: string;
+  checkpoint: string;
+  /** The checkpoint's last committed micro-batch, if it has one. */
+  committedBatch?: number;
+  from: unknown;
+  to: unknown;
+  rows: number;
+  batches: number;
 }
 
 export type RunState = 'succeeded' | 'failed' | 'skipped' | 'cancelled';
@@ -79,6 +120,8 @@ export interface StatusDocument {
   failedStep?: string;
   skipReason?: string;
   error?: ErrorReport;
+  /** `diff`: what the run would change; its `outputs`, `metrics`, `skipReason` and `error` are the run's, predicted. */
+  diff?: DiffReport;
 }
 
 export interface StatusTargets {

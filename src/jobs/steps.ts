@@ -198,6 +198,25 @@ export interface QueryStep<C extends string> extends StepBase, RowsStep<C> {
   /** A table the query reads may not exist yet (the run creates it later): then it has no rows. */
   readonly tableMayBeMissing?: boolean;
   interpret(rows: readonly TypedRow<C>[]): StepEffect;
+  /**
+   * For `diff`, which sends no write: a query over the tables as they are now that yields the rows
+   * this step would read after the run's earlier writes (e.g. a count of what a write would land).
+   * Without it such a step is reported as not predicted (docs/diff.md).
+   */
+  readonly predict?: Query;
+  /**
+   * For `diff`: the rows behind the failures this step's rows report (an expectation's failing
+   * rows), each a query `diff` reads up to 10 rows of.
+   */
+  readonly samples?: (rows: readonly TypedRow<C>[]) => readonly Sample[];
+}
+
+/** The failing rows of one expectation of an output, as a query. */
+export interface Sample {
+  /** The output (`catalog.namespace.table`) the expectation belongs to. */
+  readonly table: string;
+  readonly expectation: string;
+  readonly rows: Query;
 }
 
 /**
@@ -234,7 +253,8 @@ export type Step =
     })
   /**
    * Compare the columns a query produces with a table's columns (both as Spark reports them); the
-   * pure function decides: fail, or commands to run first (e.g. add the new columns).
+   * pure function decides: fail, or commands to run first, which add the columns the table lacks
+   * (`diff` takes them to do exactly that: later reads of the table see those columns, NULL).
    */
   | (StepBase & {
       readonly kind: 'compareSchemas';
@@ -284,9 +304,10 @@ export type StepOf<K extends StepKind> = Extract<Step, { kind: K }>;
 
 type Definition<S> = Omit<S, 'kind' | 'col'>;
 
-/** A query step: its rows typed by `columns`, which must be what `query` produces. */
+/** A query step: its rows typed by `columns`, which must be what `query` (and `predict`) produces. */
 export function queryStep<const C extends string>(def: Definition<QueryStep<C>>): QueryStep<C> {
   checkColumns(def.id, def.columns, def.query);
+  if (def.predict) checkColumns(def.id, def.columns, def.predict);
   return Object.freeze({ ...def, kind: 'query' as const, columns: Object.freeze([...def.columns]), col: columnRef(def.id, def.columns) });
 }
 

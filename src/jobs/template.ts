@@ -122,6 +122,7 @@ export type {
   RegisteredSchema,
   Row,
   RowsStep,
+  Sample,
   SchemaDiff,
   SqlOrigin,
   SqlPosition,

@@ -22,6 +22,7 @@ import { findBadSourceFile } from './forensics.js';
 import { subjectSchemas } from './schema-registry.js';
 import { type PlanNode, type Sent, type StepRun, kindOf, stepPlanNode } from './steps/index.js';
 import { tenantLogicOf } from './tenant-logic.js';
+import { type DiffState, diffRun } from './diff.js';
 
 /**
  * Runs a template's steps, in order, on a Spark Connect session: the interpreter loop. What each
@@ -94,6 +95,8 @@ export interface ExecuteOptions {
    * commitMetadata): set around a step that declares a `stamp`, then set back to the run's own.
    */
   stamps?: (extra: Readonly<Record<string, string>>) => Record<string, string>;
+  /** `diff`: every step's diff operation instead of its run, sharing this state; nothing is written (src/runner/diff.ts). */
+  diff?: DiffState;
 }
 
 /** A step starting or ending: `index` counts from 0 among the plan's `total` steps. */
@@ -122,6 +125,7 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
     for (const [index, step] of steps.entries()) {
       const at = { step, index, total: steps.length };
       throwIfAborted(opts.signal);
+      if (opts.diff && step.when && opts.diff.whenUnknown(step, state.facts)) continue;
       if (step.when && !step.when(state.facts)) {
         report.notNeeded.push(step.id);
         opts.logger.info({ step: step.id }, `${step.id} not needed: nothing for it to change`);
@@ -138,7 +142,15 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
         // Its config logic wrapped as tenant logic: the server judges it when the plan arrives (src/spark/policy).
         const sent = tenantLogicOf(step);
         const run = stepRun(sent, opts, state, bound(plan, state));
-        skipped = step.stamp ? await stamped(step.stamp(state.facts), opts, () => kindOf(sent).run(sent, run)) : await kindOf(sent).run(sent, run);
+        // A diff commits nothing, so it sets no stamps either.
+        skipped = opts.diff
+          ? await kindOf(sent).diff(
+              sent,
+              diffRun(sent, run, opts.diff, state.facts, () => report.outputs),
+            )
+          : step.stamp
+            ? await stamped(step.stamp(state.facts), opts, () => kindOf(sent).run(sent, run))
+            : await kindOf(sent).run(sent, run);
       } catch (e) {
         report.failedStep = step.id;
         opts.onStep?.({ kind: 'failed', ...at, ms: performance.now() - started });
@@ -235,7 +247,8 @@ function stepRun(step: Step, opts: ExecuteOptions, state: RunState, boundValues:
       ...(r?.case === 'recentProgress' ? { recentProgress: r.value.recentProgressJson } : {}),
     };
   };
-  const compile = (rel: Rel, reveal = true) => compileRelationPlan(rel, reveal ? live : { reveal: false, bound: boundValues });
+  const compile = (rel: Rel, reveal = true) =>
+    compileRelationPlan(rel, reveal ? live : { reveal: false, bound: boundValues, materialized: state.materialized });
   return {
     logger: opts.logger,
     signal: opts.signal,

@@ -1,15 +1,16 @@
-import { randomUUID } from 'node:crypto';
+import { createHash, randomUUID } from 'node:crypto';
 import type { Logger } from '../core/logger.js';
 import { CancelledError, ConfigError, InternalError, type LakehouseError, asLakehouseError, ExitCode } from '../core/errors.js';
 import { type JobIdentity, type LoadedJob, loadJob } from './load-job.js';
 import { createLogger } from '../core/logger.js';
 import { registerConnectionSecrets } from '../core/secrets.js';
-import { type RunState, type StatusDocument, type StatusTargets, writeStatus } from '../core/status.js';
+import { type DiffReport, type RunState, type StatusDocument, type StatusTargets, writeStatus } from '../core/status.js';
 // The Spark side (grpc-js, protobuf, apache-arrow, the executor) loads only when a command talks to
 // Spark or prints protobuf: `validate` and the text `plan` start without it (cold start, issue 13).
 import type { SparkConnectClient } from '../spark/client.js';
 import { describeRemote } from '../spark/connection.js';
 import type { ExecutionReport } from './executor.js';
+import type { DiffState } from './diff.js';
 import type { LineageRun } from './lineage/index.js';
 import { resolveRemote } from './remote.js';
 import { explainableRel } from './explain.js';
@@ -23,7 +24,8 @@ import { VERSION } from '../version.js';
  */
 
 export interface RunRequest {
-  command: 'run' | 'validate' | 'plan';
+  /** `diff`: what a run would do now, writing nothing (docs/diff.md). */
+  command: 'run' | 'validate' | 'plan' | 'diff';
   job?: string;
   config: string;
   envFile?: string;
@@ -75,7 +77,9 @@ export async function runJob(req: RunRequest): Promise<number> {
   // Filled in step by step: after a failure it still says which steps completed.
   // executor.ts's emptyReport(), without loading the executor.
   const report: ExecutionReport = { outputs: [], metrics: { rowsRead: 0, rowsWritten: 0 }, operationIds: [], completedSteps: [], notNeeded: [] };
-  let outcome: { state: RunState; error?: LakehouseError; report?: ExecutionReport };
+  let outcome: Outcome;
+  // `diff`: what the steps found the run would do, also when the predicted run fails.
+  const diff: { state?: DiffState } = {};
 
   let finished = false;
   /** Exactly one status document and exit code per run, whoever gets here first. */
@@ -121,19 +125,25 @@ export async function runJob(req: RunRequest): Promise<number> {
       await req.view.plan(loaded, explained);
       outcome = { state: 'succeeded' };
     } else {
-      if (loaded.platform.lineage) {
+      // A diff runs nothing, so it emits no lineage either.
+      if (loaded.platform.lineage && req.command === 'run') {
         const { LineageRun } = await import('./lineage/index.js');
         lineage = LineageRun.create({ loaded, orchestratorRunId: runId, ...(req.logicalDate ? { logicalDate: req.logicalDate } : {}), env: req.env, logger });
         await lineage?.start();
       }
-      outcome = await execute(loaded, req, logger, cancel.signal, runId, spark, report);
+      outcome = await execute(loaded, req, logger, cancel.signal, runId, spark, report, diff);
     }
   } catch (e) {
     // Once a signal arrived, whatever the interrupted operation threw is the cancellation.
     const caught = spark.cancelledBy && !(e instanceof ConfigError) ? spark.cancelledBy : asLakehouseError(e);
     const failed = loaded?.plan.steps.find((s) => s.id === report.failedStep);
     const error = loaded ? (await import('./config-column.js')).configColumnError(caught, failed, loaded.config) : caught;
-    outcome = { state: error instanceof CancelledError ? 'cancelled' : 'failed', error, ...(req.command === 'run' ? { report } : {}) };
+    outcome = {
+      state: error instanceof CancelledError ? 'cancelled' : 'failed',
+      error,
+      ...(req.command === 'run' || req.command === 'diff' ? { report } : {}),
+    };
+    if (diff.state) outcome.diff = diff.state.report;
     // `validate` is read by people: its view shows every problem with its path instead of the log.
     if (error instanceof ConfigError && req.command === 'validate' && req.view?.invalid) req.view.invalid(error);
     else if (error instanceof ConfigError)
@@ -158,6 +168,8 @@ export async function runJob(req: RunRequest): Promise<number> {
   return finish(outcome) ?? spark.cancelledBy?.exitCode ?? ExitCode.internal;
 }
 
+type Outcome = { state: RunState; error?: LakehouseError; report?: ExecutionReport; diff?: DiffReport };
+
 interface RunContext {
   startedAt: Date;
   runId: string;
@@ -167,11 +179,7 @@ interface RunContext {
 }
 
 /** Build and write the status document of an outcome; returns its exit code. */
-function reportOutcome(
-  req: RunRequest,
-  outcome: { state: RunState; error?: LakehouseError; report?: ExecutionReport },
-  { startedAt, runId, identity, spark, logger }: RunContext,
-): number {
+function reportOutcome(req: RunRequest, outcome: Outcome, { startedAt, runId, identity, spark, logger }: RunContext): number {
   const exitCode = outcome.error ? outcome.error.exitCode : outcome.state === 'skipped' ? ExitCode.skipped : ExitCode.succeeded;
   const finishedAt = new Date();
   const { client: _client, cancelledBy: _cancelled, ...sparkStatus } = spark;
@@ -187,13 +195,14 @@ function reportOutcome(
     startedAt: startedAt.toISOString(),
     finishedAt: finishedAt.toISOString(),
     durationMs: finishedAt.getTime() - startedAt.getTime(),
-    ...(req.command === 'run' && sparkStatus.remote ? { spark: sparkStatus } : {}),
+    ...((req.command === 'run' || req.command === 'diff') && sparkStatus.remote ? { spark: sparkStatus } : {}),
     outputs: outcome.report?.outputs ?? [],
     metrics: outcome.report?.metrics ?? { rowsRead: 0, rowsWritten: 0 },
     ...(outcome.report ? { completedSteps: [...outcome.report.completedSteps] } : {}),
     ...(outcome.report?.failedStep ? { failedStep: outcome.report.failedStep } : {}),
     ...(outcome.report?.skipped ? { skipReason: outcome.report.skipped } : {}),
     ...(outcome.error ? { error: outcome.error.report() } : {}),
+    ...(outcome.diff ? { diff: outcome.diff } : {}),
   };
   const view = req.view?.status;
   writeStatus(doc, {
@@ -216,10 +225,12 @@ async function execute(
   runId: string,
   spark: SparkState,
   report: ExecutionReport,
-): Promise<{ state: RunState; report: ExecutionReport }> {
+  diff: { state?: DiffState },
+): Promise<Outcome> {
   req.view?.loaded?.(loaded);
   const client = await connect(loaded, req, logger, signal, spark);
-  const [{ executePlan }, { bindTenant }] = await Promise.all([import('./executor.js'), import('./tenant-logic.js')]);
+  const [{ executePlan }, { bindTenant }, { DiffState }] = await Promise.all([import('./executor.js'), import('./tenant-logic.js'), import('./diff.js')]);
+  if (req.command === 'diff') diff.state = new DiffState();
   await bindTenant(client, loaded.platform, loaded.tenant);
   await client.config.set(sessionSettings(loaded, runId, req.logicalDate));
   await executePlan(loaded.plan, {
@@ -231,10 +242,11 @@ async function execute(
     catalogs: Object.keys(loaded.platform.catalogs),
     report,
     stamps: (extra) => commitMetadata(loaded, runId, req.logicalDate, extra),
+    ...(diff.state ? { diff: diff.state } : {}),
     ...(req.view?.step ? { onStep: req.view.step.bind(req.view) } : {}),
     ...(req.view?.progress ? { onProgress: req.view.progress.bind(req.view) } : {}),
   });
-  return { state: report.skipped ? 'skipped' : 'succeeded', report };
+  return { state: report.skipped ? 'skipped' : 'succeeded', report, ...(diff.state ? { diff: diff.state.report } : {}) };
 }
 
 /** A session on the one resolved remote (src/runner/remote.ts), recorded in the run's Spark state. */
@@ -314,7 +326,8 @@ export function freshCatalogReads(loaded: LoadedJob): Record<string, string> {
  * Session settings that stamp every commit of this run with the orchestrator's run: Iceberg copies
  * `spark.sql.iceberg.snapshot-property.*` into each snapshot summary, Delta puts
  * `commitInfo.userMetadata` into each commit. A table's history then leads back to the Airflow run,
- * and the attempt's nonce tells a template which commits since its first read were its own.
+ * and the attempt's nonce tells a template which commits since its first read were its own. The
+ * template, tenant and a hash of the resolved config say which job wrote it (the run ledger).
  */
 export function commitMetadata(
   loaded: LoadedJob,
@@ -325,17 +338,46 @@ export function commitMetadata(
   const job = `${loaded.template.name}/v${loaded.version.version}${loaded.config.job?.name ? `/${loaded.config.job.name}` : ''}`;
   const iceberg = 'spark.sql.iceberg.snapshot-property.lakehouse-jobs.';
   const attempt = loaded.context.attempt;
+  const [template, tenant, configHash] = [loaded.template.name, loaded.tenant.id, configHashOf(loaded.config)];
   // A step's own stamps (an incremental read's position) beside the run's, under lakehouse-jobs.<key>.
   return {
     [`${iceberg}run-id`]: runId,
     ...(attempt ? { [`${iceberg}attempt`]: attempt } : {}),
     [`${iceberg}job`]: job,
+    [`${iceberg}template`]: template,
+    [`${iceberg}tenant`]: tenant,
+    [`${iceberg}config-hash`]: configHash,
     ...(logicalDate ? { [`${iceberg}logical-date`]: logicalDate } : {}),
     ...Object.fromEntries(Object.entries(extra).map(([k, v]) => [`${iceberg}${k}`, v])),
     'spark.databricks.delta.commitInfo.userMetadata': JSON.stringify({
-      'lakehouse-jobs': { runId, ...(attempt ? { attempt } : {}), job, ...(logicalDate ? { logicalDate } : {}), ...extra },
+      'lakehouse-jobs': { runId, ...(attempt ? { attempt } : {}), job, template, tenant, configHash, ...(logicalDate ? { logicalDate } : {}), ...extra },
     }),
   };
+}
+
+/**
+ * The resolved job config's SHA-256 (keys sorted, so the same config hashes alike however it was
+ * written), cut to 16 hex digits: it tells two runs of one job apart when their configs differ.
+ */
+export function configHashOf(config: unknown): string {
+  const canonical = (v: unknown): unknown =>
+    typeof v === 'bigint'
+      ? v.toString()
+      : v instanceof Date
+        ? v.toISOString()
+        : Array.isArray(v)
+          ? v.map(canonical)
+          : v && typeof v === 'object'
+            ? Object.fromEntries(
+                Object.keys(v)
+                  .sort()
+                  .map((k) => [k, canonical((v as Record<string, unknown>)[k])]),
+              )
+            : v;
+  return createHash('sha256')
+    .update(JSON.stringify(canonical(config)) ?? '')
+    .digest('hex')
+    .slice(0, 16);
 }
 
 /** Operation tags allow letters, digits and a few marks; one tag per run covers all its operations. */

@@ -47,7 +47,12 @@ export function tenantLogicOf(step: Step): Step {
   };
   switch (step.kind) {
     case 'query':
-      return { ...step, query: query(step.query) };
+      return {
+        ...step,
+        query: query(step.query),
+        ...(step.predict ? { predict: query(step.predict) } : {}),
+        ...(step.samples ? { samples: (rows) => step.samples!(rows).map((s) => ({ ...s, rows: query(s.rows) })) } : {}),
+      };
     case 'materialize':
       return { ...step, query: query(step.query) };
     case 'compareSchemas':

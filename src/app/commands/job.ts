@@ -1,6 +1,6 @@
 import type { Argv } from 'yargs';
 import { UsageError } from '../../core/errors.js';
-import { XCOM_DIR, terminationTargets } from '../../core/status.js';
+import { XCOM_DIR, statusText, terminationTargets } from '../../core/status.js';
 import type { RunRequest } from '../../runner/run.js';
 import type { RunView } from '../../runner/view.js';
 import { type Args, type Io, seconds, str } from '../command.js';
@@ -42,9 +42,14 @@ export async function jobRequest(command: RunRequest['command'], argv: Args, io:
     print = (text) => t.log(text);
     view = {
       ...base,
-      ...(command === 'run' ? { loaded: (l) => t.loaded(l), step: (e) => t.step(e), progress: (s, p) => t.progress(s, p) } : {}),
+      ...(command === 'run' || command === 'diff' ? { loaded: (l) => t.loaded(l), step: (e) => t.step(e), progress: (s, p) => t.progress(s, p) } : {}),
       ...(output.summary && command !== 'plan' ? { status: (d) => t.status(d) } : {}),
     };
+  }
+  // Beside the document on stdout, what a person reads of a diff (on a terminal, its summary says it all).
+  if (command === 'diff' && !output.summary) {
+    const { diffSummary } = await import('../views/diff.js');
+    view = { ...view, status: (d) => (io.stdout(`${statusText(d)}\n`), print(diffSummary(d, output.terminal))) };
   }
   const sink = await logSink(output, io, print);
   const set = argv.set;

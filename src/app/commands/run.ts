@@ -6,10 +6,10 @@ export const runCommand: LakehouseCommand = {
   command: 'run',
   describe: 'run a job on Spark Connect (the default command)',
   usage: '$0 [run] --job <template> --config <tenant.conf> [options]',
-  builder: (y) => jobBuilder(y),
+  builder: (y) => jobBuilder(y).options({ 'dry-run': { type: 'boolean', describe: 'what the run would do, writing nothing: the same as `diff`' } }),
   async handler(argv, io) {
     // Each command loads only what it needs: a cold start is what an orchestrator pays per task.
     const { runJob } = await import('../../runner/run.js');
-    return runJob(await jobRequest('run', argv, io));
+    return runJob(await jobRequest(argv['dry-run'] === true ? 'diff' : 'run', argv, io));
   },
 };

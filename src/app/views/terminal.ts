@@ -7,6 +7,7 @@ import type { RunView } from '../../runner/view.js';
 import type { SparkProgress } from '../../spark/execution.js';
 import { paint } from './paint.js';
 import { bytes, duration, statusSummary } from './summary.js';
+import { diffSummary } from './diff.js';
 
 /**
  * A run as a person watches it on a terminal (stderr): one line per step, `[n/N] id`, with its
@@ -76,7 +77,7 @@ export class TerminalView implements RunView {
 
   status(doc: StatusDocument): void {
     this.#stop();
-    this.#o.stdout(this.#o.summary ? statusSummary(doc, this.#o.colorize) : `${statusText(doc)}\n`);
+    this.#o.stdout(this.#o.summary ? (doc.diff ? diffSummary(doc, this.#o.colorize) : statusSummary(doc, this.#o.colorize)) : `${statusText(doc)}\n`);
   }
 
   #line(): string {

@@ -266,6 +266,9 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestSpec): JobPlan {
     query: readBronze(bronze)
       .rows.filter(eq(col(SNAPSHOT_DATE), snapshotDate))
       .aggregate([], [alias(fn('count', lit(1)), 'rows')]),
+    // diff: the date's rows after the write are the snapshot's rows.
+    predict: stamped.aggregate([], [alias(fn('count', lit(1)), 'rows')]),
+    ...untrusted,
     columns: ['rows'],
     interpret: (r) => {
       const n = Number(r[0]?.rows ?? 0);

@@ -350,6 +350,11 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
     query: pass.checkQuery,
     columns: outputColumns(pass.checkQuery.rel)!,
     interpret: ([r]) => judge(r ?? {}, expectations, publish, { table: displayTable(gold.target), format: catalog.format, location: gold.location }),
+    // diff: the rows behind each failing row check, as they would be checked.
+    samples: ([r]) =>
+      expectations.flatMap((e, i) =>
+        isRowCheck(e) && Number(r?.[`failed_${i}`] ?? 0) > 0 ? [{ table: displayTable(gold.target), expectation: e.name, rows: pass.failing(i) }] : [],
+      ),
   });
   const steps: Step[] = [
     ...judgePhase(result, pass.judged, transformed.path, resultColumns(spec), quarantines, flagged),
@@ -430,7 +435,8 @@ function checkedRows(ctx: JobContext, spec: GoldPublishSpec, gold: Gold, result:
     lit(true),
     'inner',
   );
-  return { judged: custom.length ? judged : undefined, written: checked.filter(kept).drop(...internal), quarantined, checkQuery };
+  const failing = (i: number) => checked.filter(col(flagColumn(i))).drop(...internal);
+  return { judged: custom.length ? judged : undefined, written: checked.filter(kept).drop(...internal), quarantined, checkQuery, failing };
 }
 
 /**

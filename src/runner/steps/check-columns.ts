@@ -11,6 +11,14 @@ export const checkColumns: StepKindModule<StepOf<'checkColumns'>> = {
     if (effect.fail) throw effect.fail;
     return effect.skip;
   },
+  async diff(step, run) {
+    const stale = run.stale(step.source.rel);
+    if (stale.length) {
+      run.notPredicted(step, `it analyses ${stale.join(', ')}, which this run writes before it`);
+      return undefined;
+    }
+    return checkColumns.run(step, run);
+  },
   plan: (step) => ({ relation: step.source.rel }),
   view: (step) => `CheckColumns (analyses, reads no row) of:\n${indent(formatRel(step.source.rel), 3)}`,
   touches: (step) => ({ reads: relTouches(step.source.rel), writes: [] }),

@@ -1,6 +1,7 @@
 import type { StepOf } from '../../jobs/steps.js';
 import { formatCmd } from '../../spark/plan/format.js';
 import { cmdTouches } from '../../spark/plan/touches.js';
+import { writeDetail } from '../diff.js';
 import type { StepKindModule } from './kind.js';
 
 /** Run a command (DDL, write, MERGE). */
@@ -15,6 +16,10 @@ export const command: StepKindModule<StepOf<'command'>> = {
       run.logger.info({ step: step.id }, 'another run created it at the same moment: sending it once more');
       await run.send({ command: step.command });
     }
+    return undefined;
+  },
+  async diff(step, run) {
+    run.wouldWrite(step, step.command, await writeDetail(step.command, run));
     return undefined;
   },
   plan: (step) => ({ command: step.command }),

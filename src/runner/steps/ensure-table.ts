@@ -28,6 +28,19 @@ export const ensureTable: StepKindModule<StepOf<'ensureTable'>> = {
     }
     return undefined;
   },
+  async diff(step, run) {
+    if (await ownTableExists(step, run)) {
+      await checkLocation(step, run);
+      return undefined;
+    }
+    // The run's guards, then what it would create: the columns of the relation it is created from.
+    await checkOtherCatalogs(step, run);
+    await checkLocationEmpty(step, run);
+    const create = step.create;
+    const from = create.kind === 'writeV2' || create.kind === 'write' ? create.input : undefined;
+    run.wouldCreate(step, from ? await run.schema(from) : []);
+    return undefined;
+  },
   plan: (step) => ({ command: step.create }),
   view: (step) => `EnsureTable ${displayTable(step.table)} at ${step.location}, if missing:\n${indent(formatCmd(step.create), 3)}`,
   touches: (step) => {

@@ -1,13 +1,15 @@
 import type { Logger } from '../../core/logger.js';
+import type { TableName } from '../../core/naming.js';
+import type { StreamRead } from '../../core/status.js';
 import type { Field } from '../../spark/types.js';
 import type { Cmd } from '../../spark/plan/commands.js';
 import type { Rel } from '../../spark/plan/relations.js';
 import type { Touches } from '../../spark/plan/touches.js';
-import type { Row, RowsStep, Step, StepEffect, StepKind, StepOf } from '../../jobs/steps.js';
+import type { Facts, Row, RowsStep, Sample, Step, StepEffect, StepKind, StepOf } from '../../jobs/steps.js';
 
 /**
- * One module per step kind, each implementing every operation on its kind: run it, show it, say
- * what it touches and what Spark's explain analyses. The record in index.ts is typed
+ * One module per step kind, each implementing every operation on its kind: run it, diff it (what it
+ * would do, sending no write), show it, say what it touches and what Spark's explain analyses. The record in index.ts is typed
  * so that the compiler checks every kind has every operation. The kind modules speak plan nodes
  * only: the executor compiles and sends them (src/runner/executor.ts), so `validate` and the text
  * `plan` load no protobuf.
@@ -53,9 +55,41 @@ export interface StepRun {
   at(e: unknown, configPath: string): unknown;
 }
 
+/**
+ * What a step's diff may do (src/runner/diff.ts): read as its run would, with reads of a table the
+ * run would create answered by the empty relation it would be created from; nothing it sends can
+ * write (a command is refused as a bug). It records what the run would write instead.
+ */
+export interface DiffRun extends StepRun {
+  /** The facts of the steps before: what a prediction from facts is computed from. */
+  readonly facts: Facts;
+  /**
+   * The tables and paths `rel` reads that an earlier write of the run (not sent) changes: reading
+   * them now would not see what the run would see. Empty when reading now is what the run reads.
+   */
+  stale(rel: Rel): string[];
+  /** The step's table does not exist: it would be created with these columns, and reads of it read no row. */
+  wouldCreate(step: StepOf<'ensureTable'>, columns: readonly Field[]): void;
+  /** The table would gain these columns (NULL in its rows) before later steps read it. */
+  wouldAddColumns(step: Step, table: TableName, columns: readonly Field[]): void;
+  /** The step would send this write: what it writes is stale for later reads. `detail`: what it replaces. */
+  wouldWrite(step: Step, command: Cmd, detail?: { replaces?: string; rowsReplaced?: number }): void;
+  /** What a stream step would read. */
+  wouldRead(stream: StreamRead): void;
+  /** The step reads what the run's earlier writes change and nothing predicts it: it is not run. */
+  notPredicted(step: Step, reason: string): void;
+  /** Read up to 10 rows of each sample into its output's expectation. */
+  sample(samples: readonly Sample[]): Promise<void>;
+}
+
 export interface StepKindModule<S extends Step> {
   /** Run the step; resolves to a skip reason when it ends the run with nothing to do. */
   run(step: S, run: StepRun): Promise<string | undefined>;
+  /**
+   * What the step would do in a run now, writing nothing (`diff`): its reads as the run's, its
+   * writes recorded instead of sent. Resolves to the skip reason the run would end with.
+   */
+  diff(step: S, run: DiffRun): Promise<string | undefined>;
   /** The step's main plan, as `plan --format json` prints it. */
   plan(step: S): PlanNode;
   /** The operator tree `plan` prints. */

@@ -17,6 +17,14 @@ export const materialize: StepKindModule<StepOf<'materialize'>> = {
     run.record(step, columns, rows);
     return run.effect(step.interpret(rows as never));
   },
+  async diff(step, run) {
+    const stale = [...run.stale(step.query.rel), ...run.stale(step.check.rel)];
+    if (stale.length) {
+      run.notPredicted(step, `it reads ${[...new Set(stale)].join(', ')}, which this run writes before it`);
+      return undefined;
+    }
+    return materialize.run(step, run);
+  },
   plan: (step) => ({ checkpoint: step.query.rel }),
   view: (step) => `Materialize ${step.name} (kept for the run):\n${indent(formatRel(step.query.rel), 3)}\nthen:\n${indent(formatRel(step.check.rel), 3)}`,
   touches: (step) => ({ reads: relTouches(step.query.rel), writes: [] }),

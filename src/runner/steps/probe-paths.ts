@@ -11,6 +11,14 @@ export const probePaths: StepKindModule<StepOf<'probePaths'>> = {
     if (effect.fail) throw effect.fail;
     return effect.skip;
   },
+  async diff(step, run) {
+    const stale = step.paths.flatMap((p) => run.stale(listing([p]).rel));
+    if (stale.length) {
+      run.notPredicted(step, `it lists ${stale.join(', ')}, which this run writes before it`);
+      return undefined;
+    }
+    return probePaths.run(step, run);
+  },
   plan: (step) => ({ relation: listing(step.paths).rel }),
   view: (step) => `ProbePaths (lists, reads no file)\n${step.paths.map((p) => `   ${p}`).join('\n')}`,
   touches: (step) => ({ reads: [{ kind: 'listing', paths: step.paths }], writes: [] }),

@@ -17,6 +17,20 @@ export const query: StepKindModule<StepOf<'query'>> = {
     run.record(step, answer.columns, answer.rows);
     return run.effect(step.interpret(answer.rows as never));
   },
+  async diff(step, run) {
+    // A read of what this run's earlier (unsent) writes change would see the table before them.
+    const stale = run.stale(step.query.rel);
+    const predicted = stale.length && step.predict && run.stale(step.predict.rel).length === 0 ? step.predict : undefined;
+    if (stale.length && !predicted) {
+      run.notPredicted(step, `it reads ${stale.join(', ')}, which this run writes before it`);
+      return undefined;
+    }
+    const read = await run.rows((predicted ?? step.query).rel);
+    run.record(step, read.columns, read.rows);
+    if (step.samples) await run.sample(step.samples(read.rows as never));
+    return run.effect(step.interpret(read.rows as never));
+  },
+
   plan: (step) => ({ relation: step.query.rel }),
   view: (step) => formatRel(step.query.rel),
   touches: (step) => ({ reads: relTouches(step.query.rel), writes: [] }),

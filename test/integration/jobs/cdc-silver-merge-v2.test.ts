@@ -102,6 +102,9 @@ target { table = "accounts", format = ${format}, catalog = "${catalog}" }
           runId: 'it-v2-2026-08-01',
           attempt: expect.stringMatching(/^[0-9a-f-]{36}$/),
           job: 'cdc-silver-merge/v2/it-accounts',
+          template: 'cdc-silver-merge',
+          tenant: tenant.id,
+          configHash: expect.stringMatching(/^[0-9a-f]{16}$/),
           logicalDate: '2026-08-01',
         },
       });
@@ -111,6 +114,9 @@ target { table = "accounts", format = ${format}, catalog = "${catalog}" }
         snapshot_id: r.status.outputs[0].snapshotId,
         'lakehouse-jobs.run-id': 'it-v2-2026-08-01',
         'lakehouse-jobs.job': 'cdc-silver-merge/v2/it-accounts',
+        'lakehouse-jobs.template': 'cdc-silver-merge',
+        'lakehouse-jobs.tenant': tenant.id,
+        'lakehouse-jobs.config-hash': expect.stringMatching(/^[0-9a-f]{16}$/),
       });
     }
   });

@@ -17,7 +17,7 @@ describe('the step kinds', () => {
       materialize: true,
     };
     expect(Object.keys(STEP_KINDS).sort()).toEqual(Object.keys(kinds).sort());
-    const operations: (keyof StepKindModule<never>)[] = ['run', 'plan', 'view', 'touches', 'explainable'];
+    const operations: (keyof StepKindModule<never>)[] = ['run', 'diff', 'plan', 'view', 'touches', 'explainable'];
     for (const module of Object.values(STEP_KINDS)) for (const op of operations) expect(typeof module[op]).toBe('function');
   });
 

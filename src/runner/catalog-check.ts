@@ -1,4 +1,4 @@
-import { ExitCode, LakehouseError } from '../core/errors.js';
+import { ExitCode, UnavailableError, LakehouseError } from '../core/errors.js';
 import type { PlatformConfig } from '../core/config/platform.js';
 import { resolveSecret } from '../core/config/secret-ref.js';
 import { Secret } from '../core/secrets.js';
@@ -18,11 +18,10 @@ export interface CatalogCheck {
 }
 
 /** A catalog that does not answer, or answers with a server error (69, retryable). */
-export class CatalogUnavailableError extends LakehouseError {
-  readonly exitCode = ExitCode.unavailable;
-  readonly category = 'unavailable' as const;
-  readonly code = 'CATALOG_UNAVAILABLE';
-  override readonly retryable = true;
+export class CatalogUnavailableError extends UnavailableError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, { ...options, code: 'CATALOG_UNAVAILABLE' });
+  }
 }
 
 /** A catalog that refuses the credentials (77). */

@@ -1,4 +1,4 @@
-import { ExitCode, InputMissingError, LakehouseError } from '../core/errors.js';
+import { ExitCode, UnavailableError, InputMissingError, LakehouseError } from '../core/errors.js';
 import { registerSecretValue } from '../core/secrets.js';
 import type { RegisteredSchema } from '../jobs/steps.js';
 import type { SchemaRegistryRef } from '../jobs/template.js';
@@ -11,11 +11,10 @@ import type { SchemaRegistryRef } from '../jobs/template.js';
  */
 
 /** A registry that does not answer, or answers with a server error (69, retryable). */
-export class RegistryUnavailableError extends LakehouseError {
-  readonly exitCode = ExitCode.unavailable;
-  readonly category = 'unavailable' as const;
-  readonly code = 'SCHEMA_REGISTRY_UNAVAILABLE';
-  override readonly retryable = true;
+export class RegistryUnavailableError extends UnavailableError {
+  constructor(message: string, options?: { cause?: unknown }) {
+    super(message, { ...options, code: 'SCHEMA_REGISTRY_UNAVAILABLE' });
+  }
 }
 
 /** A registry that refuses the credentials (77). */

@@ -9,7 +9,14 @@ import type { Rel } from './relations.js';
 export function rewriteRel(rel: Rel, replace: (node: Rel) => Rel | undefined): Rel {
   const replaced = replace(rel);
   if (replaced) return replaced;
-  const r = (x: Rel) => rewriteRel(x, replace);
+  const before = inputs(rel);
+  const after = before.map((x) => rewriteRel(x, replace));
+  if (after.every((x, i) => x === before[i])) return rel;
+  return Object.freeze(rel.kind === 'join' ? { ...rel, left: after[0]!, right: after[1]! } : { ...rel, input: after[0]! }) as Rel;
+}
+
+/** A relation's inputs: none for a leaf (a table, SQL text, a source…), both sides of a join, else its one input. */
+export function inputs(rel: Rel): Rel[] {
   switch (rel.kind) {
     case 'sql':
     case 'table':
@@ -17,14 +24,10 @@ export function rewriteRel(rel: Rel, replace: (node: Rel) => Rel | undefined): R
     case 'range':
     case 'extension':
     case 'materialized':
-      return rel;
-    case 'join': {
-      const [left, right] = [r(rel.left), r(rel.right)];
-      return left === rel.left && right === rel.right ? rel : Object.freeze({ ...rel, left, right });
-    }
-    default: {
-      const input = r(rel.input);
-      return input === rel.input ? rel : Object.freeze({ ...rel, input });
-    }
+      return [];
+    case 'join':
+      return [rel.left, rel.right];
+    default:
+      return [rel.input];
   }
 }

@@ -1,6 +1,7 @@
 import { isConfigExpr } from '../plan/config-expression.js';
 import type { Expr } from '../plan/expressions.js';
 import type { Rel } from '../plan/relations.js';
+import { inputs } from '../plan/rewrite.js';
 
 /**
  * Tenant logic, as the server judges it: the parts of a relation that carry config logic, each
@@ -21,7 +22,7 @@ export function configSubtrees(rel: Rel): Rel[] {
   const visit = (r: Rel): void => {
     if (r.kind === 'tenantLogic') return;
     if (r.kind === 'sql' || ownExpressions(r).some(holdsConfigExpr)) found.push(r);
-    else children(r).forEach(visit);
+    else inputs(r).forEach(visit);
   };
   visit(rel);
   return found.length ? found : [rel];
@@ -50,12 +51,12 @@ export function wrapTenantLogic(rel: Rel, configPaths: readonly string[]): Rel {
 }
 
 function holdsTenantLogic(rel: Rel): boolean {
-  return rel.kind === 'tenantLogic' || children(rel).some(holdsTenantLogic);
+  return rel.kind === 'tenantLogic' || inputs(rel).some(holdsTenantLogic);
 }
 
 /** JDBC reads the relation declares itself (a template's source): the server allows no more. */
 export function jdbcSources(rel: Rel): number {
-  return (rel.kind === 'source' && rel.format === 'jdbc' ? 1 : 0) + children(rel).reduce((n, c) => n + jdbcSources(c), 0);
+  return (rel.kind === 'source' && rel.format === 'jdbc' ? 1 : 0) + inputs(rel).reduce((n, c) => n + jdbcSources(c), 0);
 }
 
 /** The expressions of a node itself, not of its inputs. */
@@ -82,20 +83,4 @@ function holdsConfigExpr(node: unknown, depth = 0): boolean {
   if (typeof node !== 'object' || node === null || depth > 500) return false;
   if ('kind' in node && isConfigExpr(node as Expr)) return true;
   return (Array.isArray(node) ? node : Object.values(node)).some((v) => holdsConfigExpr(v, depth + 1));
-}
-
-export function children(rel: Rel): Rel[] {
-  switch (rel.kind) {
-    case 'sql':
-    case 'table':
-    case 'source':
-    case 'range':
-    case 'extension':
-    case 'materialized':
-      return [];
-    case 'join':
-      return [rel.left, rel.right];
-    default:
-      return [rel.input];
-  }
 }

@@ -158,7 +158,17 @@ describe('scripts from a private folder whose path has a space', () => {
     expect(script('spark-connect', ['address', '--port', String(sparkPort)]).stdout).toBe(`sc://127.0.0.1:${sparkPort}`);
     expect(script('spark-connect', ['log', '--port', String(sparkPort)]).stdout).toBe(join(checkout, `.cache/spark/run-${sparkPort}/server.log`));
     // $CACHE/lake has a space, and storage URIs built from it would be refused: the user's cache instead.
-    expect(script('spark-connect', ['warehouse']).stdout).toMatch(new RegExp(`^${userCache}/lakehouse-jobs/lake-[0-9a-f]{16}$`));
+    const lake = script('spark-connect', ['warehouse']).stdout;
+    expect(lake).toMatch(new RegExp(`^${userCache}/lakehouse-jobs/lake-[0-9a-f]{16}$`));
+    expect(script('spark-connect', ['warehouse']).stdout).toBe(lake);
+    // A fresh clone at a deleted checkout's path (its cache, with the metastore, gone) gets a lake
+    // of its own, never the old one's tables, which its new metastore does not know.
+    const cache = { LAKEHOUSE_CACHE: join(scratch, 'dir with space', 'a cache') };
+    const first = script('spark-connect', ['warehouse'], cache).stdout;
+    rmSync(cache.LAKEHOUSE_CACHE, { recursive: true, force: true });
+    const fresh = script('spark-connect', ['warehouse'], cache).stdout;
+    expect([first, fresh]).toEqual([expect.stringMatching(/\/lake-[0-9a-f]{16}$/), expect.stringMatching(/\/lake-[0-9a-f]{16}$/)]);
+    expect(new Set([lake, first, fresh]).size).toBe(3);
     expect(script('spark-connect', ['warehouse'], { LAKEHOUSE_LAKE_HOME: '/srv/lake' }).stdout).toBe('/srv/lake');
   });
 

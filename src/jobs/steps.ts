@@ -197,7 +197,8 @@ export interface QueryStep<C extends string> extends StepBase, RowsStep<C> {
   readonly query: Query;
   /** A table the query reads may not exist yet (the run creates it later): then it has no rows. */
   readonly tableMayBeMissing?: boolean;
-  interpret(rows: readonly TypedRow<C>[]): StepEffect;
+  /** `facts`: the earlier steps' rows (a measurement after a change compares with the one before); the executor always passes them. */
+  interpret(rows: readonly TypedRow<C>[], facts?: Facts): StepEffect;
   /**
    * For `diff`, which sends no write: a query over the tables as they are now that yields the rows
    * this step would read after the run's earlier writes (e.g. a count of what a write would land).

@@ -267,6 +267,7 @@ function stepRun(step: Step, opts: ExecuteOptions, state: RunState, boundValues:
         ? // Sent also after a cancel (no signal, no operation of the step): the query must not outlive its run.
           sent(await session.execute(compileStreamingQueryCommand(query, 'stop'), { tags: opts.tags }))
         : sent(await execute(compileStreamingQueryCommand(query, action))),
+    facts: state.facts,
     record: (s, columns, rows) => state.facts.record(s, columns, rows),
     effect: (effect) => applyEffect(effect, report),
     keep: (name, relationId) => void state.materialized.set(name, relationId),

@@ -4,7 +4,7 @@ import { createLogger } from '../../src/core/logger.js';
 import type { Step } from '../../src/jobs/template.js';
 import { type ExecutionReport, emptyReport, executePlan } from '../../src/runner/executor.js';
 import { commitMetadata, sessionSettings, tagFor } from '../../src/runner/run.js';
-import { releaseSession, runSession } from './stack.js';
+import { outputMetricsUndefined, releaseSession, runSession } from './stack.js';
 
 /** What a run in this process ended with: its exit code (0 or the error's) and the steps it began. */
 export interface Outcome {
@@ -46,13 +46,25 @@ export async function runInProcess(
         await beforeStep?.(s);
       },
     });
-    return { code: 0, steps, report };
+    return { code: 0, steps, report: documented(report) };
   } catch (e) {
     const error = asLakehouseError(e);
-    return { code: error.exitCode, steps, report, error: { ...('code' in error ? { code: String(error.code) } : {}), message: error.message } };
+    return {
+      code: error.exitCode,
+      steps,
+      report: documented(report),
+      error: { ...('code' in error ? { code: String(error.code) } : {}), message: error.message },
+    };
   } finally {
     await releaseSession(client);
   }
+}
+
+/** Every report a test gets is held to the documented metrics (src/core/metrics.ts). */
+function documented(report: ExecutionReport): ExecutionReport {
+  const undefinedMetrics = outputMetricsUndefined(report.outputs);
+  if (undefinedMetrics.length) throw new Error(`a run reported metrics that docs/contracts.md does not define: ${undefinedMetrics.join(', ')}`);
+  return report;
 }
 
 /**

@@ -5,6 +5,7 @@ import { mkdtempSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { isOutputMetric } from '../../src/core/metrics.js';
 import { parseConnectionString } from '../../src/spark/connection.js';
 import { SparkConnectClient } from '../../src/spark/client.js';
 import type { PlatformConfig } from '../../src/core/config/platform.js';
@@ -257,8 +258,32 @@ export function spawnCli(args: string[], env: Record<string, string> = {}): { ch
   let stderr = '';
   child.stdout!.on('data', (b: Buffer) => (stdout += b.toString()));
   child.stderr!.on('data', (b: Buffer) => (stderr += b.toString()));
-  const done = new Promise<CliResult>((resolve) => child.on('close', (code) => resolve({ code, stdout, stderr })));
+  const done = new Promise<CliResult>((resolve, reject) =>
+    child.on('close', (code) => {
+      // Every status a test gets is held to the documented metrics (src/core/metrics.ts).
+      const undefinedMetrics = undocumentedMetrics(stdout);
+      if (undefinedMetrics.length)
+        reject(new Error(`status of ${args.join(' ')} has metrics that docs/contracts.md does not define: ${undefinedMetrics.join(', ')}`));
+      else resolve({ code, stdout, stderr });
+    }),
+  );
   return { child, done };
+}
+
+/** The `outputs[].metrics` names of a status document on stdout that OUTPUT_METRICS lacks (none for other output). */
+export function undocumentedMetrics(stdout: string): string[] {
+  let status: { schema?: unknown; outputs?: { metrics?: Record<string, unknown> }[] };
+  try {
+    status = JSON.parse(stdout);
+  } catch {
+    return [];
+  }
+  return status?.schema === 'lakehouse-jobs/status/v1' ? outputMetricsUndefined(status.outputs ?? []) : [];
+}
+
+/** The metric names of these outputs that OUTPUT_METRICS lacks. */
+export function outputMetricsUndefined(outputs: readonly { metrics?: Record<string, unknown> }[]): string[] {
+  return [...new Set(outputs.flatMap((o) => Object.keys(o.metrics ?? {})).filter((m) => !isOutputMetric(m)))];
 }
 
 /** Run the CLI to its end. */

@@ -4,13 +4,13 @@ import { catalogName, columnName, name } from '../../core/config/validate.js';
 import { ConfigError, type ConfigIssue } from '../../core/errors.js';
 import { type Instant, addHours } from '../../core/instant.js';
 import { LAYERS, type TableName, displayTable, sameLocation, tableParts } from '../../core/naming.js';
-import { alias, and, coalesce, col, desc, fn, gt, lit, not, or, over } from '../../spark/plan/expressions.js';
+import { alias, and, cast, coalesce, col, desc, fn, gt, lit, not, or, over } from '../../spark/plan/expressions.js';
 import { Query, sqlCommand } from '../../spark/plan/query.js';
 import { type SqlText, sql } from '../../spark/plan/sql.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { tableCatalog } from '../tables.js';
 import type { CatalogRef, Facts, JobContext, JobPlan, Step } from '../template.js';
-import { queryStep } from '../steps.js';
+import { type RowsStep, queryStep } from '../steps.js';
 
 /**
  * table-maintenance: compact, rewrite manifests, expire snapshots and remove orphan files of a
@@ -242,12 +242,13 @@ function plan(ctx: JobContext, spec: TableMaintenanceSpec): JobPlan {
   if (issues.length) throw new ConfigError(issues);
 
   // Every table is inspected and measured before any is changed: a refusal leaves all of them as they were.
+  const before = targets.map((t) => measureStep(t, 'before', now));
   const steps: Step[] = [
     ...targets.map(inspectStep),
     ...targets.flatMap((t) => (t.catalog.format === 'iceberg' && t.spec['expire-snapshots'] ? [foreignFilesStep(t)] : [])),
-    ...targets.map((t) => measureStep(t, 'before', now)),
+    ...before,
     ...targets.flatMap((t) => (t.catalog.format === 'iceberg' ? icebergActions(t, now, dryRun) : deltaActions(t, dryRun))),
-    ...(dryRun ? [] : targets.map((t) => measureStep(t, 'after', now))),
+    ...(dryRun ? [] : targets.map((t, i) => measureStep(t, 'after', now, before[i]))),
   ];
   const vacuumBelowCheck = targets.some((t) => t.spec.vacuum && t.spec.vacuum['retain-hours'] < DELTA_RETENTION_CHECK_HOURS);
   // The platform's floor is the check that holds; Delta's fixed 7-day check would refuse a shorter retention the platform allows.
@@ -354,8 +355,13 @@ function foreignFilesStep(t: Target): Step {
   });
 }
 
-/** Files and bytes of the table's current state (and its snapshots), from the table's metadata. */
-function measureStep(t: Target, when: 'before' | 'after', now: Instant): Step {
+/**
+ * Files and bytes of the table's current state (and its snapshots), from the table's metadata, and
+ * its current commit (Iceberg: the snapshot `main` points at; Delta: the latest version). After the
+ * actions, the table was `committed` to when its current commit moved or snapshots were expired:
+ * a rerun with nothing to compact, rewrite, expire or vacuum reports `committed: false`.
+ */
+function measureStep(t: Target, when: 'before' | 'after', now: Instant, before?: RowsStep<string>): RowsStep<string> & Step {
   const name = displayTable(t.table);
   const parts = tableParts(t.table);
   let query: Query;
@@ -375,21 +381,30 @@ function measureStep(t: Target, when: 'before' | 'after', now: Instant): Step {
     const snapshots = Query.table([...parts, 'snapshots'])
       .withColumns([['__rn', over(fn('row_number'), [], [desc(col('committed_at'))])]])
       .aggregate([], [alias(fn('count', lit(1)), 'snapshots'), alias(expirable, 'expirable')]);
-    query = files.join(snapshots, lit(true), 'inner');
+    const current = Query.table([...parts, 'refs'])
+      .filter(fn('=', col('name'), lit('main')))
+      .aggregate([], [alias(cast(fn('max', col('snapshot_id')), 'string'), 'current')]);
+    query = files.join(snapshots, lit(true), 'inner').join(current, lit(true), 'inner');
   } else {
-    query = Query.sql(sql`DESCRIBE DETAIL ${sql.table(parts)}`).select(alias(col('numFiles'), 'files'), alias(col('sizeInBytes'), 'bytes'));
+    const current = Query.sql(sql`DESCRIBE HISTORY ${sql.table(parts)} LIMIT 1`).select(alias(cast(col('version'), 'string'), 'current'));
+    query = Query.sql(sql`DESCRIBE DETAIL ${sql.table(parts)}`)
+      .select(alias(col('numFiles'), 'files'), alias(col('sizeInBytes'), 'bytes'))
+      .join(current, lit(true), 'inner');
   }
   const iceberg = t.catalog.format === 'iceberg';
   return queryStep({
     id: `measure-${when}-${t.id}`,
     title: `Measure ${name}'s files and bytes ${when} maintenance`,
     query,
-    columns: iceberg ? (['files', 'bytes', 'snapshots', 'expirable'] as const) : (['files', 'bytes'] as const),
-    interpret: ([r]) => {
+    columns: iceberg ? (['files', 'bytes', 'snapshots', 'expirable', 'current'] as const) : (['files', 'bytes', 'current'] as const),
+    interpret: ([r], facts) => {
       const metrics: Record<string, number> = { [`files${cap(when)}`]: Number(r?.files ?? 0), [`bytes${cap(when)}`]: Number(r?.bytes ?? 0) };
       if (iceberg) metrics[`snapshots${cap(when)}`] = Number(r?.snapshots ?? 0);
       if (when === 'before' && t.spec['expire-snapshots']) metrics.snapshotsExpirable = Number(r?.expirable ?? 0);
-      return { output: { table: name, format: t.catalog.format, location: t.location, committed: when === 'after', metrics } };
+      const [b] = (before && facts?.rows(before)) || [];
+      // Without the measurement before (not run), a change is not ruled out.
+      const committed = when === 'after' && (b === undefined || b.current !== r?.current || (iceberg && Number(r?.snapshots ?? 0) < Number(b.snapshots ?? 0)));
+      return { output: { table: name, format: t.catalog.format, location: t.location, committed, metrics } };
     },
   });
 }

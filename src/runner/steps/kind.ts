@@ -43,6 +43,8 @@ export interface StepRun {
   inputFiles(rel: Rel): Promise<string[]>;
   /** Ask a running streaming query of this session to wait, report its progress, or stop. */
   streaming(query: { id: string; runId: string }, action: { await: { timeoutMs: number } } | 'recentProgress' | 'stop'): Promise<Sent>;
+  /** The facts of the steps before (what `when`, `interpret` and a prediction read). */
+  readonly facts: Facts;
   /** A query step's rows become a fact for later steps (checked against its declared columns). */
   record(step: RowsStep<string>, columns: readonly string[] | undefined, rows: readonly Row[]): void;
   /** A step's effect on the run's report; returns the skip reason, if any. Throws its failure. */
@@ -61,8 +63,6 @@ export interface StepRun {
  * write (a command is refused as a bug). It records what the run would write instead.
  */
 export interface DiffRun extends StepRun {
-  /** The facts of the steps before: what a prediction from facts is computed from. */
-  readonly facts: Facts;
   /**
    * The tables and paths `rel` reads that an earlier write of the run (not sent) changes: reading
    * them now would not see what the run would see. Empty when reading now is what the run reads.

@@ -15,7 +15,7 @@ export const query: StepKindModule<StepOf<'query'>> = {
       answer = { columns: step.columns, rows: [] };
     }
     run.record(step, answer.columns, answer.rows);
-    return run.effect(step.interpret(answer.rows as never));
+    return run.effect(step.interpret(answer.rows as never, run.facts));
   },
   async diff(step, run) {
     // A read of what this run's earlier (unsent) writes change would see the table before them.
@@ -28,7 +28,7 @@ export const query: StepKindModule<StepOf<'query'>> = {
     const read = await run.rows((predicted ?? step.query).rel);
     run.record(step, read.columns, read.rows);
     if (step.samples) await run.sample(step.samples(read.rows as never));
-    return run.effect(step.interpret(read.rows as never));
+    return run.effect(step.interpret(read.rows as never, run.facts));
   },
 
   plan: (step) => ({ relation: step.query.rel }),

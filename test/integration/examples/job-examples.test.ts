@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createTopic, debeziumDecimal, produce, recordKey } from '../../support/kafka.js';
 import { QUICKSTART_ORDERS, writeOrderEvents } from '../../support/shop-source.js';
-import { lakeHome, readDeltaWithDeltaRs, readIcebergWithPyIceberg, repoRoot } from '../../support/stack.js';
+import { lakeHome, readDeltaWithDeltaRs, readIcebergWithPyIceberg, repoRoot, undocumentedMetrics } from '../../support/stack.js';
 import { needs } from '../../support/needs.js';
 import { headerCommands } from '../../support/example-headers.js';
 import { readdirSync } from 'node:fs';
@@ -25,7 +25,7 @@ const cdcEvents = (day: keyof typeof QUICKSTART_ORDERS) => writeOrderEvents(home
 
 /** `scripts/lakehouse-jobs …` from the repository root, as the examples' comments write it. */
 function lakehouseJobs(args: string[]): Promise<{ code: number | null; stdout: string; stderr: string }> {
-  return new Promise((resolve) => {
+  return new Promise((resolve, reject) => {
     const child = spawn('bash', [join(repoRoot, 'scripts/lakehouse-jobs'), ...args, '--log-level', 'warn'], {
       cwd: repoRoot,
       stdio: ['ignore', 'pipe', 'pipe'],
@@ -34,7 +34,13 @@ function lakehouseJobs(args: string[]): Promise<{ code: number | null; stdout: s
     let stderr = '';
     child.stdout.on('data', (b: Buffer) => (stdout += b.toString()));
     child.stderr.on('data', (b: Buffer) => (stderr += b.toString()));
-    child.on('close', (code) => resolve({ code, stdout, stderr }));
+    child.on('close', (code) => {
+      // Every status a test gets is held to the documented metrics (src/core/metrics.ts).
+      const undefinedMetrics = undocumentedMetrics(stdout);
+      if (undefinedMetrics.length)
+        reject(new Error(`status of ${args.join(' ')} has metrics that docs/contracts.md does not define: ${undefinedMetrics.join(', ')}`));
+      else resolve({ code, stdout, stderr });
+    });
   });
 }
 

@@ -225,6 +225,11 @@ describe.each(['file', 's3'] as const)('table-maintenance on Iceberg and Delta (
     // The compacted files are gone from storage too (expired with the snapshots that held them).
     const data = filesUnder(`${tenant.root}/silver/events/data`).filter((p) => p.endsWith('.parquet') && !p.includes('/orphan-'));
     expect(data).toHaveLength(1);
+    // A rerun with nothing to compact, rewrite, expire or remove commits nothing, and says so.
+    const rerun = await run(`${header()}\ntables = [ ${icebergPolicy} ]`);
+    expect(rerun.code, rerun.stderr).toBe(0);
+    expect(rerun.status.outputs[0]).toMatchObject({ committed: false, metrics: { filesBefore: 1, filesAfter: 1, snapshotsBefore: 2, snapshotsAfter: 2 } });
+    expect(icebergStats(ns, 'events')).toMatchObject({ current: after.current, snapshots: after.snapshots });
   });
 
   it('Delta: OPTIMIZE ZORDER BY compacts the small files into 1, VACUUM deletes them from storage; rows identical', async () => {
@@ -244,6 +249,7 @@ describe.each(['file', 's3'] as const)('table-maintenance on Iceberg and Delta (
     const rerun = await run(`${header()}\ntables = [ ${deltaPolicy} ]`);
     expect(rerun.code, rerun.stderr).toBe(0);
     expect(rerun.status.completedSteps).not.toContain('optimize-0');
+    expect(rerun.status.outputs[0]).toMatchObject({ committed: false, metrics: { filesBefore: 1, filesAfter: 1, vacuumFiles: 0 } });
     expect(deltaLastCommit(`${tenant.root}/silver/events_d`).version).toBe(last.version);
   });
 });

@@ -116,8 +116,8 @@ describe('iceberg-zero-copy-append: the plan', () => {
     expect(text).toContain('Extension lakehouse.jobs.ZeroCopyAppendCommit');
     expect(text).toContain('source = "`lake`.`acme_silver`.`orders_2025`"');
     const access = planAccess(plan);
-    expect(access.writes.map((w) => ('table' in w ? w.table : w.path))).toEqual(['lake.acme_silver.orders_history']);
-    expect(access.reads.map((r) => ('table' in r ? r.table : r.path))).toEqual(
+    expect(access.writes.map((w) => (w.kind === 'table' ? w.table : w.kind === 'path' ? w.path : w.kind))).toEqual(['lake.acme_silver.orders_history']);
+    expect(access.reads.map((r) => (r.kind === 'table' ? r.table : r.kind === 'path' ? r.path : r.kind))).toEqual(
       expect.arrayContaining(['lake.acme_silver.orders_2025', 'lake.acme_silver.orders_history']),
     );
   });

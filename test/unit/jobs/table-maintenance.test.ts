@@ -108,7 +108,10 @@ describe('table-maintenance plan', () => {
     const changed = (set: string[] = []) =>
       load(`${header}\ntables = [ ${iceberg}, ${delta} ]`, { set }).then((job) => {
         const access = planAccess(job.plan);
-        return { reads: access.reads.map((a) => ('table' in a ? a.table : a.path)), writes: access.writes.map((a) => ('table' in a ? a.table : a.path)) };
+        return {
+          reads: access.reads.map((a) => (a.kind === 'table' ? a.table : a.kind === 'path' ? a.path : a.kind)),
+          writes: access.writes.map((a) => (a.kind === 'table' ? a.table : a.kind === 'path' ? a.path : a.kind)),
+        };
       });
     const run = await changed();
     expect(run.writes.sort()).toEqual(['lake.acme_silver.orders', 'spark_catalog.acme_gold.daily']);

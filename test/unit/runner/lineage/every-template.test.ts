@@ -6,6 +6,7 @@ import { ConfigError } from '../../../../src/core/errors.js';
 import { createLogger } from '../../../../src/core/logger.js';
 import { templates } from '../../../../src/jobs/registry.js';
 import { LineageRun } from '../../../../src/runner/lineage/index.js';
+import { type Access, planAccess } from '../../../../src/app/plan-view.js';
 import type { Transport } from '../../../../src/runner/lineage/transports.js';
 import { tempFiles } from '../../../support/files.js';
 import { openLineageProblems } from '../../../support/openlineage.js';
@@ -113,6 +114,23 @@ const named = (d: Dataset) => {
   return `${d.namespace} ${d.name}${link ? ` @ ${link.namespace}:${link.name}` : ''}`;
 };
 
+/** Whether an entry of validate's listing stands for a lineage dataset (as `named` prints it). */
+function lists(a: Access, dataset: string): boolean {
+  switch (a.kind) {
+    case 'table': {
+      // A table is named by its catalog name (its location is known where the run creates it).
+      const [catalog, ...rest] = a.table.split('.');
+      return dataset.endsWith(` @ ${catalog}:${rest.join('.')}`) && (!a.location || dataset.startsWith(`${a.location.replace(/^file:\/\//, 'file ')} @`));
+    }
+    case 'path':
+      return dataset === a.path.replace(/^file:\/\//, 'file ');
+    case 'jdbc':
+      return dataset === `${a.at} ${a.table}`;
+    case 'topic':
+      return dataset === `${a.at} ${a.topic}`;
+  }
+}
+
 /** What OpenLineage's naming spec allows for the sources this runner reads and writes. */
 function namingProblems(d: Dataset): string[] {
   const problems: string[] = [];
@@ -165,5 +183,9 @@ describe('lineage from every registered template, its example configs planned wi
       // Secrets and the tenant's storage url scheme never leak into a name.
       expect(JSON.stringify(e)).not.toContain(SECRET);
     }
+    // `validate` lists (at least) every dataset lineage names: its table, files, JDBC table, topics.
+    const access = planAccess(loaded.plan);
+    const missing = (datasets: Dataset[], listed: Access[]) => datasets.map(named).filter((d) => !listed.some((a) => lists(a, d)));
+    expect({ reads: missing(events[0]!.inputs, access.reads), writes: missing(events[0]!.outputs, access.writes) }).toEqual({ reads: [], writes: [] });
   });
 });

@@ -75,7 +75,9 @@ export interface TableChange {
   format?: string;
   location?: string;
   /** The table does not exist: the run would create it so (and the counts are against an empty table). */
-  create?: { columns: { name: string; type: string }[]; partitionBy: string[] };
+  create?: { columns: { name: string; type: string }[]; partitionBy: string[]; properties?: Record<string, string> };
+  /** Configured table properties the table's differ from: the run would set them (docs/table-shape.md). */
+  setProperties?: Record<string, string>;
   /** Columns the run would add to the table. */
   addColumns?: { name: string; type: string }[];
   /** The writes the run would send to it, in order; none when it would change nothing. */

@@ -6,6 +6,7 @@ import type { Cmd } from '../spark/plan/commands.js';
 import type { Query } from '../spark/plan/query.js';
 import type { PositionMapper } from '../spark/policy/refusals.js';
 import type { SchemaRegistryRef } from './template.js';
+import type { TableShape } from './partition-spec.js';
 
 export type { PositionMapper };
 
@@ -251,6 +252,11 @@ export type Step =
       readonly location: string;
       readonly configPath: string;
       readonly create: Cmd;
+      /**
+       * The partitioning and properties `create` carries, as configured: checked against the new
+       * table's columns, and an existing table checked against them (src/runner/table-shape.ts).
+       */
+      readonly shape?: TableShape;
     })
   /**
    * Compare the columns a query produces with a table's columns (both as Spark reports them); the

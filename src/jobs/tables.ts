@@ -3,6 +3,8 @@ import { type TableName, displayTable, tableParts } from '../core/naming.js';
 import { col, desc, eq, lit } from '../spark/plan/expressions.js';
 import { Query, sqlCommand } from '../spark/plan/query.js';
 import { sql } from '../spark/plan/sql.js';
+import type { Cmd } from '../spark/plan/commands.js';
+import { type TableShape, partitionExpr } from './partition-spec.js';
 import type { CatalogRef, JobContext, Step } from './template.js';
 import { queryStep } from './steps.js';
 
@@ -35,6 +37,18 @@ export function createNamespaceStep(table: TableName): Step {
 /** A table lives at its layer's path under the tenant's storage root; Iceberg tables are format v2. */
 export function tableProperties(format: 'iceberg' | 'delta', location: string): Record<string, string> {
   return format === 'iceberg' ? { location, 'format-version': '2' } : { location };
+}
+
+/**
+ * The create of a table from `shape`'s relation (its columns, no rows), in the configured shape: its
+ * partition spec and allow-listed properties over the defaults; the location is always the layout's.
+ */
+export function createTable(columns: Query, target: TableName, format: 'iceberg' | 'delta', location: string, shape: TableShape): Cmd {
+  return columns.limit(0).writeTo(tableParts(target), 'create', {
+    provider: format,
+    properties: { ...tableProperties(format, location), ...shape.properties, location },
+    partitionBy: shape.partitionBy.map((f) => partitionExpr(f.field)),
+  });
 }
 
 /**

@@ -10,6 +10,7 @@ import type { OptionValue, Rel } from '../spark/plan/relations.js';
 import { rewriteRel } from '../spark/plan/rewrite.js';
 import { baseTable, cmdTouches } from '../spark/plan/touches.js';
 import type { Field } from '../spark/types.js';
+import { partitionText } from '../jobs/partition-spec.js';
 import { pathExists } from './table-guards.js';
 import type { DiffRun, StepRun } from './steps/kind.js';
 
@@ -108,11 +109,24 @@ export class DiffState {
     this.#substitutes.set(key(parts), Object.freeze({ kind: 'limit', input, n: 0 }));
     this.#reshaped.add(key(parts));
     const c = this.#change({ table: parts, format: create.kind === 'writeV2' ? create.provider : create.format, location: step.location });
+    const properties = step.shape?.properties ?? {};
     c.create = {
       columns: columns.map((f) => ({ name: f.name, type: f.type })),
-      partitionBy: create.kind === 'writeV2' ? create.partitionBy.map(formatExpr) : [...create.partitionBy],
+      partitionBy: step.shape
+        ? step.shape.partitionBy.map((f) => partitionText(f.field))
+        : create.kind === 'writeV2'
+          ? create.partitionBy.map(formatExpr)
+          : [...create.partitionBy],
+      ...(Object.keys(properties).length ? { properties: { ...properties } } : {}),
     };
     c.writes.push({ step: step.id, title: step.title });
+    this.#wrote(step);
+  }
+
+  propertiesSet(step: StepOf<'ensureTable'>, properties: Readonly<Record<string, string>>): void {
+    const c = this.#change({ table: tableParts(step.table), location: step.location });
+    c.setProperties = { ...c.setProperties, ...properties };
+    c.writes.push({ step: step.id, title: `Set table properties ${Object.keys(properties).join(', ')}` });
     this.#wrote(step);
   }
 
@@ -207,6 +221,7 @@ export function diffRun(step: Step, base: StepRun, state: DiffState, facts: Diff
     stale: (rel) => state.stale(rel),
     wouldCreate: (s, columns) => state.created(s, columns),
     wouldAddColumns: (s, table, columns) => state.widened(s, table, columns),
+    wouldSetProperties: (s, properties) => state.propertiesSet(s, properties),
     wouldWrite: (s, command, detail) => state.wrote(s, command, detail),
     wouldRead: (read) => state.streamed(read),
     notPredicted: (s, reason) => {

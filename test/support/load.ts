@@ -16,6 +16,8 @@ export interface LoadOptions {
   /** The environment the configs see. */
   env?: Record<string, string>;
   runId?: string;
+  /** --logical-date */
+  logicalDate?: string;
 }
 
 /** Load a job config's text as the CLI would (files in a fresh temp folder), without Spark. */
@@ -29,6 +31,7 @@ export async function loadConfig(config: string, opts: LoadOptions = {}): Promis
     overrides: opts.set ?? [],
     env: opts.env ?? {},
     runId: opts.runId ?? 'test-run',
+    ...(opts.logicalDate ? { logicalDate: opts.logicalDate } : {}),
   });
 }
 

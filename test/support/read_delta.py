@@ -2,6 +2,7 @@
 Usage: read_delta.py <table-path>          rows as JSON lines
        read_delta.py <table-path> history  the latest commit's info as JSON
        read_delta.py --many <path> <path>...  one JSON object: each table's rows by path (one start for many)
+       read_delta.py --shape <path> <path>... each table's partition columns and configuration by path
 A table on the object store (s3a:// or s3://) is read through delta-rs' own S3 client, from
 LAKEHOUSE_S3_ENDPOINT with the key in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY."""
 import json
@@ -25,6 +26,14 @@ def open_table(path):
     return DeltaTable(path, storage_options=options)
 
 
+if sys.argv[1] == "--shape":
+    out = {}
+    for p in sys.argv[2:]:
+        m = open_table(p).metadata()
+        out[p] = {"partitionColumns": list(m.partition_columns), "configuration": dict(m.configuration)}
+    print(json.dumps(out, sort_keys=True))
+    sys.stdout.flush()
+    os._exit(0)
 if sys.argv[1] == "--many":
     rows = {p: open_table(p).to_pyarrow_table().to_pylist() for p in sys.argv[2:]}
     print(json.dumps(rows, default=str, sort_keys=True))

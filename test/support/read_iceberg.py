@@ -2,6 +2,7 @@
 Usage: read_iceberg.py <catalog> <namespace> <table>          rows as JSON lines
        read_iceberg.py <catalog> <namespace> <table> summary  the current snapshot's summary as JSON
        read_iceberg.py <catalog> <namespace> <t1>,<t2>,...    one JSON object: each table's rows (one start for many)
+       read_iceberg.py <catalog> <namespace> <t1>,<t2>,... shape  each table's partition spec and properties
 <catalog> is the lake home (the JDBC catalog "lake": its SQLite file) or the http:// URI of the
 stack's Iceberg REST catalog (scripts/iceberg-rest), read through the REST protocol.
 Tables on the object store (s3a:// or s3:// locations) are read through pyarrow's S3 client, from
@@ -30,6 +31,14 @@ else:
     from pyiceberg.catalog.sql import SqlCatalog
 
     catalog = SqlCatalog("lake", uri=f"sqlite:///{lake_home}/iceberg_catalog.db", warehouse=f"file://{lake_home}/warehouse", **s3)
+if len(sys.argv) > 4 and sys.argv[4] == "shape":
+    out = {}
+    for t in table.split(","):
+        loaded = catalog.load_table((namespace, t))
+        spec = [{"column": loaded.schema().find_column_name(f.source_id), "transform": str(f.transform)} for f in loaded.spec().fields]
+        out[t] = {"spec": spec, "properties": dict(loaded.properties), "formatVersion": loaded.metadata.format_version}
+    print(json.dumps(out, sort_keys=True))
+    sys.exit(0)
 if "," in table:
     rows = {t: catalog.load_table((namespace, t)).scan().to_arrow().to_pylist() for t in table.split(",")}
     print(json.dumps(rows, default=str, sort_keys=True))

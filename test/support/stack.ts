@@ -216,6 +216,15 @@ export function readIcebergTablesWithPyIceberg(namespace: string, tables: readon
   return JSON.parse(pyTool('read_iceberg.py', pyIcebergCatalog(catalog), namespace, tables.join(','))) as Record<string, Record<string, unknown>[]>;
 }
 
+/** Each table's partition spec (source column, transform) and properties, as PyIceberg reads its metadata. */
+export function icebergShapesWithPyIceberg(
+  namespace: string,
+  tables: readonly string[],
+  catalog = 'lake',
+): Record<string, { spec: { column: string; transform: string }[]; properties: Record<string, string>; formatVersion: number }> {
+  return JSON.parse(pyTool('read_iceberg.py', pyIcebergCatalog(catalog), namespace, tables.join(','), 'shape')) as never;
+}
+
 /** Rows a DuckDB query returns (the readers' DuckDB with httpfs, iceberg and delta loaded; s3:// reaches the object store). */
 export function queryWithDuckDb(sql: string): Record<string, unknown>[] {
   return jsonLines(pyTool('read_duckdb.py', sql));
@@ -230,6 +239,15 @@ export function readDeltaWithDeltaRs(path: string): Record<string, unknown>[] {
 export function readDeltaTablesWithDeltaRs(paths: readonly string[]): Record<string, Record<string, unknown>[]> {
   const rows = JSON.parse(pyTool('read_delta.py', '--many', ...paths.map(deltaPath))) as Record<string, Record<string, unknown>[]>;
   return Object.fromEntries(paths.map((p) => [p, rows[deltaPath(p)] ?? []]));
+}
+
+/** Each Delta table's partition columns and configuration, as delta-rs reads its log, by the paths given. */
+export function deltaShapesWithDeltaRs(paths: readonly string[]): Record<string, { partitionColumns: string[]; configuration: Record<string, string> }> {
+  const found = JSON.parse(pyTool('read_delta.py', '--shape', ...paths.map(deltaPath))) as Record<
+    string,
+    { partitionColumns: string[]; configuration: Record<string, string> }
+  >;
+  return Object.fromEntries(paths.map((p) => [p, found[deltaPath(p)]!]));
 }
 
 /** The current snapshot's summary of an Iceberg table, read by PyIceberg. */

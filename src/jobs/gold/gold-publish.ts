@@ -12,7 +12,8 @@ import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import type { CatalogRef, Facts, JobContext, JobPlan, PositionMapper, Row, RowsStep, SchemaDiff, SqlOrigin, Step } from '../template.js';
 import { queryStep } from '../steps.js';
 import { outputColumns } from '../../spark/plan/columns.js';
-import { createNamespaceStep, readCommitStep, tableCatalog, tableProperties } from '../tables.js';
+import { createNamespaceStep, createTable, readCommitStep, tableCatalog, tableProperties } from '../tables.js';
+import { type TableShape, tableShape, tableShapeKeys } from '../table-shape.js';
 import { LAKE_INTERNAL_PREFIX, type RequiredColumn, checkSourceColumns } from '../source-columns.js';
 import {
   type Expectation,
@@ -137,6 +138,7 @@ const target = z
       .optional()
       .describe('replace-range: the DATE column whose range [logical date, + range-days) is replaced (the table is partitioned by it).'),
     'range-days': z.number().int().min(1).max(366).default(1).describe("replace-range: the range's length in days (default 1, at most 366)."),
+    ...tableShapeKeys,
   })
   .strict()
   .superRefine((t, ctx) => {
@@ -144,6 +146,19 @@ const target = z
       ctx.addIssue({ code: 'custom', path: ['range-column'], message: 'is required with mode = replace-range' });
     if (t.mode !== 'replace-range' && t['range-column'] !== undefined)
       ctx.addIssue({ code: 'custom', path: ['range-column'], message: 'is only used with mode = replace-range' });
+    const range = t['range-column'];
+    // Replacing a range commits whole partitions: the range column is one of them, as itself.
+    if (
+      t.mode === 'replace-range' &&
+      range !== undefined &&
+      t['partition-by'] &&
+      !t['partition-by'].some((f) => f.trim().toLowerCase() === range.toLowerCase())
+    )
+      ctx.addIssue({
+        code: 'custom',
+        path: ['partition-by'],
+        message: `must include the range column ${range} (replace-range replaces whole partitions of it)`,
+      });
     t.grain.forEach((g, i) => {
       if (t.grain.indexOf(g) !== i) ctx.addIssue({ code: 'custom', path: ['grain', i], message: `"${g}" appears twice` });
     });
@@ -311,6 +326,8 @@ interface Gold {
   readonly catalog: CatalogRef;
   readonly target: TableName;
   readonly location: string;
+  /** The gold table's partitioning (by default: the range column) and properties, as configured. */
+  readonly shape: TableShape;
   readonly quarantine: { readonly table: TableName; readonly location: string };
 }
 
@@ -326,6 +343,11 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
     catalog,
     target: ctx.tenant.table(catalog.name, 'gold', spec.target.table),
     location: ctx.tenant.location('gold', spec.target.table),
+    shape: tableShape(
+      spec.target,
+      catalog.format,
+      spec.target.mode === 'replace-range' && spec.target['range-column'] ? [{ kind: 'identity', column: spec.target['range-column'] }] : [],
+    ),
     quarantine: { table: ctx.tenant.table(catalog.name, 'gold', qName), location: ctx.tenant.location('gold', qName) },
   };
   const transformed = transformQuery(ctx, spec, catalog.name);
@@ -492,12 +514,9 @@ function createPhase(gold: Gold, result: Query, quarantined: Query, publish: Pub
       table: target,
       location,
       configPath: 'target.table',
-      create: result.limit(0).writeTo(tableParts(target), 'create', {
-        provider: catalog.format,
-        properties: tableProperties(catalog.format, location),
-        // Replacing a range commits whole partitions (Iceberg overwrites by filter file by file).
-        partitionBy: publish.range ? [col(publish.range.column)] : [],
-      }),
+      // Replacing a range commits whole partitions (Iceberg overwrites by filter file by file).
+      create: createTable(result, target, catalog.format, location, gold.shape),
+      shape: gold.shape,
     },
     ...(quarantines
       ? [

@@ -9,7 +9,8 @@ import { configExpr } from '../../spark/plan/config-expression.js';
 import { Query } from '../../spark/plan/query.js';
 import type { CatalogRef, JobContext, JobPlan, Row, RowsStep, Step } from '../template.js';
 import { materializeStep, queryStep } from '../steps.js';
-import { createNamespaceStep, readCommitStep, tableCatalog, tableProperties } from '../tables.js';
+import { createNamespaceStep, createTable, readCommitStep, tableCatalog } from '../tables.js';
+import { type TableShape, tableShape, tableShapeKeys } from '../table-shape.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { BRONZE_SESSION_CONF, BRONZE_STAMPS, bronzeRef, readBronze } from '../layers/bronze.js';
 import { type RequiredColumn, checkSourceColumns, reservedIn } from '../source-columns.js';
@@ -151,6 +152,7 @@ const v2 = defineVersion(2, {
         table: tableName().describe("The dimension's name (in <tenant>_gold)"),
         catalog: catalogName().optional().describe("The platform's catalog of the dimension (default: its default catalog)"),
         format: z.enum(['iceberg', 'delta']).optional().describe('iceberg or delta, checked against the catalog'),
+        ...tableShapeKeys,
       })
       .strict()
       .describe('The gold dimension'),
@@ -259,6 +261,8 @@ interface Load {
   readonly catalog: CatalogRef;
   readonly target: TableName;
   readonly location: string;
+  /** The dimension's partitioning and properties, as configured. */
+  readonly shape: TableShape;
   readonly hs: HistorySpec;
   /** Change feed (history.sequence-by): each event dated by its own column. */
   readonly events: boolean;
@@ -285,6 +289,7 @@ function plan(ctx: JobContext, spec: Scd2DimLoadSpec): JobPlan {
     catalog,
     target: ctx.tenant.table(catalog.name, 'gold', spec.target.table),
     location: ctx.tenant.location('gold', spec.target.table),
+    shape: tableShape(spec.target, catalog.format),
     hs: {
       keys: d['natural-key'],
       tracked: d['tracked-columns'],
@@ -385,7 +390,8 @@ function createPhase(load: Load): Step[] {
       table: target,
       location,
       configPath: 'target.table',
-      create: shape.limit(0).writeTo(tableParts(target), 'create', { provider: catalog.format, properties: tableProperties(catalog.format, location) }),
+      create: createTable(shape, target, catalog.format, location, load.shape),
+      shape: load.shape,
     },
     {
       kind: 'compareSchemas',

@@ -30,7 +30,8 @@ import { Query, sqlCommand } from '../../spark/plan/query.js';
 import { sql } from '../../spark/plan/sql.js';
 import type { ColumnSource, DatasetRef, Facts, JobContext, JobPlan, PlanLineage, RowsStep, SchemaDiff, Step } from '../template.js';
 import { materializeStep, queryStep } from '../steps.js';
-import { createNamespaceStep, readCommitStep, tableProperties } from '../tables.js';
+import { createNamespaceStep, createTable, readCommitStep, tableProperties } from '../tables.js';
+import { type TableShapeSpec, tableShape, tableShapeKeys } from '../table-shape.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import {
   BRONZE_SESSION_CONF,
@@ -275,6 +276,7 @@ const v2 = defineVersion(2, {
         table: TARGET_TABLE(),
         catalog: TARGET_CATALOG(),
         format: z.enum(SILVER_FORMATS).optional().describe("The table format; must be the catalog's (checked against the platform config)."),
+        ...tableShapeKeys,
       })
       .strict()
       .describe('The silver table the events are merged into.'),
@@ -335,7 +337,7 @@ interface MergeSpec {
   types: [string, string][];
   schemaEvolution: 'fail' | 'add-columns';
   tombstoneRetentionDays: number;
-  target: { table: string; catalog?: string | undefined; format?: SilverFormat | undefined };
+  target: { table: string; catalog?: string | undefined; format?: SilverFormat | undefined } & TableShapeSpec;
   /** Config paths whose expressions the plan carries: those steps are checked by the tenant policy. */
   untrusted: string[];
 }
@@ -523,6 +525,7 @@ function resolvePhase({ bronze, incremental }: Tables, spec: MergeSpec): { steps
 function createPhase(ctx: JobContext, { silver, tombstones }: Tables, spec: MergeSpec): Step[] {
   const { catalog, table: target, location } = silver;
   const keyAndSeq = [...spec.keys, ...spec.sequence];
+  const shape = tableShape(spec.target, catalog.format);
   return [
     createNamespaceStep(target),
     {
@@ -532,9 +535,8 @@ function createPhase(ctx: JobContext, { silver, tombstones }: Tables, spec: Merg
       table: target,
       location,
       configPath: 'target.table',
-      create: silverColumns()
-        .limit(0)
-        .writeTo(tableParts(target), 'create', { provider: catalog.format, properties: tableProperties(catalog.format, location) }),
+      create: createTable(silverColumns(), target, catalog.format, location, shape),
+      shape,
     },
     {
       kind: 'ensureTable',

@@ -4,6 +4,7 @@ import { alias, cast, col, fn, lit, not, over } from '../../spark/plan/expressio
 import type { Query } from '../../spark/plan/query.js';
 import type { JobContext, JobPlan } from '../template.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
+import { tableShape } from '../table-shape.js';
 import { silverRef } from '../layers/silver.js';
 import { checkDistinctColumns, columnList } from './columns.js';
 import { hashAlgorithm, hashKey, noKey, zeroKey } from './hashing.js';
@@ -111,6 +112,7 @@ function plan(ctx: JobContext, spec: DvHubSpec): JobPlan {
     what: 'hub key',
     batches,
     shape: batches[0]!.rows,
+    tableShape: tableShape(spec.target, target.catalog.format),
     key: [hk],
     ghost: spec['ghost-record']
       ? [

@@ -3,6 +3,7 @@ import { columnName } from '../../core/config/validate.js';
 import { alias, col, fn, lit, not, or, over } from '../../spark/plan/expressions.js';
 import type { JobContext, JobPlan } from '../template.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
+import { tableShape } from '../table-shape.js';
 import { silverRef } from '../layers/silver.js';
 import { checkDistinctColumns } from './columns.js';
 import { hashAlgorithm, hashKey, noKey, zeroKey } from './hashing.js';
@@ -86,6 +87,7 @@ function plan(ctx: JobContext, spec: DvLinkSpec): JobPlan {
     what: 'link',
     batches: [{ rows, from: read.name }],
     shape: rows,
+    tableShape: tableShape(spec.target, target.catalog.format),
     key: [lhk],
     ghost: spec['ghost-record']
       ? [

@@ -7,6 +7,7 @@ import { Query } from '../../spark/plan/query.js';
 import type { JobContext, JobPlan, Step } from '../template.js';
 import { queryStep } from '../steps.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
+import { tableShape } from '../table-shape.js';
 import { silverRef } from '../layers/silver.js';
 import { RESERVED_COLUMNS, checkDistinctColumns, columnList } from './columns.js';
 import { hashAlgorithm, hashKey, hashOf, hashdiffColumns, noKey, zeroKey } from './hashing.js';
@@ -123,6 +124,7 @@ function plan(ctx: JobContext, spec: DvSatelliteSpec): JobPlan {
     what: 'satellite row',
     batches: [{ rows, from: read.name }],
     shape: columns(changes, numbered),
+    tableShape: tableShape(spec.target, target.catalog.format),
     key: [hk, LOAD_DATE, LOAD_SEQ],
     ghost: spec['ghost-record']
       ? [

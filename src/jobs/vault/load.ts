@@ -7,7 +7,8 @@ import { type Expr, alias, col, fn, lit } from '../../spark/plan/expressions.js'
 import { Query } from '../../spark/plan/query.js';
 import type { JobContext, SchemaDiff, Step } from '../template.js';
 import { queryStep } from '../steps.js';
-import { createNamespaceStep, readCommitStep, tableProperties } from '../tables.js';
+import { createNamespaceStep, createTable, readCommitStep } from '../tables.js';
+import { type TableShape, tableShapeKeys } from '../table-shape.js';
 import { SILVER_FORMATS, type SilverRef } from '../layers/silver.js';
 
 /**
@@ -38,6 +39,7 @@ export const vaultTarget = (kind: 'hub' | 'link' | 'satellite') =>
       ),
       catalog: catalogName().optional().describe('A catalog of the platform config (default: its default catalog).'),
       format: z.enum(SILVER_FORMATS).optional().describe("iceberg or delta; must be the catalog's (checked against the platform config)."),
+      ...tableShapeKeys,
     })
     .strict()
     .describe(`The ${kind} table the rows are inserted into (insert-only, by a MERGE on its key).`);
@@ -68,6 +70,8 @@ export function loadDate(ctx: JobContext): { value: Instant; check: Step[] } {
 
 export interface VaultTableLoad {
   readonly target: SilverRef;
+  /** The table's partitioning and properties, as configured (tableShape of the target section). */
+  readonly tableShape: TableShape;
   /** What one row is, for titles and messages: "hub key", "link", "satellite row". */
   readonly what: string;
   /**
@@ -121,7 +125,8 @@ export function vaultLoadSteps(load: VaultTableLoad): Step[] {
       table: target.table,
       location: target.location,
       configPath: 'target.table',
-      create: load.shape.limit(0).writeTo(parts, 'create', { provider: format, properties: tableProperties(format, target.location) }),
+      create: createTable(load.shape, target.table, format, target.location, load.tableShape),
+      shape: load.tableShape,
     },
     {
       kind: 'compareSchemas',

@@ -70,6 +70,8 @@ export interface DiffRun extends StepRun {
   stale(rel: Rel): string[];
   /** The step's table does not exist: it would be created with these columns, and reads of it read no row. */
   wouldCreate(step: StepOf<'ensureTable'>, columns: readonly Field[]): void;
+  /** The step's existing table would have these configured properties set (its rows unchanged). */
+  wouldSetProperties(step: StepOf<'ensureTable'>, properties: Readonly<Record<string, string>>): void;
   /** The table would gain these columns (NULL in its rows) before later steps read it. */
   wouldAddColumns(step: Step, table: TableName, columns: readonly Field[]): void;
   /** The step would send this write: what it writes is stale for later reads. `detail`: what it replaces. */

@@ -4,15 +4,27 @@ import { cliFailure, ExitCode, UsageError } from '../core/errors.js';
 import { VERSION } from '../version.js';
 import { type Io, type LakehouseCommand, processIo } from './command.js';
 import { diffCommand } from './commands/diff.js';
+import { historyCommand } from './commands/history.js';
 import { pingCommand } from './commands/ping.js';
 import { planCommand } from './commands/plan.js';
+import { rollbackCommand } from './commands/rollback.js';
 import { runCommand } from './commands/run.js';
 import { schemaCommand } from './commands/schema.js';
 import { templatesCommand } from './commands/templates.js';
 import { validateCommand } from './commands/validate.js';
 
 /** The command line (docs/contracts.md), one yargs command module per command. */
-export const COMMANDS: readonly LakehouseCommand[] = [runCommand, diffCommand, validateCommand, planCommand, pingCommand, templatesCommand, schemaCommand];
+export const COMMANDS: readonly LakehouseCommand[] = [
+  runCommand,
+  diffCommand,
+  validateCommand,
+  planCommand,
+  historyCommand,
+  rollbackCommand,
+  pingCommand,
+  templatesCommand,
+  schemaCommand,
+];
 
 /** Options yargs answers itself, before any command. */
 const PROGRAM_FLAGS = new Set(['--help', '-h', '--version', '--get-yargs-completions']);

@@ -124,6 +124,10 @@ export interface StatusDocument {
   error?: ErrorReport;
   /** `diff`: what the run would change; its `outputs`, `metrics`, `skipReason` and `error` are the run's, predicted. */
   diff?: DiffReport;
+  /** `history`: the table's commits, newest first (docs/history.md). */
+  history?: { table: string; format: string; commits: readonly object[] };
+  /** `rollback`: per table, from, to, mode and state (docs/history.md). */
+  rollback?: object;
 }
 
 export interface StatusTargets {

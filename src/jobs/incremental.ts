@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { DataError } from '../core/errors.js';
 import type { ReadPosition } from '../core/status.js';
 import { type TableName, displayTable, tableParts } from '../core/naming.js';
-import { alias, and, col, eq, fn, gt, isIn, isNotNull, lit, not } from '../spark/plan/expressions.js';
+import { alias, and, cast, col, eq, fn, gt, isIn, isNotNull, lit, not } from '../spark/plan/expressions.js';
 import { Query, sqlCommand } from '../spark/plan/query.js';
 import { sql } from '../spark/plan/sql.js';
 import { type Facts, type QueryStep, type Step, queryStep } from './steps.js';
@@ -215,13 +215,24 @@ function positionQuery(source: TableName, target: { table: TableName; format: 'i
       ? Query.sql(
           sql`SELECT s.summary[${sql.value(`lakehouse-jobs.${key}`)}] AS ${sql.id(STAMP)}, h.made_current_at AS ${sql.id(STAMP_AT)} FROM ${sql.table([...t, 'snapshots'])} s JOIN ${sql.table([...t, 'history'])} h ON s.snapshot_id = h.snapshot_id WHERE h.is_current_ancestor`,
         )
-      : Query.sql(sql`DESCRIBE HISTORY ${sql.table(t)}`).select(
-          alias(
-            fn('element_at', fn('element_at', fn('from_json', col('userMetadata'), lit('map<string,map<string,string>>')), lit('lakehouse-jobs')), lit(key)),
-            STAMP,
-          ),
-          alias(col('version'), STAMP_AT),
-        );
+      : Query.sql(sql`DESCRIBE HISTORY ${sql.table(t)}`)
+          .as('v')
+          // A version a RESTORE undid (lakehouse-jobs rollback) is no part of the table's state: its position neither.
+          .join(
+            Query.sql(sql`DESCRIBE HISTORY ${sql.table(t)}`)
+              .filter(eq(col('operation'), lit('RESTORE')))
+              .select(alias(col('version'), 'restored_at'), alias(cast(fn('element_at', col('operationParameters'), lit('version')), 'bigint'), 'restored_to'))
+              .as('r'),
+            and(gt(col('v', 'version'), col('r', 'restored_to')), gt(col('r', 'restored_at'), col('v', 'version'))),
+            'left_anti',
+          )
+          .select(
+            alias(
+              fn('element_at', fn('element_at', fn('from_json', col('userMetadata'), lit('map<string,map<string,string>>')), lit('lakehouse-jobs')), lit(key)),
+              STAMP,
+            ),
+            alias(col('version'), STAMP_AT),
+          );
   const history = () =>
     Query.sql(
       sql`SELECT CAST(h.snapshot_id AS STRING) AS ${sql.id(SID)}, h.made_current_at AS ${sql.id(SAT)}, s.operation AS ${sql.id(OP)} FROM ${sql.table([...s, 'history'])} h JOIN ${sql.table([...s, 'snapshots'])} s ON h.snapshot_id = s.snapshot_id WHERE h.is_current_ancestor`,

@@ -22,7 +22,7 @@ afterEach(() => vi.unstubAllEnvs());
 
 describe('the command line (yargs command modules)', () => {
   it('has one module per command, each with its describe and builder', () => {
-    expect(COMMANDS.map((c) => c.command.split(' ')[0])).toEqual(['run', 'diff', 'validate', 'plan', 'ping', 'templates', 'schema']);
+    expect(COMMANDS.map((c) => c.command.split(' ')[0])).toEqual(['run', 'diff', 'validate', 'plan', 'history', 'rollback', 'ping', 'templates', 'schema']);
     for (const c of COMMANDS) expect(c.describe.length, c.command).toBeGreaterThan(10);
   });
 

@@ -73,7 +73,7 @@ final class PlanClasses {
     put(Role.WRITE_COMMAND, X + "streaming.sources.", "WriteToMicroBatchDataSource", "WriteToMicroBatchDataSourceV1");
     put(Role.WRITE_COMMAND, D + "commands.",
         "MergeIntoCommand", "WriteIntoDelta", "DeleteCommand", "UpdateCommand", "OptimizeTableCommand", "VacuumTableCommand",
-        "CreateDeltaTableCommand", "AlterTableAddColumnsDeltaCommand", "AlterTableSetPropertiesDeltaCommand");
+        "CreateDeltaTableCommand", "AlterTableAddColumnsDeltaCommand", "AlterTableSetPropertiesDeltaCommand", "RestoreTableCommand");
     // Delta 4.4's VACUUM as parsed (its `child` is the table it deletes files of: a write).
     put(Role.WRITE_COMMAND, "io.delta.tables.execution.", "VacuumTableCommand");
     put(Role.CALL, L, "Call");
@@ -89,13 +89,19 @@ final class PlanClasses {
       "io.delta.tables.execution.VacuumTableCommand", "org.apache.spark.sql.delta.commands.VacuumTableCommand",
       "org.apache.spark.sql.delta.commands.OptimizeTableCommand");
 
+  /** RESTORE TABLE (lakehouse-jobs rollback): its `sourceTable` is the table it changes, not a query it reads. */
+  static final Set<String> TARGET_SOURCE_TABLE = Set.of("org.apache.spark.sql.delta.commands.RestoreTableCommand");
+
   /** Fields of a command that hold a query it reads, whatever else it writes. */
   static final Set<String> QUERY_FIELDS = Set.of("query", "child", "source", "sourceTable", "sourcePlan", "data", "plan", "analyzedQuery", "inputQuery");
 
-  /** The maintenance procedures table-maintenance calls (`system.<name>` of an Iceberg catalog). */
+  /**
+   * The maintenance procedures table-maintenance calls (`system.<name>` of an Iceberg catalog), and
+   * rollback_to_snapshot (lakehouse-jobs rollback), which only moves a table back to an ancestor.
+   */
   static final Set<String> PROCEDURES = Set.of(
       "system.expire_snapshots", "system.remove_orphan_files", "system.rewrite_data_files", "system.rewrite_manifests",
-      "system.rewrite_position_delete_files");
+      "system.rewrite_position_delete_files", "system.rollback_to_snapshot");
 
   /** Expressions no plan of a bound session may hold, the templates' and Delta's and Iceberg's included. */
   static final Set<String> NEVER_IN_BOUND_SESSION = Set.of(

@@ -153,7 +153,9 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
       List<Object> values = Scala.elements(p);
       for (int i = 0; i < values.size(); i++) {
         String name = i < names.size() ? names.get(i) : "";
-        boolean target = name.equals("child") && PlanClasses.TARGET_CHILD.contains(p.getClass().getName());
+        String cls = p.getClass().getName();
+        boolean target = (name.equals("child") && PlanClasses.TARGET_CHILD.contains(cls))
+            || (name.equals("sourceTable") && PlanClasses.TARGET_SOURCE_TABLE.contains(cls));
         Access a = PlanClasses.QUERY_FIELDS.contains(name) && !target ? Access.READ : access;
         // A streaming query keeps its progress here: the tenant's own storage.
         if (name.equals("resolvedCheckpointLocation") && values.get(i) instanceof String location) path(location, Access.WRITE);

@@ -33,6 +33,7 @@ describe('cdc-silver-merge v1 config', () => {
     expect(job.tenant.location('silver', 'orders')).toBe('file:///lake/acme/silver/orders');
     expect(job.plan.steps.map((s) => s.id)).toEqual([
       'probe-files-only',
+      'batch-fingerprint',
       'check-source-columns',
       'check-batch',
       'create-namespace',
@@ -42,6 +43,7 @@ describe('cdc-silver-merge v1 config', () => {
       'base-commits',
       'measure',
       'record-tombstones',
+      'tombstones-head',
       'merge',
       'window-commits',
       'find-resurrected',
@@ -54,7 +56,15 @@ describe('cdc-silver-merge v1 config', () => {
     const when = Object.fromEntries(
       job.plan.steps.filter((s) => s.when).map((s) => [s.id, (byId: Record<string, Row[]>) => s.when!(factsOf(job.plan.steps, byId))]),
     );
-    expect(Object.keys(when)).toEqual(['record-tombstones', 'merge', 'find-resurrected', 'delete-resurrected', 'expire-tombstones']);
+    // Every step after the fingerprint is guarded by it: the batch silver's current commit applied sends nothing more.
+    const guarded = job.plan.steps.slice(2).map((s) => s.id);
+    expect(Object.keys(when)).toEqual(guarded);
+    for (const f of Object.values(when))
+      expect(f({ 'batch-fingerprint': [{ fingerprint: 'f', unchanged: 1 }], measure: [{ inserted: 1, tombstones: 1 }] })).toBe(false);
+    const conditional = ['record-tombstones', 'tombstones-head', 'merge', 'find-resurrected', 'delete-resurrected', 'expire-tombstones'];
+    for (const id of guarded.filter((id) => !conditional.includes(id)))
+      expect(when[id]!({ 'batch-fingerprint': [{ fingerprint: 'f', unchanged: 0 }] })).toBe(true);
+    for (const id of Object.keys(when)) if (!conditional.includes(id)) delete when[id];
     // A rerun: nothing to write, no other writer since the first read, no stale row: no second look.
     const attempt = job.context.attempt!;
     const current = (commit: string) => [{ tbl: 'silver', commit, parent: null, attempt: null, current: true }];
@@ -229,8 +239,10 @@ describe('cdc-silver-merge v1 plans', () => {
     const statements = [...json.matchAll(/"query":"([^"]*)"/g)].map((m) => m[1]);
     // Only validated, quoted table names reach statement text (the commit-window reads of metadata tables).
     expect(statements).toEqual([
+      "SELECT s.summary['lakehouse-jobs.batch'] AS batch, s.summary['lakehouse-jobs.batch-keys'] AS batch_keys, CAST(s.snapshot_id AS STRING) AS snapshot, s.summary['lakehouse-jobs.tombstones-at'] AS tombstones_at, (SELECT CAST(snapshot_id AS STRING) FROM `lake`.`acme_silver`.`orders__cdc_tombstones`.`refs` WHERE name = 'main') AS tombstones_now FROM `lake`.`acme_silver`.`orders`.`snapshots` s JOIN `lake`.`acme_silver`.`orders`.`refs` r ON s.snapshot_id = r.snapshot_id WHERE r.name = 'main'",
       'CREATE NAMESPACE IF NOT EXISTS `lake`.`acme_silver`',
       "SELECT 'silver' AS tbl, CAST(snapshot_id AS STRING) AS commit FROM `lake`.`acme_silver`.`orders`.`refs` WHERE name = 'main' UNION ALL SELECT 'tombstones' AS tbl, CAST(snapshot_id AS STRING) AS commit FROM `lake`.`acme_silver`.`orders__cdc_tombstones`.`refs` WHERE name = 'main'",
+      "SELECT CAST(snapshot_id AS STRING) AS head FROM `lake`.`acme_silver`.`orders__cdc_tombstones`.`refs` WHERE name = 'main'",
       "SELECT 'silver' AS tbl, CAST(snapshot_id AS STRING) AS commit, CAST(parent_id AS STRING) AS parent, summary['lakehouse-jobs.attempt'] AS attempt, false AS current FROM `lake`.`acme_silver`.`orders`.`snapshots` UNION ALL SELECT 'silver', CAST(snapshot_id AS STRING), NULL, NULL, true FROM `lake`.`acme_silver`.`orders`.`refs` WHERE name = 'main' UNION ALL SELECT 'tombstones' AS tbl, CAST(snapshot_id AS STRING) AS commit, CAST(parent_id AS STRING) AS parent, summary['lakehouse-jobs.attempt'] AS attempt, false AS current FROM `lake`.`acme_silver`.`orders__cdc_tombstones`.`snapshots` UNION ALL SELECT 'tombstones', CAST(snapshot_id AS STRING), NULL, NULL, true FROM `lake`.`acme_silver`.`orders__cdc_tombstones`.`refs` WHERE name = 'main'",
       'DELETE FROM `lake`.`acme_silver`.`orders__cdc_tombstones` WHERE `_cdc_deleted_at` < current_timestamp() - make_dt_interval(30)',
     ]);

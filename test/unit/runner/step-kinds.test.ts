@@ -15,6 +15,7 @@ describe('the step kinds', () => {
       stream: true,
       query: true,
       materialize: true,
+      fingerprint: true,
     };
     expect(Object.keys(STEP_KINDS).sort()).toEqual(Object.keys(kinds).sort());
     const operations: (keyof StepKindModule<never>)[] = ['run', 'diff', 'plan', 'view', 'touches', 'explainable'];

@@ -29,7 +29,7 @@ import type { Cmd } from '../../spark/plan/commands.js';
 import { Query, sqlCommand } from '../../spark/plan/query.js';
 import { sql } from '../../spark/plan/sql.js';
 import type { ColumnSource, DatasetRef, Facts, JobContext, JobPlan, PlanLineage, RowsStep, SchemaDiff, Step } from '../template.js';
-import { type FingerprintStep, fingerprintStep, materializeStep, queryStep } from '../steps.js';
+import { type FingerprintStep, type Row, fingerprintStep, materializeStep, queryStep } from '../steps.js';
 import { createNamespaceStep, createTable, readCommitStep, tableProperties } from '../tables.js';
 import { type TableShapeSpec, tableShape, tableShapeKeys } from '../table-shape.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
@@ -431,7 +431,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
     ...batch.steps,
     ...createPhase(ctx, tables, spec),
     ...measured.steps,
-    ...commitPhase(ctx, tables, spec, measured.measure, batch),
+    ...commitPhase(ctx, tables, spec, measured, batch),
     ...secondLookPhase(ctx, tables, spec, measured),
     ...expiryPhase(tables, spec),
     readCommitStep(silver.table, silver.catalog.format),
@@ -540,6 +540,8 @@ function resolvePhase(
 const BATCH_STAMP = { batch: 'batch', keys: 'batch-keys', tombstonesAt: 'tombstones-at' } as const;
 /** tombstones-at of a tombstone table without a commit yet (created empty, never written). */
 const NO_COMMIT = 'none';
+/** tombstones-at's suffix when the run recorded tombstones (one commit, on top of the base). */
+const OWN_COMMIT = '+1';
 
 /**
  * Is this batch the one silver's current commit applied, with both tables unchanged since? Its
@@ -550,11 +552,12 @@ const NO_COMMIT = 'none';
  */
 function batchFingerprint(files: Query, identity: string, silver: SilverRef, tombstones: TableName): FingerprintStep {
   const parts = tableParts(silver.table);
+  const tombParts = tableParts(tombstones);
   const stamp = (k: string) => sql`summary[${sql.value(`lakehouse-jobs.${k}`)}]`;
-  // One pass over three metadata tables (no join: a union is one Spark job): silver's stamped
-  // snapshots, and which snapshot each table's main branch is at (after a rollback, not the newest).
+  // One pass over the two tables' metadata (a union, no join: one Spark job): silver's stamped
+  // snapshots, the tombstones' commits, and where each main branch is (after a rollback, not the newest).
   const previous = Query.sql(
-    sql`SELECT 'stamp' AS kind, CAST(snapshot_id AS STRING) AS snapshot, ${stamp(BATCH_STAMP.batch)} AS batch, ${stamp(BATCH_STAMP.keys)} AS batch_keys, ${stamp(BATCH_STAMP.tombstonesAt)} AS tombstones_at FROM ${sql.table([...parts, 'snapshots'])} WHERE ${stamp(BATCH_STAMP.batch)} IS NOT NULL UNION ALL SELECT 'silver', CAST(snapshot_id AS STRING), NULL, NULL, NULL FROM ${sql.table([...parts, 'refs'])} WHERE name = 'main' UNION ALL SELECT 'tombstones', CAST(snapshot_id AS STRING), NULL, NULL, NULL FROM ${sql.table([...tableParts(tombstones), 'refs'])} WHERE name = 'main'`,
+    sql`SELECT 'stamp' AS kind, CAST(snapshot_id AS STRING) AS snapshot, ${stamp(BATCH_STAMP.batch)} AS batch, ${stamp(BATCH_STAMP.keys)} AS batch_keys, ${stamp(BATCH_STAMP.tombstonesAt)} AS tombstones_at, ${stamp('attempt')} AS attempt, NULL AS parent FROM ${sql.table([...parts, 'snapshots'])} WHERE ${stamp(BATCH_STAMP.batch)} IS NOT NULL UNION ALL SELECT 'tombstone-commit', CAST(snapshot_id AS STRING), NULL, NULL, NULL, ${stamp('attempt')}, CAST(parent_id AS STRING) FROM ${sql.table([...tombParts, 'snapshots'])} UNION ALL SELECT 'silver', CAST(snapshot_id AS STRING), NULL, NULL, NULL, NULL, NULL FROM ${sql.table([...parts, 'refs'])} WHERE name = 'main' UNION ALL SELECT 'tombstones', CAST(snapshot_id AS STRING), NULL, NULL, NULL, NULL, NULL FROM ${sql.table([...tombParts, 'refs'])} WHERE name = 'main'`,
   );
   const table = displayTable(silver.table);
   return fingerprintStep({
@@ -568,8 +571,8 @@ function batchFingerprint(files: Query, identity: string, silver: SilverRef, tom
       const main = (kind: string) => str(rows.find((r) => r.kind === kind)?.snapshot);
       const current = main('silver');
       const applied = rows.find((r) => r.kind === 'stamp' && str(r.snapshot) === current);
-      const at = str(applied?.tombstones_at);
-      if (current === undefined || !applied || str(applied.batch) !== fingerprint || at !== (main('tombstones') ?? NO_COMMIT)) return {};
+      if (current === undefined || !applied || str(applied.batch) !== fingerprint) return {};
+      if (!tombstonesAsLeft(str(applied.tombstones_at), str(applied.attempt), main('tombstones') ?? NO_COMMIT, rows)) return {};
       return {
         unchanged: true,
         output: {
@@ -583,6 +586,18 @@ function batchFingerprint(files: Query, identity: string, silver: SilverRef, tom
       };
     },
   });
+}
+
+/**
+ * Are the tombstones where the MERGE that recorded `at` left them? `at` is the commit the run read
+ * before deciding (its base), `+1` when the run then recorded tombstones: their current commit
+ * must then be that run's (its attempt's nonce) and the base's child, nothing after it.
+ */
+function tombstonesAsLeft(at: string | undefined, attempt: string | undefined, current: string, rows: readonly Row[]): boolean {
+  if (at === undefined) return false;
+  if (!at.endsWith(OWN_COMMIT)) return at === current;
+  const commit = rows.find((r) => r.kind === 'tombstone-commit' && String(r.snapshot) === current);
+  return attempt !== undefined && commit !== undefined && String(commit.attempt) === attempt && String(commit.parent) === at.slice(0, -OWN_COMMIT.length);
 }
 
 /** Namespace, silver and tombstone tables on first run, from the batch's columns; then silver's schema is fixed. */
@@ -684,7 +699,7 @@ function commitPhase(
   ctx: JobContext,
   tables: Tables,
   spec: MergeSpec,
-  measure: RowsStep<(typeof MEASURE_COLUMNS)[number]>,
+  { measure, window }: { measure: RowsStep<(typeof MEASURE_COLUMNS)[number]>; window: CommitWindow },
   batch: { check: RowsStep<(typeof BATCH_CHECKS)[number]>; fingerprint?: FingerprintStep | undefined },
 ): Step[] {
   const { keys, sequence } = spec;
@@ -693,28 +708,19 @@ function commitPhase(
   const { joined, afterTombstone } = withKnownTombstones(tables, spec);
   const source = keepUnsent(joined.select(star(RESOLVED), afterTombstone), target, keys, spec.unavailable);
   const newerThanRow = sequenceGreater(sequence, SOURCE, target.table);
-  // The tombstones' commit the MERGE decides on, recorded in its commit with the batch's fingerprint:
-  // a later run of the same batch finds both and sends nothing (batchFingerprint).
+  // The tombstones' commit the MERGE decided on (the base, and whether this run recorded tombstones
+  // on top of it), recorded in its commit with the batch's fingerprint: a later run of the same
+  // batch finds both as they were left and sends nothing (batchFingerprint).
   const fp = batch.fingerprint;
-  const tombHead = fp
-    ? queryStep({
-        id: 'tombstones-head',
-        title: `Read the current commit of ${displayTable(tombstones)}, recorded in the MERGE's commit`,
-        when: (facts) => silverChanges(facts, measure) > 0,
-        query: Query.sql(sql`SELECT CAST(snapshot_id AS STRING) AS head FROM ${sql.table([...tableParts(tombstones), 'refs'])} WHERE name = 'main'`),
-        columns: ['head'],
-        interpret: () => ({}),
-      })
-    : undefined;
   const batchStamp = (facts: Facts): Record<string, string> => {
-    const heads = tombHead && facts.rows(tombHead);
     const fingerprint = fp && facts.rows(fp)?.[0]?.fingerprint;
-    if (!heads || typeof fingerprint !== 'string') return {};
-    const head = heads[0]?.head;
+    const base = window.base.flatMap((b) => facts.rows(b) ?? []).find((r) => r.tbl === 'tombstones');
+    if (typeof fingerprint !== 'string' || !base || ctx.attempt === undefined) return {};
+    const at = base.commit === null || base.commit === undefined ? NO_COMMIT : String(base.commit);
     return {
       [BATCH_STAMP.batch]: fingerprint,
       [BATCH_STAMP.keys]: String(facts.count(batch.check.col('keys'))),
-      [BATCH_STAMP.tombstonesAt]: head === undefined || head === null ? NO_COMMIT : String(head),
+      [BATCH_STAMP.tombstonesAt]: facts.count(measure.col('tombstones')) > 0 ? `${at}${OWN_COMMIT}` : at,
     };
   };
   return [
@@ -732,7 +738,6 @@ function commitPhase(
           whenNotMatched: [{ action: 'insertAll' }],
         }),
     },
-    ...(tombHead ? [tombHead] : []),
     {
       kind: 'command',
       id: 'merge',

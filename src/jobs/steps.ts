@@ -235,6 +235,28 @@ export interface MaterializeStep<C extends string> extends StepBase, RowsStep<C>
   interpret(rows: readonly TypedRow<C>[]): StepEffect;
 }
 
+/**
+ * Identify a batch without reading it: the files `source` would read (analysed, no file is read),
+ * with `identity` (what the run computes from them: the batch's plan), hashed (SHA-256) into one
+ * fingerprint. At the same time `previous` is read (a metadata query: what the target's current
+ * commit recorded of the batch it applied), and the pure function compares the two. Its row, for
+ * later steps: `fingerprint`, and `unchanged` (1 when `interpret` said so, else 0).
+ */
+export interface FingerprintStep extends StepBase, RowsStep<'fingerprint' | 'unchanged'> {
+  readonly kind: 'fingerprint';
+  readonly source: Query;
+  readonly identity: string;
+  readonly previous: Query;
+  /** The fingerprint, and `previous`'s rows (none: e.g. the target does not exist yet). */
+  interpret(fingerprint: string, previous: readonly Row[]): StepEffect & { unchanged?: boolean };
+}
+
+/** A fingerprint step (its handle's columns: fingerprint, unchanged). */
+export function fingerprintStep(def: Omit<FingerprintStep, 'kind' | 'col' | 'columns'>): FingerprintStep {
+  const columns = ['fingerprint', 'unchanged'] as const;
+  return Object.freeze({ ...def, kind: 'fingerprint' as const, columns, col: columnRef(def.id, columns) });
+}
+
 export type Step =
   /**
    * Run a command (DDL, write, MERGE). `ifNotExists`: the command creates something unless it exists
@@ -304,7 +326,8 @@ export type Step =
       readonly interpret: (progress: readonly StreamProgress[]) => StepEffect;
     })
   | QueryStep<string>
-  | MaterializeStep<string>;
+  | MaterializeStep<string>
+  | FingerprintStep;
 
 export type StepKind = Step['kind'];
 export type StepOf<K extends StepKind> = Extract<Step, { kind: K }>;

@@ -142,14 +142,15 @@ export async function executePlan(plan: JobPlan, opts: ExecuteOptions): Promise<
         // Its config logic wrapped as tenant logic: the server judges it when the plan arrives (src/spark/policy).
         const sent = tenantLogicOf(step);
         const run = stepRun(sent, opts, state, bound(plan, state));
-        // A diff commits nothing, so it sets no stamps either.
+        // A diff commits nothing, so it sets no stamps either; nor does a step with nothing to stamp yet.
+        const stamp = step.stamp?.(state.facts);
         skipped = opts.diff
           ? await kindOf(sent).diff(
               sent,
               diffRun(sent, run, opts.diff, state.facts, () => report.outputs),
             )
-          : step.stamp
-            ? await stamped(step.stamp(state.facts), opts, () => kindOf(sent).run(sent, run))
+          : stamp && Object.keys(stamp).length
+            ? await stamped(stamp, opts, () => kindOf(sent).run(sent, run))
             : await kindOf(sent).run(sent, run);
       } catch (e) {
         report.failedStep = step.id;

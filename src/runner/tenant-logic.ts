@@ -65,6 +65,7 @@ export function tenantLogicOf(step: Step): Step {
     case 'ensureTable':
       return { ...step, create: command(step.create) };
     case 'probePaths':
+    case 'fingerprint':
       return step;
   }
 }

@@ -8,7 +8,7 @@ export function factsOf(steps: readonly Step[], byId: Record<string, Row[]>): Fa
   const facts = new StepFacts();
   for (const [id, rows] of Object.entries(byId)) {
     const step = steps.find((s) => s.id === id);
-    if (!step || (step.kind !== 'query' && step.kind !== 'materialize')) throw new Error(`factsOf: no query step ${id}`);
+    if (!step || (step.kind !== 'query' && step.kind !== 'materialize' && step.kind !== 'fingerprint')) throw new Error(`factsOf: no query step ${id}`);
     facts.record(step, step.columns, rows);
   }
   return facts;

@@ -29,7 +29,7 @@ import type { Cmd } from '../../spark/plan/commands.js';
 import { Query, sqlCommand } from '../../spark/plan/query.js';
 import { sql } from '../../spark/plan/sql.js';
 import type { ColumnSource, DatasetRef, Facts, JobContext, JobPlan, PlanLineage, RowsStep, SchemaDiff, Step } from '../template.js';
-import { materializeStep, queryStep } from '../steps.js';
+import { type FingerprintStep, type Row, fingerprintStep, materializeStep, queryStep } from '../steps.js';
 import { createNamespaceStep, createTable, readCommitStep, tableProperties } from '../tables.js';
 import { type TableShapeSpec, tableShape, tableShapeKeys } from '../table-shape.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
@@ -427,15 +427,21 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   const tables: Tables = { silver, tombstones: silverCompanion(ctx, silver, TOMBSTONE_SUFFIX), bronze, incremental };
   const batch = resolvePhase(tables, spec);
   const measured = measurePhase(tables, spec);
-  const steps: Step[] = [
+  const rest: Step[] = [
     ...batch.steps,
     ...createPhase(ctx, tables, spec),
     ...measured.steps,
-    ...commitPhase(ctx, tables, spec, measured.measure),
+    ...commitPhase(ctx, tables, spec, measured, batch),
     ...secondLookPhase(ctx, tables, spec, measured),
     ...expiryPhase(tables, spec),
     readCommitStep(silver.table, silver.catalog.format),
   ];
+  // The batch silver's current commit applied, onto unchanged tables: every later step is provably
+  // a no-op (docs/templates/cdc-silver-merge.md, "A rerun of an applied batch"), so none is sent.
+  const fp = batch.fingerprint;
+  const steps: Step[] = fp
+    ? [...batch.checks, fp, ...rest.map((s): Step => ({ ...s, when: (facts) => facts.count(fp.col('unchanged')) === 0 && (s.when?.(facts) ?? true) }))]
+    : [...batch.checks, ...rest];
   // Bronze columns that JDBC reported as varchar(n) (SQLite: varchar(0)) are text to silver: a
   // Delta table created from them would enforce the length on every write.
   const keyAndSeq = [...spec.keys, ...spec.sequence];
@@ -458,7 +464,10 @@ const silverColumns = (): Query => latest().drop(DELETE_FLAG, KEEP);
  * Only check-batch carries config logic (source.where, cdc.delete-when); the later steps add nothing
  * from the config but names and types.
  */
-function resolvePhase({ bronze, incremental }: Tables, spec: MergeSpec): { steps: Step[] } {
+function resolvePhase(
+  { bronze, incremental, silver, tombstones }: Tables,
+  spec: MergeSpec,
+): { checks: Step[]; steps: Step[]; check: RowsStep<(typeof BATCH_CHECKS)[number]>; fingerprint?: FingerprintStep | undefined } {
   const { keys, sequence } = spec;
   const keyAndSeq = [...keys, ...sequence];
   // Parquet bronze: exactly the selected partitions are listed and read; a bronze table: read
@@ -492,7 +501,7 @@ function resolvePhase({ bronze, incremental }: Tables, spec: MergeSpec): { steps
     name: BATCH,
     query: resolved,
     check: batchChecks(Query.materialized(BATCH)),
-    columns: ['events', 'null_groups', 'null_example', 'ties', 'tie_example', 'unlisted', 'unlisted_example'],
+    columns: BATCH_CHECKS,
     interpret: ([r]) => {
       const events = Number(r?.events ?? 0);
       // Incremental: new commits without events still move silver's position (record-position).
@@ -518,7 +527,77 @@ function resolvePhase({ bronze, incremental }: Tables, spec: MergeSpec): { steps
       return { metrics: { rowsRead: events } };
     },
   });
-  return { steps: [...read.checks, checkColumns, check] };
+  // Parquet bronze into Iceberg silver, read in full: the batch is its files (never rewritten in
+  // place: Spark and jdbc-snapshot-ingest write new names) and the plan that resolves them.
+  const fingerprint =
+    bronze.kind === 'files' && !incremental && silver.catalog.format === 'iceberg'
+      ? batchFingerprint(read.rows, JSON.stringify({ v: 1, batch: resolved.rel, evolution: spec.schemaEvolution }), silver, tombstones.table)
+      : undefined;
+  return { checks: read.checks, steps: [checkColumns, check], check, fingerprint };
+}
+
+/** What silver's current commit recorded of the batch it applied (Iceberg snapshot summary). */
+const BATCH_STAMP = { batch: 'batch', keys: 'batch-keys', tombstonesAt: 'tombstones-at' } as const;
+/** tombstones-at of a tombstone table without a commit yet (created empty, never written). */
+const NO_COMMIT = 'none';
+/** tombstones-at's suffix when the run recorded tombstones (one commit, on top of the base). */
+const OWN_COMMIT = '+1';
+
+/**
+ * Is this batch the one silver's current commit applied, with both tables unchanged since? Its
+ * MERGE's commit recorded the batch's fingerprint and the tombstone table's commit it decided on:
+ * when silver's current snapshot carries this fingerprint and the tombstones are still at that
+ * commit, every event is late again and nothing else can have changed, so the run reports what a
+ * full rerun reports (committed: false, every key late) without reading bronze.
+ */
+function batchFingerprint(files: Query, identity: string, silver: SilverRef, tombstones: TableName): FingerprintStep {
+  const parts = tableParts(silver.table);
+  const tombParts = tableParts(tombstones);
+  const stamp = (k: string) => sql`summary[${sql.value(`lakehouse-jobs.${k}`)}]`;
+  // One pass over the two tables' metadata (a union, no join: one Spark job): silver's stamped
+  // snapshots, the tombstones' commits, and where each main branch is (after a rollback, not the newest).
+  const previous = Query.sql(
+    sql`SELECT 'stamp' AS kind, CAST(snapshot_id AS STRING) AS snapshot, ${stamp(BATCH_STAMP.batch)} AS batch, ${stamp(BATCH_STAMP.keys)} AS batch_keys, ${stamp(BATCH_STAMP.tombstonesAt)} AS tombstones_at, ${stamp('attempt')} AS attempt, NULL AS parent FROM ${sql.table([...parts, 'snapshots'])} WHERE ${stamp(BATCH_STAMP.batch)} IS NOT NULL UNION ALL SELECT 'tombstone-commit', CAST(snapshot_id AS STRING), NULL, NULL, NULL, ${stamp('attempt')}, CAST(parent_id AS STRING) FROM ${sql.table([...tombParts, 'snapshots'])} UNION ALL SELECT 'silver', CAST(snapshot_id AS STRING), NULL, NULL, NULL, NULL, NULL FROM ${sql.table([...parts, 'refs'])} WHERE name = 'main' UNION ALL SELECT 'tombstones', CAST(snapshot_id AS STRING), NULL, NULL, NULL, NULL, NULL FROM ${sql.table([...tombParts, 'refs'])} WHERE name = 'main'`,
+  );
+  const table = displayTable(silver.table);
+  return fingerprintStep({
+    id: 'batch-fingerprint',
+    title: `Compare the batch (its files, listed, and its plan) with the one ${table}'s current commit applied`,
+    source: files,
+    identity,
+    previous,
+    interpret: (fingerprint, rows) => {
+      const str = (v: unknown) => (v === null || v === undefined ? undefined : String(v));
+      const main = (kind: string) => str(rows.find((r) => r.kind === kind)?.snapshot);
+      const current = main('silver');
+      const applied = rows.find((r) => r.kind === 'stamp' && str(r.snapshot) === current);
+      if (current === undefined || !applied || str(applied.batch) !== fingerprint) return {};
+      if (!tombstonesAsLeft(str(applied.tombstones_at), str(applied.attempt), main('tombstones') ?? NO_COMMIT, rows)) return {};
+      return {
+        unchanged: true,
+        output: {
+          table,
+          format: silver.catalog.format,
+          location: silver.location,
+          committed: false,
+          snapshotId: current,
+          metrics: { inserted: 0, updated: 0, deleted: 0, late: Number(applied.batch_keys ?? 0) },
+        },
+      };
+    },
+  });
+}
+
+/**
+ * Are the tombstones where the MERGE that recorded `at` left them? `at` is the commit the run read
+ * before deciding (its base), `+1` when the run then recorded tombstones: their current commit
+ * must then be that run's (its attempt's nonce) and the base's child, nothing after it.
+ */
+function tombstonesAsLeft(at: string | undefined, attempt: string | undefined, current: string, rows: readonly Row[]): boolean {
+  if (at === undefined) return false;
+  if (!at.endsWith(OWN_COMMIT)) return at === current;
+  const commit = rows.find((r) => r.kind === 'tombstone-commit' && String(r.snapshot) === current);
+  return attempt !== undefined && commit !== undefined && String(commit.attempt) === attempt && String(commit.parent) === at.slice(0, -OWN_COMMIT.length);
 }
 
 /** Namespace, silver and tombstone tables on first run, from the batch's columns; then silver's schema is fixed. */
@@ -616,13 +695,34 @@ const silverChanges = (facts: Facts, m: RowsStep<(typeof MEASURE_COLUMNS)[number
   facts.count(m.col('inserted')) + facts.count(m.col('updated')) + facts.count(m.col('deleted'));
 
 /** Tombstones first: if the run dies between the two merges, a rerun still deletes the rows. Each MERGE only when it changes something. */
-function commitPhase(ctx: JobContext, tables: Tables, spec: MergeSpec, measure: RowsStep<(typeof MEASURE_COLUMNS)[number]>): Step[] {
+function commitPhase(
+  ctx: JobContext,
+  tables: Tables,
+  spec: MergeSpec,
+  { measure, window }: { measure: RowsStep<(typeof MEASURE_COLUMNS)[number]>; window: CommitWindow },
+  batch: { check: RowsStep<(typeof BATCH_CHECKS)[number]>; fingerprint?: FingerprintStep | undefined },
+): Step[] {
   const { keys, sequence } = spec;
   const target = tables.silver.table;
   const tombstones = tables.tombstones.table;
   const { joined, afterTombstone } = withKnownTombstones(tables, spec);
   const source = keepUnsent(joined.select(star(RESOLVED), afterTombstone), target, keys, spec.unavailable);
   const newerThanRow = sequenceGreater(sequence, SOURCE, target.table);
+  // The tombstones' commit the MERGE decided on (the base, and whether this run recorded tombstones
+  // on top of it), recorded in its commit with the batch's fingerprint: a later run of the same
+  // batch finds both as they were left and sends nothing (batchFingerprint).
+  const fp = batch.fingerprint;
+  const batchStamp = (facts: Facts): Record<string, string> => {
+    const fingerprint = fp && facts.rows(fp)?.[0]?.fingerprint;
+    const base = window.base.flatMap((b) => facts.rows(b) ?? []).find((r) => r.tbl === 'tombstones');
+    if (typeof fingerprint !== 'string' || !base || ctx.attempt === undefined) return {};
+    const at = base.commit === null || base.commit === undefined ? NO_COMMIT : String(base.commit);
+    return {
+      [BATCH_STAMP.batch]: fingerprint,
+      [BATCH_STAMP.keys]: String(facts.count(batch.check.col('keys'))),
+      [BATCH_STAMP.tombstonesAt]: facts.count(measure.col('tombstones')) > 0 ? `${at}${OWN_COMMIT}` : at,
+    };
+  };
   return [
     {
       kind: 'command',
@@ -645,7 +745,7 @@ function commitPhase(ctx: JobContext, tables: Tables, spec: MergeSpec, measure: 
       // A rerun of an applied batch changes no row: no MERGE, so no new snapshot or version.
       when: (facts) => silverChanges(facts, measure) > 0,
       // Incremental: the MERGE's commit records the bronze commit the batch was read up to.
-      ...(tables.incremental ? { stamp: tables.incremental.stamp } : {}),
+      ...(tables.incremental ? { stamp: tables.incremental.stamp } : fp ? { stamp: batchStamp } : {}),
       command: source.as(SOURCE).mergeInto(tableParts(target), and(...keys.map((k) => eqNullSafe(col(target.table, k), col(SOURCE, k)))), {
         whenMatched: [
           { action: 'delete', condition: and(col(SOURCE, DELETE_FLAG), newerThanRow) },
@@ -902,11 +1002,14 @@ function keepUnsent(source: Query, target: TableName, keys: string[], unavailabl
  * with a NULL key or sequence and the keys with different events at one sequence, each with an
  * example. Reads the rows check-batch kept, not bronze.
  */
+const BATCH_CHECKS = ['events', 'keys', 'null_groups', 'null_example', 'ties', 'tie_example', 'unlisted', 'unlisted_example'] as const;
+
 function batchChecks(resolved: Query): Query {
   return resolved.aggregate(
     [],
     [
       alias(fn('coalesce', fn('sum', col(KEY_EVENTS)), lit(0)), 'events'),
+      alias(fn('count', lit(1)), 'keys'),
       alias(fn('count_if', col(KEY_NULL)), 'null_groups'),
       alias(fn('max', col(KEY_NULL_EXAMPLE)), 'null_example'),
       alias(fn('count_if', col(KEY_TIE)), 'ties'),

@@ -5,6 +5,7 @@ import { checkColumns } from './check-columns.js';
 import { command } from './command.js';
 import { compareSchemas } from './compare-schemas.js';
 import { ensureTable } from './ensure-table.js';
+import { fingerprint } from './fingerprint.js';
 import type { PlanNode, StepKindModule, StepKinds } from './kind.js';
 import { materialize } from './materialize.js';
 import { probePaths } from './probe-paths.js';
@@ -14,7 +15,7 @@ import { stream } from './stream.js';
 export type { PlanNode, Sent, StepKindModule, StepRun } from './kind.js';
 
 /** Every step kind's module: a kind without one, or a module without an operation, does not compile. */
-export const STEP_KINDS: StepKinds = { command, ensureTable, compareSchemas, checkColumns, probePaths, stream, query, materialize };
+export const STEP_KINDS: StepKinds = { command, ensureTable, compareSchemas, checkColumns, probePaths, stream, query, materialize, fingerprint };
 
 /** The module of a step's kind. */
 export function kindOf<S extends Step>(step: S): StepKindModule<S> {

@@ -5,7 +5,7 @@ import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { tempFiles } from '../../support/files.js';
 import { connect, freshTenant, icebergSnapshotSummary, readIcebergWithPyIceberg, remote, runCli } from '../../support/stack.js';
-import { testQuery } from '../../support/sql.js';
+import { testCommand, testQuery } from '../../support/sql.js';
 import { needs } from '../../support/needs.js';
 
 needs('spark', 'py-tools');
@@ -165,6 +165,25 @@ describe('cdc-silver-merge v1 on the real stack', () => {
     // Nothing to change, nothing committed: no new snapshot of silver or of its tombstones.
     expect(status.outputs[0]).toMatchObject({ committed: false, snapshotId: snapshotsBefore[0] });
     expect(snapshots()).toEqual(snapshotsBefore);
+    // The batch silver's current commit applied, onto unchanged tables: known from metadata alone
+    // (bronze's files listed, the commits' stamps read), nothing else sent.
+    expect(status.completedSteps).toEqual(['probe-files-only', 'batch-fingerprint']);
+    expect(status.metrics.rowsRead).toBe(0);
+  });
+
+  it('reads and measures the batch again once another commit changed a table the merge decided on', async () => {
+    // A tombstone of a key this batch does not hold: the fingerprint cannot tell, so the run reads the batch.
+    const tombstones = `lake.${tenant.id}_silver.orders__cdc_tombstones`;
+    await client.execute(
+      compileCommandPlan(testCommand(`INSERT INTO ${tombstones} VALUES (99, TIMESTAMP'2026-07-01 00:00:00', current_timestamp(), 'it')`), { reveal: true }),
+    );
+    const { code, status } = await run('2026-07-05');
+    expect(code).toBe(0);
+    expect(status.completedSteps).toEqual(expect.arrayContaining(['batch-fingerprint', 'check-batch', 'measure']));
+    // What the fingerprint reported without reading is what reading reports.
+    expect(status.outputs[0]).toMatchObject({ committed: false, metrics: { inserted: 0, updated: 0, deleted: 0, late: 4 } });
+    expect(status.metrics.rowsRead).toBe(6);
+    await client.execute(compileCommandPlan(testCommand(`DELETE FROM ${tombstones} WHERE id = 99`), { reveal: true }));
   });
 
   it('applies the next batch: updates, deletes, and ignores an event older than the row', async () => {

@@ -33,6 +33,7 @@ describe('cdc-silver-merge v1 config', () => {
     expect(job.tenant.location('silver', 'orders')).toBe('file:///lake/acme/silver/orders');
     expect(job.plan.steps.map((s) => s.id)).toEqual([
       'probe-files-only',
+      'batch-fingerprint',
       'check-source-columns',
       'check-batch',
       'create-namespace',
@@ -54,7 +55,15 @@ describe('cdc-silver-merge v1 config', () => {
     const when = Object.fromEntries(
       job.plan.steps.filter((s) => s.when).map((s) => [s.id, (byId: Record<string, Row[]>) => s.when!(factsOf(job.plan.steps, byId))]),
     );
-    expect(Object.keys(when)).toEqual(['record-tombstones', 'merge', 'find-resurrected', 'delete-resurrected', 'expire-tombstones']);
+    // Every step after the fingerprint is guarded by it: the batch silver's current commit applied sends nothing more.
+    const guarded = job.plan.steps.slice(2).map((s) => s.id);
+    expect(Object.keys(when)).toEqual(guarded);
+    for (const f of Object.values(when))
+      expect(f({ 'batch-fingerprint': [{ fingerprint: 'f', unchanged: 1 }], measure: [{ inserted: 1, tombstones: 1 }] })).toBe(false);
+    const conditional = ['record-tombstones', 'merge', 'find-resurrected', 'delete-resurrected', 'expire-tombstones'];
+    for (const id of guarded.filter((id) => !conditional.includes(id)))
+      expect(when[id]!({ 'batch-fingerprint': [{ fingerprint: 'f', unchanged: 0 }] })).toBe(true);
+    for (const id of Object.keys(when)) if (!conditional.includes(id)) delete when[id];
     // A rerun: nothing to write, no other writer since the first read, no stale row: no second look.
     const attempt = job.context.attempt!;
     const current = (commit: string) => [{ tbl: 'silver', commit, parent: null, attempt: null, current: true }];
@@ -229,6 +238,7 @@ describe('cdc-silver-merge v1 plans', () => {
     const statements = [...json.matchAll(/"query":"([^"]*)"/g)].map((m) => m[1]);
     // Only validated, quoted table names reach statement text (the commit-window reads of metadata tables).
     expect(statements).toEqual([
+      "SELECT 'stamp' AS kind, CAST(snapshot_id AS STRING) AS snapshot, summary['lakehouse-jobs.batch'] AS batch, summary['lakehouse-jobs.batch-keys'] AS batch_keys, summary['lakehouse-jobs.tombstones-at'] AS tombstones_at, summary['lakehouse-jobs.attempt'] AS attempt, NULL AS parent FROM `lake`.`acme_silver`.`orders`.`snapshots` WHERE summary['lakehouse-jobs.batch'] IS NOT NULL UNION ALL SELECT 'tombstone-commit', CAST(snapshot_id AS STRING), NULL, NULL, NULL, summary['lakehouse-jobs.attempt'], CAST(parent_id AS STRING) FROM `lake`.`acme_silver`.`orders__cdc_tombstones`.`snapshots` UNION ALL SELECT 'silver', CAST(snapshot_id AS STRING), NULL, NULL, NULL, NULL, NULL FROM `lake`.`acme_silver`.`orders`.`refs` WHERE name = 'main' UNION ALL SELECT 'tombstones', CAST(snapshot_id AS STRING), NULL, NULL, NULL, NULL, NULL FROM `lake`.`acme_silver`.`orders__cdc_tombstones`.`refs` WHERE name = 'main'",
       'CREATE NAMESPACE IF NOT EXISTS `lake`.`acme_silver`',
       "SELECT 'silver' AS tbl, CAST(snapshot_id AS STRING) AS commit FROM `lake`.`acme_silver`.`orders`.`refs` WHERE name = 'main' UNION ALL SELECT 'tombstones' AS tbl, CAST(snapshot_id AS STRING) AS commit FROM `lake`.`acme_silver`.`orders__cdc_tombstones`.`refs` WHERE name = 'main'",
       "SELECT 'silver' AS tbl, CAST(snapshot_id AS STRING) AS commit, CAST(parent_id AS STRING) AS parent, summary['lakehouse-jobs.attempt'] AS attempt, false AS current FROM `lake`.`acme_silver`.`orders`.`snapshots` UNION ALL SELECT 'silver', CAST(snapshot_id AS STRING), NULL, NULL, true FROM `lake`.`acme_silver`.`orders`.`refs` WHERE name = 'main' UNION ALL SELECT 'tombstones' AS tbl, CAST(snapshot_id AS STRING) AS commit, CAST(parent_id AS STRING) AS parent, summary['lakehouse-jobs.attempt'] AS attempt, false AS current FROM `lake`.`acme_silver`.`orders__cdc_tombstones`.`snapshots` UNION ALL SELECT 'tombstones', CAST(snapshot_id AS STRING), NULL, NULL, true FROM `lake`.`acme_silver`.`orders__cdc_tombstones`.`refs` WHERE name = 'main'",
@@ -333,5 +343,81 @@ describe('config expressions', () => {
     expect(await configIssues(where(`a IN (${'1, '.repeat(5_000)}1)`))).toEqual([
       { path: 'source.where', message: 'source.where is longer than 10000 characters' },
     ]);
+  });
+});
+
+describe('cdc-silver-merge: a rerun of the batch silver applied', () => {
+  type Fp = Extract<Step, { kind: 'fingerprint' }>;
+  const plan = async (text = valid) => {
+    const job = await load(text, { platform });
+    const fp = job.plan.steps.find((s): s is Fp => s.kind === 'fingerprint')!;
+    const merge = job.plan.steps.find((s) => s.id === 'merge')!;
+    return { job, fp, merge };
+  };
+  // Silver's main branch at 20, stamped by attempt A with batch F; the tombstones' commits.
+  const rows = (over: { at?: string; batch?: string; silver?: string; tombstones?: string; commits?: Row[] } = {}): Row[] => [
+    { kind: 'stamp', snapshot: '20', batch: over.batch ?? 'F', batch_keys: '4', tombstones_at: over.at ?? '9', attempt: 'A', parent: null },
+    ...(over.commits ?? [{ kind: 'tombstone-commit', snapshot: '9', attempt: 'Z', parent: '8' }]),
+    { kind: 'silver', snapshot: over.silver ?? '20' },
+    ...(over.tombstones === 'none' ? [] : [{ kind: 'tombstones', snapshot: over.tombstones ?? '9' }]),
+  ];
+
+  it('reports what the full rerun reports, without reading, only when both tables are as the MERGE left them', async () => {
+    const { fp } = await plan();
+    expect(fp.interpret('F', rows())).toEqual({
+      unchanged: true,
+      output: {
+        table: 'lake.acme_silver.orders',
+        format: 'iceberg',
+        location: 'file:///lake/acme/silver/orders',
+        committed: false,
+        snapshotId: '20',
+        metrics: { inserted: 0, updated: 0, deleted: 0, late: 4 },
+      },
+    });
+    // Another batch; another commit of silver (or a rollback to another snapshot); the tombstones moved on.
+    expect(fp.interpret('G', rows()).unchanged).toBeUndefined();
+    expect(fp.interpret('F', rows({ silver: '21' })).unchanged).toBeUndefined();
+    expect(fp.interpret('F', rows({ tombstones: '10' })).unchanged).toBeUndefined();
+    expect(fp.interpret('F', rows({ tombstones: 'none' })).unchanged).toBeUndefined();
+    // A first run: no table, no rows.
+    expect(fp.interpret('F', []).unchanged).toBeUndefined();
+    // Tombstones without a commit then and now.
+    expect(fp.interpret('F', rows({ at: 'none', tombstones: 'none', commits: [] })).unchanged).toBe(true);
+  });
+
+  it('takes the tombstones the MERGE recorded itself only as its own one commit on the base', async () => {
+    const { fp } = await plan();
+    const own = (attempt: string, parent: string) =>
+      rows({ at: '9+1', tombstones: '10', commits: [{ kind: 'tombstone-commit', snapshot: '10', attempt, parent }] });
+    expect(fp.interpret('F', own('A', '9')).unchanged).toBe(true);
+    // Another writer's commit, or ours on another base (an expiry after the MERGE is a commit on ours).
+    expect(fp.interpret('F', own('B', '9')).unchanged).toBeUndefined();
+    expect(fp.interpret('F', own('A', '10')).unchanged).toBeUndefined();
+  });
+
+  it("stamps the MERGE's commit with the batch, its keys and the tombstones' base", async () => {
+    const { job, fp, merge } = await plan();
+    const facts = (tombstones: number) =>
+      factsOf(job.plan.steps, {
+        'batch-fingerprint': [{ fingerprint: 'F', unchanged: 0 }],
+        'check-batch': [{ events: 6, keys: 4, null_groups: 0, null_example: null, ties: 0, tie_example: null, unlisted: 0, unlisted_example: null }],
+        'base-commits': [
+          { tbl: 'silver', commit: '19' },
+          { tbl: 'tombstones', commit: '9' },
+        ],
+        measure: [{ inserted: 1, updated: 0, deleted: 0, late: 3, tombstones: tombstones, stale: 0 }],
+      });
+    expect(merge.stamp!(facts(0))).toEqual({ batch: 'F', 'batch-keys': '4', 'tombstones-at': '9' });
+    expect(merge.stamp!(facts(2))).toEqual({ batch: 'F', 'batch-keys': '4', 'tombstones-at': '9+1' });
+    expect(fp.identity).toContain('_snapshot_date');
+    // Another source.where is another batch.
+    const other = await plan(valid.replace("'2026-07-05'", "'2026-07-06'"));
+    expect(other.fp.identity).not.toBe(fp.identity);
+  });
+
+  it('is not planned for Delta silver or table bronze', async () => {
+    const delta = await load(v2, { platform: platform2 });
+    expect(delta.plan.steps.some((s) => s.kind === 'fingerprint')).toBe(false);
   });
 });

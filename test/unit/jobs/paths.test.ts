@@ -77,7 +77,7 @@ describe('cdc-silver-merge source.snapshot-date (v2)', () => {
 
   it('reads the whole bronze dir without a selection (and probes nothing)', async () => {
     const job = await load(merge(''));
-    expect(job.plan.steps.slice(0, 3).map((s) => s.id)).toEqual(['probe-files-only', 'check-source-columns', 'check-batch']);
+    expect(job.plan.steps.slice(0, 4).map((s) => s.id)).toEqual(['probe-files-only', 'batch-fingerprint', 'check-source-columns', 'check-batch']);
     expect(bronzeRead(job.plan.steps)).toEqual({ paths: ['file:///lake/acme/bronze/orders_cdc'], options: { mergeSchema: 'true' } });
     const v1 = await load(merge('', 1));
     expect(bronzeRead(v1.plan.steps)).toEqual({ paths: ['file:///lake/acme/bronze/orders_cdc'], options: { mergeSchema: 'true' } });

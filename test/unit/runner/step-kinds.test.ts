@@ -1,7 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import type { StepKind } from '../../../src/jobs/steps.js';
+import { type FingerprintStep, type Row, type StepKind, fingerprintStep } from '../../../src/jobs/steps.js';
+import { Query } from '../../../src/spark/plan/query.js';
+import { testSql } from '../../support/sql.js';
 import { STEP_KINDS } from '../../../src/runner/steps/index.js';
-import type { StepKindModule, StepKinds } from '../../../src/runner/steps/kind.js';
+import type { StepKindModule, StepKinds, StepRun } from '../../../src/runner/steps/kind.js';
 
 /** One module per step kind, each with every operation: the record's type is what the compiler checks. */
 describe('the step kinds', () => {
@@ -15,6 +17,7 @@ describe('the step kinds', () => {
       stream: true,
       query: true,
       materialize: true,
+      fingerprint: true,
     };
     expect(Object.keys(STEP_KINDS).sort()).toEqual(Object.keys(kinds).sort());
     const operations: (keyof StepKindModule<never>)[] = ['run', 'diff', 'plan', 'view', 'touches', 'explainable'];
@@ -29,5 +32,47 @@ describe('the step kinds', () => {
     // @ts-expect-error the query module lacks explainable
     const missingOperation: StepKinds = { ...STEP_KINDS, query: withoutExplain };
     expect([missingKind, missingOperation]).toHaveLength(2);
+  });
+});
+
+describe('the fingerprint kind', () => {
+  const step = (interpret: FingerprintStep['interpret']) =>
+    fingerprintStep({
+      id: 'fp',
+      title: 'fp',
+      source: Query.read('parquet', { paths: ['file:///b'] }),
+      identity: 'plan',
+      previous: Query.sql(testSql('SELECT 1 AS x')),
+      interpret,
+    });
+  const run = (files: string[], previous: () => Promise<Row[]>) => {
+    const recorded: Row[][] = [];
+    const r = {
+      inputFiles: async () => files,
+      rows: async () => ({ columns: ['x'], rows: await previous() }),
+      record: (_s: unknown, _c: unknown, rows: Row[]) => void recorded.push(rows),
+      effect: (e: { skip?: string }) => e.skip,
+      errorClass: (e: unknown) => (e instanceof Error ? e.message : undefined),
+    } as unknown as StepRun;
+    return { r, recorded };
+  };
+
+  it('hashes the identity and the files in any order, and reads previous at the same time', async () => {
+    const seen: string[] = [];
+    const s = step((fingerprint, rows) => (seen.push(`${fingerprint}:${rows.length}`), { unchanged: rows.length > 0 }));
+    const a = run(['file:///b/2.parquet', 'file:///b/1.parquet'], async () => [{ x: 1 }]);
+    const b = run(['file:///b/1.parquet', 'file:///b/2.parquet'], async () => [{ x: 1 }]);
+    await STEP_KINDS.fingerprint.run(s, a.r);
+    await STEP_KINDS.fingerprint.run(s, b.r);
+    expect(seen[0]).toBe(seen[1]);
+    expect(a.recorded[0]).toEqual([{ fingerprint: seen[0]!.split(':')[0], unchanged: 1 }]);
+    // Another file is another batch; a missing table reads as no rows.
+    const c = run(['file:///b/1.parquet', 'file:///b/3.parquet'], async () => {
+      throw new Error('TABLE_OR_VIEW_NOT_FOUND');
+    });
+    await STEP_KINDS.fingerprint.run(s, c.r);
+    expect(seen[2]).not.toBe(seen[0]);
+    expect(seen[2]!.endsWith(':0')).toBe(true);
+    expect(c.recorded[0]).toEqual([{ fingerprint: expect.any(String), unchanged: 0 }]);
   });
 });

@@ -1,8 +1,8 @@
 import { z } from 'zod';
-import { DataError } from '../core/errors.js';
+import { ConfigError, DataError, type LakehouseError } from '../core/errors.js';
 import type { ReadPosition } from '../core/status.js';
 import { type TableName, displayTable, tableParts } from '../core/naming.js';
-import { alias, and, cast, col, eq, fn, gt, isIn, isNotNull, lit, not } from '../spark/plan/expressions.js';
+import { alias, and, cast, coalesce, col, eq, fn, gt, isIn, isNotNull, lit, not } from '../spark/plan/expressions.js';
 import { Query, sqlCommand } from '../spark/plan/query.js';
 import { sql } from '../spark/plan/sql.js';
 import { type Facts, type QueryStep, type Step, queryStep } from './steps.js';
@@ -34,17 +34,17 @@ export const sourceRead = z
     'incremental: a run reads only the source commits since the one its target last recorded, and records its own in the same commit as its write (docs/contracts.md, "Incremental reads"). full: all of the source, recording its newest commit as the position (--set source.read=full resumes an incremental job whose position was lost). Without it: all of the source, nothing recorded.',
   );
 
-/** source.read = incremental needs a source with commits (an Iceberg table) and every commit's rows. */
+/** source.read = incremental needs a source with commits (an Iceberg or Delta table) and every commit's rows. */
 export function checkIncremental(
   s: { read?: 'full' | 'incremental' | undefined; format: string; 'snapshot-date'?: readonly string[] | undefined },
   ctx: z.RefinementCtx,
 ): void {
   if (s.read === undefined) return;
-  if (s.format !== 'iceberg')
+  if (s.format !== 'iceberg' && s.format !== 'delta')
     ctx.addIssue({
       code: 'custom',
       path: ['read'],
-      message: `reads and records an Iceberg bronze table's commits (source.format = iceberg); ${s.format === 'parquet' ? 'parquet files have no commits' : 'Delta sources are not supported yet'}`,
+      message: `reads and records a bronze table's commits (source.format = iceberg or delta); parquet files have no commits`,
     });
   if (s['snapshot-date'] !== undefined)
     ctx.addIssue({
@@ -56,6 +56,11 @@ export function checkIncremental(
 
 /** The stamp key of a source table, under `lakehouse-jobs.` in the target's commits. */
 export const positionKey = (source: TableName): string => `read.${displayTable(source)}`;
+/**
+ * A Delta source's table id, stamped beside its version: versions restart at 0 when the table is
+ * dropped and recreated, so a version alone cannot tell the table it was read from.
+ */
+export const tableIdKey = (source: TableName): string => `${positionKey(source)}#table-id`;
 
 const POSITION_COLUMNS = ['head', 'stamps', 'latest_stamp', 'consumed', 'appends', 'rewrites'] as const;
 
@@ -82,11 +87,17 @@ export interface IncrementalRead {
  * it as of its newest snapshot and records that (the way to resume after a lost position).
  */
 export function incrementalRead(
-  source: TableName,
-  target: { table: TableName; format: 'iceberg' | 'delta' },
+  source: { table: TableName; format: 'iceberg' | 'delta' },
+  target: Target,
   mode: 'incremental' | 'full' = 'incremental',
   label = 'source',
 ): IncrementalRead {
+  return source.format === 'delta' ? deltaRead(source.table, target, mode, label) : icebergRead(source.table, target, mode, label);
+}
+
+type Target = { table: TableName; format: 'iceberg' | 'delta' };
+
+function icebergRead(source: TableName, target: Target, mode: 'incremental' | 'full', label: string): IncrementalRead {
   const full = mode === 'full';
   const key = positionKey(source);
   const name = displayTable(source);
@@ -146,24 +157,30 @@ export function incrementalRead(
       return r ? { [key]: r.to } : {};
     },
     position: read,
-    recordStep: ({ id = 'record-position', when }) => ({
-      kind: 'command',
-      id,
-      title: `Record in ${targetName} which commit of ${name} this run read up to (a commit without rows)`,
-      when: (facts) => read(facts) !== undefined && when(facts),
-      stamp: (facts) => {
+    recordStep: ({ id = 'record-position', when }) =>
+      recordPosition(id, name, target, (facts) => {
         const r = read(facts);
-        return r ? { [key]: r.to } : {};
-      },
-      // Iceberg commits an empty append as a snapshot; Delta skips an empty write, but commits every
-      // property update (with the run's commitInfo).
-      command:
-        target.format === 'iceberg'
-          ? sqlCommand(sql`INSERT INTO ${sql.target(tableParts(target.table))} SELECT * FROM ${sql.table(tableParts(target.table))} WHERE false`)
-          : sqlCommand(
-              sql`ALTER TABLE ${sql.target(tableParts(target.table))} SET TBLPROPERTIES (${sql.value('lakehouse-jobs.read')} = ${sql.value('incremental')})`,
-            ),
-    }),
+        return r && when(facts) ? { [key]: r.to } : undefined;
+      }),
+  };
+}
+
+/** A commit of the target that carries only the position: for a batch that changes no row of it. */
+function recordPosition(id: string, source: string, target: Target, stamp: (facts: Facts) => Record<string, string> | undefined): Step {
+  return {
+    kind: 'command',
+    id,
+    title: `Record in ${displayTable(target.table)} which commit of ${source} this run read up to (a commit without rows)`,
+    when: (facts) => stamp(facts) !== undefined,
+    stamp: (facts) => stamp(facts) ?? {},
+    // Iceberg commits an empty append as a snapshot; Delta skips an empty write, but commits every
+    // property update (with the run's commitInfo).
+    command:
+      target.format === 'iceberg'
+        ? sqlCommand(sql`INSERT INTO ${sql.target(tableParts(target.table))} SELECT * FROM ${sql.table(tableParts(target.table))} WHERE false`)
+        : sqlCommand(
+            sql`ALTER TABLE ${sql.target(tableParts(target.table))} SET TBLPROPERTIES (${sql.value('lakehouse-jobs.read')} = ${sql.value('incremental')})`,
+          ),
   };
 }
 
@@ -198,6 +215,7 @@ function decide(r: Readonly<Record<(typeof POSITION_COLUMNS)[number], unknown>>,
 
 const STAMP = '__lake_stamp';
 const STAMP_AT = '__lake_stamp_at';
+const STAMP_ID = '__lake_stamp_id';
 const SID = '__lake_sid';
 const SAT = '__lake_sat';
 const OP = '__lake_op';
@@ -209,30 +227,7 @@ const OP = '__lake_op';
  */
 function positionQuery(source: TableName, target: { table: TableName; format: 'iceberg' | 'delta' }, key: string): Query {
   const s = tableParts(source);
-  const t = tableParts(target.table);
-  const stamps =
-    target.format === 'iceberg'
-      ? Query.sql(
-          sql`SELECT s.summary[${sql.value(`lakehouse-jobs.${key}`)}] AS ${sql.id(STAMP)}, h.made_current_at AS ${sql.id(STAMP_AT)} FROM ${sql.table([...t, 'snapshots'])} s JOIN ${sql.table([...t, 'history'])} h ON s.snapshot_id = h.snapshot_id WHERE h.is_current_ancestor`,
-        )
-      : Query.sql(sql`DESCRIBE HISTORY ${sql.table(t)}`)
-          .as('v')
-          // A version a RESTORE undid (lakehouse-jobs rollback) is no part of the table's state: its position neither.
-          .join(
-            Query.sql(sql`DESCRIBE HISTORY ${sql.table(t)}`)
-              .filter(eq(col('operation'), lit('RESTORE')))
-              .select(alias(col('version'), 'restored_at'), alias(cast(fn('element_at', col('operationParameters'), lit('version')), 'bigint'), 'restored_to'))
-              .as('r'),
-            and(gt(col('v', 'version'), col('r', 'restored_to')), gt(col('r', 'restored_at'), col('v', 'version'))),
-            'left_anti',
-          )
-          .select(
-            alias(
-              fn('element_at', fn('element_at', fn('from_json', col('userMetadata'), lit('map<string,map<string,string>>')), lit('lakehouse-jobs')), lit(key)),
-              STAMP,
-            ),
-            alias(col('version'), STAMP_AT),
-          );
+  const stamps = targetStamps(target, key);
   const history = () =>
     Query.sql(
       sql`SELECT CAST(h.snapshot_id AS STRING) AS ${sql.id(SID)}, h.made_current_at AS ${sql.id(SAT)}, s.operation AS ${sql.id(OP)} FROM ${sql.table([...s, 'history'])} h JOIN ${sql.table([...s, 'snapshots'])} s ON h.snapshot_id = s.snapshot_id WHERE h.is_current_ancestor`,
@@ -274,5 +269,321 @@ function positionQuery(source: TableName, target: { table: TableName; format: 'i
     );
 }
 
+/**
+ * The target's commits on its current line, each with the stamps it carries (`STAMP`: the key's
+ * value, `STAMP_ID`: the id key's, when given) and its place in the target's order (`STAMP_AT`).
+ */
+function targetStamps(target: Target, key: string, idKey?: string): Query {
+  const t = tableParts(target.table);
+  if (target.format === 'iceberg') {
+    const id = idKey === undefined ? sql`` : sql`, s.summary[${sql.value(`lakehouse-jobs.${idKey}`)}] AS ${sql.id(STAMP_ID)}`;
+    return Query.sql(
+      sql`SELECT s.summary[${sql.value(`lakehouse-jobs.${key}`)}] AS ${sql.id(STAMP)}${id}, h.made_current_at AS ${sql.id(STAMP_AT)} FROM ${sql.table([...t, 'snapshots'])} s JOIN ${sql.table([...t, 'history'])} h ON s.snapshot_id = h.snapshot_id WHERE h.is_current_ancestor`,
+    );
+  }
+  const stamp = (k: string) =>
+    fn('element_at', fn('element_at', fn('from_json', col('userMetadata'), lit('map<string,map<string,string>>')), lit('lakehouse-jobs')), lit(k));
+  return (
+    Query.sql(sql`DESCRIBE HISTORY ${sql.table(t)}`)
+      .as('v')
+      // A version a RESTORE undid (lakehouse-jobs rollback) is no part of the table's state: its position neither.
+      .join(
+        Query.sql(sql`DESCRIBE HISTORY ${sql.table(t)}`)
+          .filter(eq(col('operation'), lit('RESTORE')))
+          .select(alias(col('version'), 'restored_at'), alias(cast(fn('element_at', col('operationParameters'), lit('version')), 'bigint'), 'restored_to'))
+          .as('r'),
+        and(gt(col('v', 'version'), col('r', 'restored_to')), gt(col('r', 'restored_at'), col('v', 'version'))),
+        'left_anti',
+      )
+      .select(alias(stamp(key), STAMP), ...(idKey === undefined ? [] : [alias(stamp(idKey), STAMP_ID)]), alias(col('version'), STAMP_AT))
+  );
+}
+
 /** The position step of an incremental read (its rows are the position), for tests and views. */
 export type PositionStep = QueryStep<(typeof POSITION_COLUMNS)[number]>;
+
+/**
+ * Delta operations that change no data (the change data feed has no rows for them): versions of
+ * only these carry nothing new. Anything else is read (an unknown operation with no rows changes
+ * nothing either way).
+ */
+const DELTA_NO_DATA = [
+  'OPTIMIZE',
+  'VACUUM START',
+  'VACUUM END',
+  'SET TBLPROPERTIES',
+  'UNSET TBLPROPERTIES',
+  'ADD COLUMNS',
+  'CHANGE COLUMN',
+  'REPLACE COLUMNS',
+  'RENAME COLUMN',
+  'DROP COLUMNS',
+  'ADD CONSTRAINT',
+  'DROP CONSTRAINT',
+  'UPGRADE PROTOCOL',
+  'CREATE TABLE',
+  'REORG',
+];
+
+const DELTA_HEAD_COLUMNS = ['head', 'table_id', 'cdf'] as const;
+const DELTA_POSITION_COLUMNS = [
+  ...DELTA_HEAD_COLUMNS,
+  'oldest',
+  'stamps',
+  'latest_stamp',
+  'latest_id',
+  'consumed',
+  'changes',
+  'first_removal',
+  'vacuum',
+  'vacuum_cut',
+  'first_removal_at',
+] as const;
+type DeltaRow = Readonly<Partial<Record<(typeof DELTA_POSITION_COLUMNS)[number], unknown>>>;
+
+/** A decided Delta read: the position and the table id its stamp carries beside it. */
+type DeltaDecision = { read: ReadPosition; tableId: string } | { skip: string } | { fail: LakehouseError };
+
+/**
+ * A Delta source table read incrementally: the versions after the recorded one through its change
+ * data feed (only `insert` and `update_postimage` rows: bronze is append-only, and a CDC merge by
+ * sequence never needs what a rewrite removed), or all of it as of its newest version. The stamp
+ * is the version and the table's id (a recreated table restarts its versions).
+ */
+function deltaRead(source: TableName, target: Target, mode: 'incremental' | 'full', label: string): IncrementalRead {
+  const full = mode === 'full';
+  const key = positionKey(source);
+  const idKey = tableIdKey(source);
+  const name = displayTable(source);
+  const targetName = displayTable(target.table);
+  const s = tableParts(source);
+  const bound = { feed: `${label}.feed`, from: `${label}.from`, to: `${label}.to`, version: `${label}.version` };
+  const output = (read: ReadPosition) => ({ output: { table: targetName, format: target.format, read } });
+  const position = queryStep({
+    id: 'read-position',
+    title: `Find the last version of ${name} that ${targetName} recorded, and ${name}'s newest version`,
+    query: deltaPositionQuery(source, target, key, idKey),
+    columns: DELTA_POSITION_COLUMNS,
+    tableMayBeMissing: true,
+    interpret: ([r]) => {
+      if (!r) return {};
+      const d = decideDelta(r, name, targetName);
+      return 'read' in d ? output(d.read) : d;
+    },
+  });
+  const headReason = full ? 'source.read = full' : 'first run';
+  const head = queryStep({
+    id: 'read-source-head',
+    title: full
+      ? `Read the newest version of ${name}: all of it is read as of that version`
+      : `Read the newest version of ${name} (${targetName} does not exist yet: a first run reads everything)`,
+    when: (facts) => full || (facts.rows(position)?.length ?? 0) === 0,
+    query: deltaBounds(s).select(alias(cast(col('head'), 'string'), 'head'), col('table_id'), col('cdf')),
+    columns: DELTA_HEAD_COLUMNS,
+    interpret: ([r]) => {
+      const d = firstDelta(r ?? {}, name, full, headReason);
+      return 'read' in d ? output(d.read) : d;
+    },
+  });
+  const decided = (facts: Facts): { read: ReadPosition; tableId: string } | undefined => {
+    const p = full ? undefined : facts.rows(position)?.[0];
+    const d = p ? decideDelta(p, name, targetName) : firstDelta(facts.rows(head)?.[0] ?? {}, name, full, headReason);
+    return 'read' in d ? d : undefined;
+  };
+  const read = (facts: Facts) => decided(facts)?.read;
+  const stamp = (facts: Facts): Record<string, string> | undefined => {
+    const d = decided(facts);
+    return d ? { [key]: d.read.to, [idKey]: d.tableId } : undefined;
+  };
+  // One read, two forms by its bound options: the change feed of the versions after the position,
+  // or the table as of its newest version. The union gives the table form a NULL change type, so
+  // one filter keeps inserted rows and updated rows' new values of the feed and every row of the table.
+  const changeType = Query.range(0n, 0n).select(alias(cast(lit(null), 'string'), CHANGE_TYPE));
+  const rows = Query.table(s, {
+    readChangeFeed: { bound: bound.feed },
+    startingVersion: { bound: bound.from },
+    endingVersion: { bound: bound.to },
+    versionAsOf: { bound: bound.version },
+  })
+    .unionByName(changeType, true)
+    .filter(isIn(coalesce(col(CHANGE_TYPE), lit('insert')), [lit('insert'), lit('update_postimage')]))
+    .drop(CHANGE_TYPE, '_commit_version', '_commit_timestamp');
+  return {
+    rows,
+    steps: full ? [head] : [position, head],
+    bind: (facts) => {
+      const r = read(facts);
+      if (!r) return {};
+      return r.mode === 'incremental' ? { [bound.feed]: 'true', [bound.from]: String(BigInt(r.from!) + 1n), [bound.to]: r.to } : { [bound.version]: r.to };
+    },
+    stamp: (facts) => stamp(facts) ?? {},
+    position: read,
+    recordStep: ({ id = 'record-position', when }) => recordPosition(id, name, target, (facts) => (when(facts) ? stamp(facts) : undefined)),
+  };
+}
+
+/** A first run (no position) or a full read: all of the source as of its newest version. */
+function firstDelta(r: DeltaRow, source: string, full: boolean, reason: string): DeltaDecision {
+  const head = str(r.head);
+  if (head === undefined) return { skip: `${source} has no commits yet` };
+  if (!full && String(r.cdf).toLowerCase() !== 'true') return { fail: noChangeFeed(source) };
+  return { read: { source, mode: 'full', to: head, reason }, tableId: String(r.table_id) };
+}
+
+const noChangeFeed = (source: string) =>
+  new ConfigError(
+    `${source} is a Delta table without its change data feed, which an incremental read of its versions needs: enable it (ALTER TABLE ${source} SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true'); the bronze templates create their Delta tables with it), or read it in full (source.read = full)`,
+    { path: 'source.read' },
+  );
+
+/** What a Delta position row means: the read to make, nothing new (99), no change feed (78), or a lost position (65). */
+function decideDelta(r: DeltaRow, source: string, target: string): DeltaDecision {
+  const head = str(r.head);
+  const tableId = String(r.table_id);
+  if (head === undefined) return { skip: `${source} has no commits yet` };
+  if (Number(r.stamps ?? 0) === 0) return firstDelta(r, source, false, 'first run');
+  if (String(r.cdf).toLowerCase() !== 'true') return { fail: noChangeFeed(source) };
+  const consumed = str(r.consumed);
+  const hint =
+    'run once with --set source.read=full: it reads all of the source (the merge applies each event once whatever it read before) and records the position again';
+  if (consumed === undefined) {
+    const recreated = str(r.latest_id) !== tableId;
+    return {
+      fail: new DataError(
+        recreated
+          ? `${target} last recorded reading ${source} up to version ${String(r.latest_stamp)} of the table with id ${String(r.latest_id)}, but ${source} is now another table (id ${tableId}, newest version ${head}: dropped and recreated): which of its versions are new cannot be told`
+          : `${target} last recorded reading ${source} up to version ${String(r.latest_stamp)}, which ${source}'s history no longer holds (its oldest version is ${String(r.oldest)}, its newest ${head}: the log was cleaned up): which of its versions are new cannot be told`,
+        { code: 'SOURCE_POSITION_LOST', hint },
+      ),
+    };
+  }
+  // A version after the position removed files (OPTIMIZE, an overwrite) and a VACUUM deleted files
+  // removed before its cutoff: the files of the versions to read may be gone.
+  if (
+    r.vacuum_cut !== null &&
+    r.vacuum_cut !== undefined &&
+    r.first_removal_at !== null &&
+    r.first_removal_at !== undefined &&
+    Number(r.vacuum_cut) > Number(r.first_removal_at)
+  )
+    return {
+      fail: new DataError(
+        `${target} last recorded reading ${source} up to version ${consumed}; version ${String(r.first_removal)} of ${source} removed files and the VACUUM of version ${String(r.vacuum)} deleted what was removed before it (newest version ${head}): the changes of the versions after ${consumed} may be gone`,
+        { code: 'SOURCE_POSITION_LOST', hint },
+      ),
+    };
+  if (consumed === head) return { skip: `nothing new in ${source} since version ${consumed}, which ${target} already holds` };
+  if (Number(r.changes ?? 0) === 0) return { skip: `nothing new in ${source} since version ${consumed}: only rewrites (compaction) and maintenance since` };
+  return { read: { source, mode: 'incremental', from: consumed, to: head }, tableId };
+}
+
+const CHANGE_TYPE = '_change_type';
+const SV = '__lake_sv';
+const TS = '__lake_ts';
+const RM = '__lake_removed';
+const CUT = '__lake_cut';
+
+/** A Delta table's versions: operation, whether it removed files, when, and a VACUUM's cutoff. */
+function deltaHistory(s: readonly string[]): Query {
+  const metric = (k: string) => cast(fn('element_at', col('operationMetrics'), lit(k)), 'bigint');
+  const param = (k: string) => cast(fn('element_at', col('operationParameters'), lit(k)), 'bigint');
+  const millis = fn('unix_millis', col('timestamp'));
+  return Query.sql(sql`DESCRIBE HISTORY ${sql.table(s)}`).select(
+    alias(col('version'), SV),
+    alias(col('operation'), OP),
+    alias(gt(coalesce(metric('numRemovedFiles'), metric('numTargetFilesRemoved'), lit(0)), lit(0)), RM),
+    alias(millis, TS),
+    alias(
+      fn(
+        'if',
+        eq(col('operation'), lit('VACUUM START')),
+        fn('-', millis, coalesce(param('specifiedRetentionMillis'), param('defaultRetentionMillis'), lit(0))),
+        lit(null),
+      ),
+      CUT,
+    ),
+  );
+}
+
+/** One row: the newest and oldest versions the history holds, the table's id, whether its change feed is on. */
+function deltaBounds(s: readonly string[]): Query {
+  const detail = Query.sql(sql`DESCRIBE DETAIL ${sql.table(s)}`)
+    .select(alias(col('id'), 'table_id'), alias(fn('element_at', col('properties'), lit('delta.enableChangeDataFeed')), 'cdf'))
+    .as('d');
+  return deltaHistory(s)
+    .aggregate([], [alias(fn('max', col(SV)), 'head'), alias(fn('min', col(SV)), 'oldest')])
+    .as('v')
+    .join(detail, lit(true), 'left')
+    .select(col('v', 'head'), col('v', 'oldest'), col('d', 'table_id'), col('d', 'cdf'));
+}
+
+/**
+ * One row: the Delta source's bounds, how many of the target's commits carry a position, the
+ * latest of them (target order) with its table id, the newest of them that is a version of this
+ * table its history still holds, and what the versions after it did (data changes, the first that
+ * removed files, the latest VACUUM's cutoff).
+ */
+function deltaPositionQuery(source: TableName, target: Target, key: string, idKey: string): Query {
+  const s = tableParts(source);
+  const asVersion = cast(col('st', STAMP), 'bigint');
+  const held = and(
+    eq(col('st', STAMP_ID), col('b', 'table_id')),
+    and(fn('>=', asVersion, fn('-', col('b', 'oldest'), lit(1))), fn('<=', asVersion, col('b', 'head'))),
+  );
+  const stamps = targetStamps(target, key, idKey)
+    .filter(and(isNotNull(col(STAMP)), not(eq(col(STAMP), lit('')))))
+    .as('st');
+  const found = deltaBounds(s)
+    .as('b')
+    .join(stamps, lit(true), 'left')
+    .aggregate(
+      [col('b', 'head'), col('b', 'oldest'), col('b', 'table_id'), col('b', 'cdf')],
+      [
+        alias(fn('count', col('st', STAMP)), 'stamps'),
+        alias(fn('max_by', col('st', STAMP), col('st', STAMP_AT)), 'latest_stamp'),
+        alias(fn('max_by', col('st', STAMP_ID), col('st', STAMP_AT)), 'latest_id'),
+        alias(fn('max', fn('if', held, asVersion, lit(null))), 'consumed'),
+      ],
+    )
+    .as('p');
+  const later = deltaHistory(s).as('later');
+  const p = (c: string) => col('p', c);
+  return found
+    .join(later, gt(col('later', SV), p('consumed')), 'left')
+    .aggregate(
+      [p('head'), p('oldest'), p('table_id'), p('cdf'), p('stamps'), p('latest_stamp'), p('latest_id'), p('consumed')],
+      [
+        alias(
+          fn(
+            'count_if',
+            not(
+              isIn(
+                col('later', OP),
+                DELTA_NO_DATA.map((o) => lit(o)),
+              ),
+            ),
+          ),
+          'changes',
+        ),
+        alias(fn('min', fn('if', col('later', RM), col('later', SV), lit(null))), 'first_removal'),
+        alias(fn('min', fn('if', col('later', RM), col('later', TS), lit(null))), 'first_removal_at'),
+        alias(fn('max_by', col('later', SV), col('later', CUT)), 'vacuum'),
+        alias(fn('max', col('later', CUT)), 'vacuum_cut'),
+      ],
+    )
+    .select(
+      alias(cast(p('head'), 'string'), 'head'),
+      col('table_id'),
+      col('cdf'),
+      col('oldest'),
+      col('stamps'),
+      col('latest_stamp'),
+      col('latest_id'),
+      alias(cast(col('consumed'), 'string'), 'consumed'),
+      col('changes'),
+      col('first_removal'),
+      col('vacuum'),
+      col('vacuum_cut'),
+      col('first_removal_at'),
+    );
+}

@@ -52,6 +52,15 @@ export function createTable(columns: Query, target: TableName, format: 'iceberg'
 }
 
 /**
+ * A bronze table also records its change data feed when it is Delta, which an incremental read of
+ * its versions needs (docs/contracts.md, "Incremental reads"); bronze only appends, and a Delta
+ * append writes no change files: the feed costs nothing until rows are rewritten.
+ */
+export function bronzeTableProperties(format: 'iceberg' | 'delta', location: string): Record<string, string> {
+  return format === 'delta' ? { ...tableProperties(format, location), 'delta.enableChangeDataFeed': 'true' } : tableProperties(format, location);
+}
+
+/**
  * The last step of a write: read the table's current commit (Iceberg snapshot id, Delta version)
  * into the status's output, so the orchestrator can pin what this run left behind.
  */

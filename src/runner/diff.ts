@@ -74,6 +74,7 @@ export class DiffState {
         case 'range':
           return [];
         case 'join':
+        case 'union':
           return [...walk(r.left), ...walk(r.right)];
         default:
           return walk(r.input);

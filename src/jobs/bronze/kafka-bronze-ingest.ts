@@ -9,7 +9,7 @@ import { Query, sqlCommand } from '../../spark/plan/query.js';
 import { sql } from '../../spark/plan/sql.js';
 import type { JobContext, JobPlan, StreamProgress } from '../template.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
-import { createNamespaceStep, tableProperties } from '../tables.js';
+import { createNamespaceStep, bronzeTableProperties } from '../tables.js';
 import { BRONZE_SESSION_CONF, BRONZE_STAMPS, SNAPSHOT_DATE, bronzeOutput, bronzeRef } from '../layers/bronze.js';
 import { TOPIC_GLOB, type TopicSelection, checkGrant, connectionOptions, subscription, topicChecks } from './kafka-source.js';
 import { type AvroDecoder, avroRecordFields, decodeAvro, readerIssues } from './kafka-avro.js';
@@ -436,7 +436,7 @@ function plan(ctx: JobContext, spec: KafkaBronzeIngestSpec): JobPlan {
           .writeTo(parts, 'create', {
             provider: target.format,
             partitionBy: [col(SNAPSHOT_DATE)],
-            properties: tableProperties(target.format, bronze.location),
+            properties: bronzeTableProperties(target.format, bronze.location),
           }),
       },
       {

@@ -7,7 +7,8 @@ import type { ConfigExpression } from '../../core/expression/index.js';
 import { type Expr, alias, col, eq, fn, isNull, lit, not, or, star } from '../../spark/plan/expressions.js';
 import { configExpr } from '../../spark/plan/config-expression.js';
 import { Query } from '../../spark/plan/query.js';
-import type { CatalogRef, JobContext, JobPlan, Row, RowsStep, Step } from '../template.js';
+import type { CatalogRef, Facts, JobContext, JobPlan, Row, Step } from '../template.js';
+import { type IncrementalRead, incrementalRead, sourceRead } from '../incremental.js';
 import { materializeStep, queryStep } from '../steps.js';
 import { createNamespaceStep, createTable, readCommitStep, tableCatalog } from '../tables.js';
 import { type TableShape, tableShape, tableShapeKeys } from '../table-shape.js';
@@ -112,10 +113,23 @@ const sourceV2 = z
     catalog: catalogName().optional().describe("The platform's catalog of the source (iceberg and delta)"),
     'snapshot-date': isoDate().optional().describe('bronze only: the snapshot date to read, e.g. --set source.snapshot-date={{ ds }}'),
     where: expression('source.where').optional().describe('Rows of the source to load (a filter expression)'),
+    read: sourceRead,
   })
   .strict()
   .describe('The silver table or bronze snapshot the dimension is loaded from')
   .superRefine((s, ctx) => {
+    if (s.read !== undefined && s.layer === 'bronze' && (s.format ?? 'parquet') === 'parquet')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['read'],
+        message: "reads and records a source table's commits (an iceberg or delta table); parquet files have no commits",
+      });
+    if (s.read !== undefined && s['snapshot-date'] !== undefined)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['snapshot-date'],
+        message: 'cannot be combined with source.read: the run reads every commit, and the rows of other dates would be passed over for good',
+      });
     if (s.layer === 'silver' && s.format === 'parquet') ctx.addIssue({ code: 'custom', path: ['format'], message: 'silver tables are iceberg or delta' });
     if (s.layer === 'silver' && s['snapshot-date'] !== undefined)
       ctx.addIssue({ code: 'custom', path: ['snapshot-date'], message: 'applies to bronze sources (source.layer = bronze)' });
@@ -157,7 +171,15 @@ const v2 = defineVersion(2, {
       .strict()
       .describe('The gold dimension'),
   },
-  refine: (c, ctx) => checkColumns(c, ctx),
+  refine: (c, ctx) => {
+    checkColumns(c, ctx);
+    if (c.source.read !== undefined && c.history['close-missing'])
+      ctx.addIssue({
+        code: 'custom',
+        path: ['history', 'close-missing'],
+        message: 'cannot be combined with source.read: an incremental batch holds only the changed rows, so every other key would be closed',
+      });
+  },
 });
 
 /** The spec the plan is built from: the newest version's config. */
@@ -281,7 +303,7 @@ interface Load {
 function plan(ctx: JobContext, spec: Scd2DimLoadSpec): JobPlan {
   const { dimension: d, history: h } = spec;
   const catalog = tableCatalog(ctx, spec.target.catalog, spec.target.format, 'target');
-  const source = readSource(ctx, spec);
+  const source = readSource(ctx, spec, { table: ctx.tenant.table(catalog.name, 'gold', spec.target.table), format: catalog.format });
   const events = h['sequence-by'] !== undefined;
   const at = events ? undefined : snapshotInstant(ctx, d['effective-at']);
   const deleteWhen: ConfigExpression | undefined = h['delete-when'];
@@ -315,31 +337,48 @@ function plan(ctx: JobContext, spec: Scd2DimLoadSpec): JobPlan {
   };
   const untrusted = [...(spec.source.where ? ['source.where'] : []), ...(deleteWhen ? ['history.delete-when'] : [])];
   const measured = measureStep(load);
+  const changes = (facts: Facts) => facts.count(measured.col('inserted')) + facts.count(measured.col('updated')) + facts.count(measured.col('deleted'));
+  const { incremental } = source;
   const steps: Step[] = [
     ...source.checks,
-    checkBatchStep(load, batch, untrusted, spec.source.where !== undefined),
+    checkBatchStep(load, batch, untrusted, spec.source.where !== undefined, incremental !== undefined),
     ...createPhase(load),
     ...historyPhase(load, h['late-events']),
     measured,
-    mergeStep(load, measured),
+    mergeStep(load, changes, incremental),
+    // Incremental, a batch that changes no version: its position still needs a commit of the dimension.
+    ...(incremental ? [incremental.recordStep({ when: (facts) => changes(facts) === 0 })] : []),
     readCommitStep(load.target, catalog.format),
   ];
-  return { steps, ...(spec.source.layer === 'bronze' ? { sessionConf: BRONZE_SESSION_CONF } : {}) };
+  return {
+    steps,
+    ...(spec.source.layer === 'bronze' ? { sessionConf: BRONZE_SESSION_CONF } : {}),
+    ...(incremental ? { bind: incremental.bind } : {}),
+  };
 }
 
 /** The source: a silver table, or bronze (files or a table), filtered by source.where; its columns checked first. */
-function readSource(ctx: JobContext, spec: Scd2DimLoadSpec): { rows: Query; checks: Step[]; name: string } {
+function readSource(
+  ctx: JobContext,
+  spec: Scd2DimLoadSpec,
+  target: { table: TableName; format: 'iceberg' | 'delta' },
+): { rows: Query; checks: Step[]; name: string; incremental?: IncrementalRead } {
   const s = spec.source;
   let rows: Query;
-  let checks: Step[] = [];
+  let checks: Step[];
   let name: string;
+  let incremental: IncrementalRead | undefined;
   if (s.layer === 'silver') {
     const ref = silverRef(ctx, { table: s.table, catalog: s.catalog, format: s.format === 'parquet' ? undefined : s.format }, 'source');
-    rows = Query.table(tableParts(ref.table));
+    // source.read: the commits since the position the dimension recorded (docs/contracts.md, "Incremental reads").
+    if (s.read !== undefined) incremental = incrementalRead({ table: ref.table, format: ref.catalog.format }, target, s.read);
+    rows = incremental ? incremental.rows : Query.table(tableParts(ref.table));
+    checks = incremental ? incremental.steps : [];
     name = displayTable(ref.table);
   } else {
     const ref = bronzeRef(ctx, { table: s.table, format: s.format ?? 'parquet', catalog: s.catalog }, 'source');
-    const read = readBronze(ref, s['snapshot-date'] ? [s['snapshot-date']] : undefined);
+    if (s.read !== undefined && ref.kind === 'table') incremental = incrementalRead({ table: ref.table, format: ref.format }, target, s.read);
+    const read = incremental ? { rows: incremental.rows, checks: incremental.steps } : readBronze(ref, s['snapshot-date'] ? [s['snapshot-date']] : undefined);
     rows = read.rows;
     checks = read.checks;
     name = ref.name;
@@ -354,7 +393,7 @@ function readSource(ctx: JobContext, spec: Scd2DimLoadSpec): { rows: Query; chec
     reserved: { names: HISTORY_COLUMNS, prefixes: [INTERNAL_PREFIX] },
     required: requiredColumns(spec),
   });
-  return { rows: s.where ? rows.filter(configExpr(s.where)) : rows, checks: [...checks, columns], name };
+  return { rows: s.where ? rows.filter(configExpr(s.where)) : rows, checks: [...checks, columns], name, ...(incremental ? { incremental } : {}) };
 }
 
 /**
@@ -362,7 +401,7 @@ function readSource(ctx: JobContext, spec: Scd2DimLoadSpec): { rows: Query; chec
  * rows, not the source. Only this step carries config logic (source.where, history.delete-when), so
  * it is the one the tenant policy judges, before anything is created.
  */
-function checkBatchStep(load: Load, batch: BatchInput, untrusted: string[], filtered: boolean): Step {
+function checkBatchStep(load: Load, batch: BatchInput, untrusted: string[], filtered: boolean, incremental: boolean): Step {
   return materializeStep({
     id: 'check-batch',
     ...(untrusted.length ? { untrusted } : {}),
@@ -371,7 +410,7 @@ function checkBatchStep(load: Load, batch: BatchInput, untrusted: string[], filt
     query: batchRows(load.hs, batch),
     check: batchChecks(load.hs, Query.materialized(BATCH)),
     columns: ['rows', 'null_groups', 'null_example', 'ties', 'tie_example'],
-    interpret: ([r]) => interpretBatch(r ?? {}, load.sourceName, filtered, load.events),
+    interpret: ([r]) => interpretBatch(r ?? {}, load.sourceName, filtered, load.events, incremental),
   });
 }
 
@@ -500,7 +539,7 @@ function measureStep(load: Load) {
  * concurrent commit is the table format's optimistic conflict, 75). Without a concurrent writer both
  * are the same rows, so what was checked and measured is what is written.
  */
-function mergeStep(load: Load, measure: RowsStep<'inserted' | 'updated' | 'deleted'>): Step {
+function mergeStep(load: Load, changes: (facts: Facts) => number, incremental: IncrementalRead | undefined): Step {
   const { target } = load;
   const live = changeSet(load, storedOf(load, Query.table(tableParts(target))));
   return {
@@ -508,7 +547,9 @@ function mergeStep(load: Load, measure: RowsStep<'inserted' | 'updated' | 'delet
     id: 'merge',
     title: `MERGE the new history into ${displayTable(target)} (one commit)`,
     // An unchanged state writes nothing: no MERGE, no snapshot.
-    when: (facts) => facts.count(measure.col('inserted')) + facts.count(measure.col('updated')) + facts.count(measure.col('deleted')) > 0,
+    when: (facts) => changes(facts) > 0,
+    // Incremental: the MERGE's commit records the source commit the batch was read up to.
+    ...(incremental ? { stamp: incremental.stamp } : {}),
     command: live.source.as(SOURCE).mergeInto(tableParts(target), eq(col(target.table, DIM_KEY), col(SOURCE, MERGE.key)), {
       whenMatched: [
         { action: 'delete', condition: eq(col(SOURCE, MERGE.action), lit('delete')) },
@@ -543,9 +584,10 @@ function batchChecks(spec: HistorySpec, packed: Query): Query {
   );
 }
 
-function interpretBatch(r: Row, source: string, filtered: boolean, events: boolean) {
+function interpretBatch(r: Row, source: string, filtered: boolean, events: boolean, incremental: boolean) {
   const rows = Number(r.rows ?? 0);
-  if (rows === 0) return { skip: `no rows in ${source}${filtered ? ' matching source.where' : ''}` };
+  // Incremental: new commits without rows still move the dimension's position (record-position).
+  if (rows === 0 && !incremental) return { skip: `no rows in ${source}${filtered ? ' matching source.where' : ''}` };
   if (Number(r.null_groups ?? 0) > 0)
     return {
       fail: new DataError(`the batch has a NULL in dimension.natural-key${events ? ' or history.sequence-by' : ''}, e.g. ${String(r.null_example)}`, {

@@ -5,7 +5,7 @@ import { catalogName } from '../../core/config/validate.js';
 import { alias, col, eq, fn, isIn, lit } from '../../spark/plan/expressions.js';
 import { Query } from '../../spark/plan/query.js';
 import type { JobContext, OutputReport, Step } from '../template.js';
-import { createNamespaceStep, tableCatalog, tableProperties } from '../tables.js';
+import { createNamespaceStep, tableCatalog, bronzeTableProperties } from '../tables.js';
 import { queryStep } from '../steps.js';
 
 /**
@@ -121,7 +121,7 @@ export function writeBronze(
       create: stamped.limit(0).writeTo(parts, 'create', {
         provider: ref.format,
         partitionBy: [col(SNAPSHOT_DATE), ...w.partitionBy.map((c) => col(c))],
-        properties: tableProperties(ref.format, ref.location),
+        properties: bronzeTableProperties(ref.format, ref.location),
       }),
     },
     {

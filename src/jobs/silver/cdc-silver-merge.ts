@@ -422,7 +422,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   const bronze = bronzeRef(ctx, spec.source, 'source');
   const incremental =
     spec.read !== undefined && bronze.kind === 'table'
-      ? incrementalRead(bronze.table, { table: silver.table, format: silver.catalog.format }, spec.read)
+      ? incrementalRead({ table: bronze.table, format: bronze.format }, { table: silver.table, format: silver.catalog.format }, spec.read)
       : undefined;
   const tables: Tables = { silver, tombstones: silverCompanion(ctx, silver, TOMBSTONE_SUFFIX), bronze, incremental };
   const batch = resolvePhase(tables, spec);

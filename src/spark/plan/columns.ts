@@ -26,6 +26,12 @@ export function outputColumns(rel: Rel): readonly string[] | undefined {
       const using = new Set((rel.using ?? []).map((c) => c.toLowerCase()));
       return [...left, ...right.filter((c) => !using.has(c.toLowerCase()))];
     }
+    case 'union': {
+      const left = outputColumns(rel.left);
+      const right = outputColumns(rel.right);
+      if (!left || !right) return undefined;
+      return rel.allowMissing ? [...left, ...right.filter((c) => !left.some((l) => l.toLowerCase() === c.toLowerCase()))] : left;
+    }
     case 'withColumns': {
       const input = outputColumns(rel.input);
       if (!input) return undefined;

@@ -14,7 +14,7 @@ import {
   Expression_Cast_EvalMode,
   MergeAction_ActionType,
 } from '../proto/gen/spark/connect/expressions_pb.js';
-import { Join_JoinType, type Relation, RelationSchema, Aggregate_GroupType } from '../proto/gen/spark/connect/relations_pb.js';
+import { Join_JoinType, type Relation, RelationSchema, Aggregate_GroupType, SetOperation_SetOpType } from '../proto/gen/spark/connect/relations_pb.js';
 import { quoteIdentifier, quoteName } from '../../core/naming.js';
 import { redacted } from '../../core/secrets.js';
 import type { Cmd, MergeAction } from './commands.js';
@@ -159,6 +159,20 @@ export function relation(rel: Rel, opts: CompileOptions): Relation {
             joinType: JOIN_TYPES[rel.type],
             ...(rel.on ? { joinCondition: e(rel.on) } : {}),
             ...(rel.using ? { usingColumns: [...rel.using] } : {}),
+          },
+        },
+      });
+    case 'union':
+      return create(RelationSchema, {
+        relType: {
+          case: 'setOp',
+          value: {
+            leftInput: r(rel.left),
+            rightInput: r(rel.right),
+            setOpType: SetOperation_SetOpType.UNION,
+            isAll: true,
+            byName: true,
+            allowMissingColumns: rel.allowMissing,
           },
         },
       });

@@ -69,6 +69,8 @@ function relTree(rel: Rel): Tree {
       const cond = rel.on ? ` ON ${formatExpr(rel.on)}` : rel.using ? ` USING (${rel.using.map(ident).join(', ')})` : '';
       return { line: `Join ${rel.type.toUpperCase().replace('_', ' ')}${cond}`, children: [relTree(rel.left), relTree(rel.right)] };
     }
+    case 'union':
+      return { line: `Union by name${rel.allowMissing ? ' (missing columns NULL)' : ''}`, children: [relTree(rel.left), relTree(rel.right)] };
     case 'aggregate':
       return { line: `Aggregate [${rel.groupBy.map(formatExpr).join(', ')}], [${rel.aggregates.map(formatExpr).join(', ')}]`, children: [relTree(rel.input)] };
     case 'sort':

@@ -88,6 +88,11 @@ export class Query {
     return Query.of({ kind: 'join', left: this.rel, right: right.rel, type, ...cond });
   }
 
+  /** The rows of both, matched by column name (UNION ALL BY NAME); `allowMissing`: a column one side lacks is NULL there. */
+  unionByName(other: Query, allowMissing = false): Query {
+    return Query.of({ kind: 'union', left: this.rel, right: other.rel, allowMissing });
+  }
+
   aggregate(groupBy: Expr[], aggregates: Expr[]): Query {
     return Query.of({ kind: 'aggregate', input: this.rel, groupBy: Object.freeze(groupBy), aggregates: Object.freeze(aggregates) });
   }

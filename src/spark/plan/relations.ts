@@ -28,6 +28,8 @@ export type Rel =
       readonly using?: readonly string[];
       readonly type: JoinType;
     }
+  /** UNION ALL by column name; `allowMissing`: a column only one side has is NULL on the other. */
+  | { readonly kind: 'union'; readonly left: Rel; readonly right: Rel; readonly allowMissing: boolean }
   | { readonly kind: 'aggregate'; readonly input: Rel; readonly groupBy: readonly Expr[]; readonly aggregates: readonly Expr[] }
   | { readonly kind: 'sort'; readonly input: Rel; readonly orders: readonly SortOrder[] }
   | { readonly kind: 'limit'; readonly input: Rel; readonly n: number }

@@ -12,10 +12,10 @@ export function rewriteRel(rel: Rel, replace: (node: Rel) => Rel | undefined): R
   const before = inputs(rel);
   const after = before.map((x) => rewriteRel(x, replace));
   if (after.every((x, i) => x === before[i])) return rel;
-  return Object.freeze(rel.kind === 'join' ? { ...rel, left: after[0]!, right: after[1]! } : { ...rel, input: after[0]! }) as Rel;
+  return Object.freeze(rel.kind === 'join' || rel.kind === 'union' ? { ...rel, left: after[0]!, right: after[1]! } : { ...rel, input: after[0]! }) as Rel;
 }
 
-/** A relation's inputs: none for a leaf (a table, SQL text, a source…), both sides of a join, else its one input. */
+/** A relation's inputs: none for a leaf (a table, SQL text, a source…), both sides of a join or union, else its one input. */
 export function inputs(rel: Rel): Rel[] {
   switch (rel.kind) {
     case 'sql':
@@ -26,6 +26,7 @@ export function inputs(rel: Rel): Rel[] {
     case 'materialized':
       return [];
     case 'join':
+    case 'union':
       return [rel.left, rel.right];
     default:
       return [rel.input];

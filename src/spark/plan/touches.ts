@@ -48,6 +48,7 @@ export function relTouches(rel: Rel): Touch[] {
     case 'extension':
       return rel.reads.map((parts) => ({ kind: 'table', parts }));
     case 'join':
+    case 'union':
       return [...relTouches(rel.left), ...relTouches(rel.right)];
     default:
       return relTouches(rel.input);

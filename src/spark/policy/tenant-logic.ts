@@ -36,7 +36,8 @@ export function wrapTenantLogic(rel: Rel, configPaths: readonly string[]): Rel {
     if (r.kind === 'tenantLogic') return r;
     if (parts.has(r)) return Object.freeze({ kind: 'tenantLogic', input: r, configPaths: Object.freeze([...configPaths]) });
     switch (r.kind) {
-      case 'join': {
+      case 'join':
+      case 'union': {
         const [left, right] = [wrap(r.left), wrap(r.right)];
         return left === r.left && right === r.right ? r : Object.freeze({ ...r, left, right });
       }

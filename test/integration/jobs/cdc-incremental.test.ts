@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Step } from '../../../src/jobs/template.js';
@@ -7,7 +7,17 @@ import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan
 import { sqlCommand } from '../../../src/spark/plan/query.js';
 import { rows as arrowRows } from '../../../src/spark/arrow.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, deltaLastCommit, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
+import {
+  connect,
+  deltaLastCommit,
+  freshTenant,
+  icebergSnapshotSummary,
+  readDeltaWithDeltaRs,
+  readIcebergWithPyIceberg,
+  remote,
+  runCli,
+  runJob,
+} from '../../support/stack.js';
 import { type Outcome, pausePoint, runInProcess } from '../../support/in-process.js';
 import { testQuery } from '../../support/sql.js';
 import { needs } from '../../support/needs.js';
@@ -272,4 +282,184 @@ describe.each(['iceberg', 'delta'] as const)('cdc-silver-merge, source.read = in
       expect(resumed.report.skipped).toMatch(/^nothing new/);
     });
   }
+});
+
+/**
+ * A Delta bronze table, as kafka-bronze-ingest creates it (change data feed on): each run reads the
+ * versions after the one silver recorded through the change feed, and records the version with the
+ * table's id (a recreated table restarts its versions) in its MERGE's commit, read back by delta-rs.
+ */
+describe('cdc-silver-merge, source.read = incremental, Delta bronze', () => {
+  const DBRONZE = `spark_catalog.${tenant.id}_bronze.orders_cdc_delta`;
+  const bronzePath = () => `${tenant.root}/bronze/orders_cdc_delta`;
+  const table = 'orders_from_delta';
+  const dkey = `read.${DBRONZE}`;
+  const oracle = new Map<number, { ts: number; v: string }>();
+  const apply = (events: Ev[]) => {
+    for (const [id, ts, op, v] of events) {
+      const cur = oracle.get(id);
+      if (cur && cur.ts >= ts) continue;
+      oracle.set(id, { ts, v: op === 'd' ? '__deleted__' : v });
+    }
+  };
+  const expected = () =>
+    [...oracle.entries()]
+      .filter(([, r]) => r.v !== '__deleted__')
+      .map(([id, r]) => ({ id, ...r }))
+      .sort((a, b) => a.id - b.id);
+  const deltaConfig = (t: string, bronzeTable: string) => `
+job    { template = "cdc-silver-merge", schema-version = 2, name = "it-incremental-delta" }
+tenant { id = "${tenant.id}", storage-root = "${tenant.root}" }
+source { table = "${bronzeTable}", format = delta, catalog = spark_catalog, read = incremental }
+cdc    { primary-key = ["id"], sequence-by = "ts", op-column = "op", delete-values = ["d"] }
+target { table = "${t}", format = delta, catalog = spark_catalog }
+`;
+  const createBronze = (name: string, cdf: boolean) =>
+    sparkSql(
+      `CREATE TABLE spark_catalog.${tenant.id}_bronze.${name} (id INT, ts INT, op STRING, v STRING, _lake_tenant STRING, _lake_source STRING, _lake_ingested_at TIMESTAMP, _snapshot_date DATE) USING delta LOCATION '${tenant.root}/bronze/${name}'${cdf ? ` TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')` : ''}`,
+    );
+  async function dappend(events: Ev[]): Promise<string> {
+    const values = events.map(([id, ts, op, v]) => `(${id}, ${ts}, '${op}', '${v}')`).join(', ');
+    await sparkSql(`INSERT INTO ${DBRONZE} SELECT id, ts, op, v, 'x', 'it', current_timestamp(), DATE'2026-03-01' FROM VALUES ${values} AS t(id, ts, op, v)`);
+    return dhead();
+  }
+  async function dhead(): Promise<string> {
+    const [r] = await sparkRows(`DESCRIBE HISTORY ${DBRONZE} LIMIT 1`);
+    return String(r!.version);
+  }
+  const tableId = async () => String((await sparkRows(`DESCRIBE DETAIL ${DBRONZE}`))[0]!.id);
+  const stamps = () => {
+    const meta = deltaLastCommit(`${tenant.root}/silver/${table}`).userMetadata;
+    return (JSON.parse(String(meta)) as { 'lakehouse-jobs': Record<string, string> })['lakehouse-jobs'];
+  };
+  const readSilver = () =>
+    readDeltaWithDeltaRs(`${tenant.root}/silver/${table}`)
+      .map((r) => ({ id: Number(r.id), ts: Number(r.ts), v: String(r.v) }))
+      .sort((a, b) => a.id - b.id);
+  let start: string;
+
+  beforeAll(async () => {
+    writeFileSync(join(dir, `${table}.conf`), deltaConfig(table, 'orders_cdc_delta'));
+    await sparkSql(`CREATE NAMESPACE IF NOT EXISTS spark_catalog.${tenant.id}_bronze`);
+    await createBronze('orders_cdc_delta', true);
+  });
+
+  it('a first run reads everything as of the newest version and records it with the table id; a rerun finds nothing new (99)', async () => {
+    const first: Ev[] = range(1, 10).map((k) => [k, 1, 'c', `v1-${k}`]);
+    start = await dappend(first);
+    apply(first);
+    const o = await run(table);
+    expect(o.code, o.error?.message).toBe(0);
+    expect(silverOut(o, table)?.read).toEqual({ source: DBRONZE, mode: 'full', to: start, reason: 'first run' });
+    expect(readSilver()).toEqual(expected());
+    expect(stamps()).toMatchObject({ [dkey]: start, [`${dkey}#table-id`]: await tableId() });
+    const again = await run(table);
+    expect(again.code).toBe(0);
+    expect(again.report.skipped).toBe(`nothing new in ${DBRONZE} since version ${start}, which spark_catalog.${tenant.id}_silver.${table} already holds`);
+  });
+
+  it('a later run reads only the new versions through the change feed; diff predicts the same read', async () => {
+    const b2: Ev[] = [
+      [1, 2, 'u', 'v2-1'],
+      [2, 2, 'd', 'del'],
+      [11, 1, 'c', 'v1-11'],
+    ];
+    await dappend(b2);
+    const b3: Ev[] = [
+      [3, 0, 'u', 'late-3'],
+      [4, 3, 'u', 'v3-4'],
+    ];
+    const s3 = await dappend(b3);
+    apply([...b2, ...b3]);
+    const d = await runCli([
+      'diff',
+      '--config',
+      join(dir, `${table}.conf`),
+      '--env',
+      join(dir, 'platform.conf'),
+      '--remote',
+      remote(),
+      '--status-file',
+      join(dir, 'diff.json'),
+    ]);
+    expect(d.code, d.stderr).toBe(0);
+    const predicted = (
+      JSON.parse(readFileSync(join(dir, 'diff.json'), 'utf8')) as { outputs: { table?: string; read?: unknown; metrics?: unknown }[] }
+    ).outputs.find((x) => x.table?.endsWith(`_silver.${table}`));
+    expect(predicted?.read).toEqual({ source: DBRONZE, mode: 'incremental', from: start, to: s3 });
+    const o = await run(table);
+    expect(o.code, o.error?.message).toBe(0);
+    expect(silverOut(o, table)?.read).toEqual({ source: DBRONZE, mode: 'incremental', from: start, to: s3 });
+    expect(silverOut(o, table)?.metrics).toMatchObject({ inserted: 1, updated: 2, deleted: 1, late: 1 });
+    expect(predicted?.metrics).toEqual(silverOut(o, table)?.metrics);
+    expect(readSilver()).toEqual(expected());
+    expect(stamps()[dkey]).toBe(s3);
+    start = s3;
+  });
+
+  it('an OPTIMIZE of bronze carries no new data (99); rows a bronze UPDATE rewrote are read as their new values', async () => {
+    await sparkSql(`OPTIMIZE ${DBRONZE}`);
+    const afterOptimize = await run(table);
+    expect(afterOptimize.code, afterOptimize.error?.message).toBe(0);
+    expect(afterOptimize.report.skipped).toMatch(/only rewrites \(compaction\) and maintenance since/);
+    // An UPDATE of bronze: the change feed has the old rows (update_preimage, passed over) and the new ones.
+    await sparkSql(`UPDATE ${DBRONZE} SET ts = 9, v = 'v9-5' WHERE id = 5`);
+    const s = await dhead();
+    apply([[5, 9, 'u', 'v9-5']]);
+    const o = await run(table);
+    expect(o.code, o.error?.message).toBe(0);
+    expect(silverOut(o, table)?.read).toEqual({ source: DBRONZE, mode: 'incremental', from: start, to: s });
+    expect(silverOut(o, table)?.metrics).toMatchObject({ inserted: 0, updated: 1, deleted: 0 });
+    expect(readSilver()).toEqual(expected());
+    start = s;
+  });
+
+  it('files removed after the position and vacuumed are 65 naming both; source.read=full resumes', async () => {
+    const b: Ev[] = [[12, 4, 'c', 'v4-12']];
+    await dappend(b);
+    apply(b);
+    await sparkSql(`OPTIMIZE ${DBRONZE}`);
+    await sparkSql(`SET spark.databricks.delta.retentionDurationCheck.enabled = false`);
+    await sparkSql(`VACUUM ${DBRONZE} RETAIN 0 HOURS`);
+    const lost = await run(table);
+    expect(lost.code, lost.error?.message).toBe(65);
+    expect(lost.error?.code).toBe('SOURCE_POSITION_LOST');
+    expect(lost.error?.message).toContain(`up to version ${start}`);
+    expect(lost.error?.message).toContain(DBRONZE);
+    expect(lost.error?.message).toContain('VACUUM');
+    const full = await run(table, { overrides: ['source.read=full'] });
+    expect(full.code, full.error?.message).toBe(0);
+    expect(readSilver()).toEqual(expected());
+    expect((await run(table)).report.skipped).toMatch(/^nothing new/);
+    start = await dhead();
+  });
+
+  it('a bronze table dropped and recreated is 65 naming both tables; source.read=full resumes', async () => {
+    const oldId = await tableId();
+    await sparkSql(`DROP TABLE ${DBRONZE}`);
+    rmSync(new URL(bronzePath()), { recursive: true, force: true });
+    await createBronze('orders_cdc_delta', true);
+    const b: Ev[] = [[13, 5, 'c', 'v5-13']];
+    await dappend(b);
+    apply(b);
+    const lost = await run(table);
+    expect(lost.code, lost.error?.message).toBe(65);
+    expect(lost.error?.code).toBe('SOURCE_POSITION_LOST');
+    expect(lost.error?.message).toContain(`id ${oldId}`);
+    expect(lost.error?.message).toContain(`id ${await tableId()}`);
+    expect(lost.error?.message).toContain('dropped and recreated');
+    const full = await run(table, { overrides: ['source.read=full'] });
+    expect(full.code, full.error?.message).toBe(0);
+    expect(readSilver()).toEqual(expected());
+  });
+
+  it('a Delta bronze without its change data feed is 78 at source.read, saying how to enable it', async () => {
+    await createBronze('orders_cdc_plain', false);
+    writeFileSync(join(dir, 'plain.conf'), deltaConfig('orders_plain', 'orders_cdc_plain'));
+    await sparkSql(`INSERT INTO spark_catalog.${tenant.id}_bronze.orders_cdc_plain SELECT 1, 1, 'c', 'a', 'x', 'it', current_timestamp(), DATE'2026-03-01'`);
+    const o = await run('plain');
+    expect(o.code).toBe(78);
+    expect(o.error?.message).toContain(`source.read: spark_catalog.${tenant.id}_bronze.orders_cdc_plain is a Delta table without its change data feed`);
+    expect(o.error?.message).toContain(`'delta.enableChangeDataFeed' = 'true'`);
+  });
 });

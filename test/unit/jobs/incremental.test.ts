@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { toJson } from '@bufbuild/protobuf';
-import { DataError } from '../../../src/core/errors.js';
+import { type ConfigError, DataError } from '../../../src/core/errors.js';
 import type { QueryStep, Step } from '../../../src/jobs/template.js';
 import { compileRelationPlan } from '../../../src/spark/plan/compile.js';
 import { PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
@@ -23,7 +23,7 @@ target { table = "orders", ${target} }
 `;
 
 const BRONZE = 'lake.acme_bronze.orders_cdc';
-const options = (rel: unknown) => JSON.stringify(rel).match(/"options":\{[^}]*\}/g) ?? [];
+const options = (rel: unknown) => JSON.stringify(rel, (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v)).match(/"options":\{[^}]*\}/g) ?? [];
 
 describe('bound options', () => {
   const q = Query.table(['lake', 'ns', 't'], { 'start-snapshot-id': { bound: 'from' }, 'end-snapshot-id': { bound: 'to' }, other: 'x' });
@@ -94,15 +94,94 @@ describe('cdc-silver-merge source.read', () => {
     expect(plain.plan.steps.some((s) => s.stamp)).toBe(false);
   });
 
-  it('is refused (78) for parquet or Delta bronze and with snapshot-date', async () => {
+  it('is refused (78) for parquet bronze and with snapshot-date', async () => {
     expect(await configIssues(config('read = incremental'), { platform })).toEqual([
       { path: 'source.read', message: expect.stringContaining('parquet files have no commits') },
     ]);
-    expect(await configIssues(config('format = delta, catalog = spark_catalog, read = incremental'), { platform })).toEqual([
-      { path: 'source.read', message: expect.stringContaining('Delta sources are not supported yet') },
-    ]);
+    expect((await loadConfig(config('format = delta, catalog = spark_catalog, read = incremental'), { platform })).plan.bind).toBeDefined();
     expect(await configIssues(config('format = iceberg, read = incremental, snapshot-date = "2026-07-05"'), { platform })).toEqual([
       { path: 'source.snapshot-date', message: expect.stringContaining('cannot be combined with source.read') },
     ]);
+  });
+});
+
+describe('cdc-silver-merge source.read on a Delta bronze table', () => {
+  const DBRONZE = 'spark_catalog.acme_bronze.orders_cdc';
+  const KEY = `read.${DBRONZE}`;
+  const ID = `${KEY}#table-id`;
+  const row = {
+    head: '30',
+    table_id: 'T1',
+    cdf: 'true',
+    oldest: 0,
+    stamps: 2,
+    latest_stamp: '20',
+    latest_id: 'T1',
+    consumed: '20',
+    changes: 3,
+    first_removal: null,
+    vacuum: null,
+    vacuum_cut: null,
+    first_removal_at: null,
+  };
+  const load = (read = 'incremental') =>
+    loadConfig(config(`format = delta, catalog = spark_catalog, read = ${read}`, 'format = delta, catalog = spark_catalog'), { platform });
+
+  it('incremental: the change feed of the versions after the position, its version and table id stamped in the MERGE', async () => {
+    const job = await load();
+    const byId = (id: string) => job.plan.steps.find((s) => s.id === id)!;
+    expect(job.plan.steps.map((s) => s.id).slice(0, 4)).toEqual(['read-position', 'read-source-head', 'check-source-columns', 'check-batch']);
+    // plan shows both forms of the one read by their bound names
+    expect(options(stepPlan(byId('check-batch'), { reveal: false }))).toContainEqual(
+      expect.stringContaining(
+        '"readChangeFeed":"<source.feed>","startingVersion":"<source.from>","endingVersion":"<source.to>","versionAsOf":"<source.version>"',
+      ),
+    );
+    // the table form's rows get a NULL change type from a UNION ALL BY NAME (missing columns NULL)
+    const plan = JSON.stringify(stepPlan(byId('check-batch'), { reveal: false }), (_k, v: unknown) => (typeof v === 'bigint' ? String(v) : v));
+    expect(plan).toMatch(/"setOpType":2,"isAll":true,"byName":true,"allowMissingColumns":true/);
+    const facts = factsOf(job.plan.steps, { 'read-position': [row] });
+    // Delta's startingVersion is inclusive: the version after the one read
+    expect(job.plan.bind!(facts)).toEqual({ 'source.feed': 'true', 'source.from': '21', 'source.to': '30' });
+    expect(byId('merge').stamp!(facts)).toEqual({ [KEY]: '30', [ID]: 'T1' });
+    expect(byId('record-position').stamp!(facts)).toEqual({ [KEY]: '30', [ID]: 'T1' });
+    const interpret = (r: Record<string, unknown>) => (byId('read-position') as QueryStep<string>).interpret([r]);
+    expect(interpret(row).output?.read).toEqual({ source: DBRONZE, mode: 'incremental', from: '20', to: '30' });
+    expect(interpret({ ...row, consumed: '30' }).skip).toBe(`nothing new in ${DBRONZE} since version 30, which spark_catalog.acme_silver.orders already holds`);
+    expect(interpret({ ...row, changes: 0 }).skip).toMatch(/only rewrites \(compaction\) and maintenance since/);
+    // A removal after the position older than a later VACUUM's cutoff is gone; a younger one is kept.
+    expect(interpret({ ...row, first_removal: 25, first_removal_at: 1000, vacuum: 27, vacuum_cut: 999 }).output?.read).toMatchObject({ mode: 'incremental' });
+    const vacuumed = interpret({ ...row, first_removal: 25, first_removal_at: 1000, vacuum: 27, vacuum_cut: 2000 }).fail as DataError;
+    expect(vacuumed.exitCode).toBe(65);
+    expect(vacuumed.code).toBe('SOURCE_POSITION_LOST');
+    expect(vacuumed.message).toContain('up to version 20; version 25 of spark_catalog.acme_bronze.orders_cdc removed files and the VACUUM of version 27');
+    const expired = interpret({ ...row, consumed: null, oldest: 25 }).fail as DataError;
+    expect(expired.exitCode).toBe(65);
+    expect(expired.message).toContain(
+      "up to version 20, which spark_catalog.acme_bronze.orders_cdc's history no longer holds (its oldest version is 25, its newest 30",
+    );
+    const recreated = interpret({ ...row, consumed: null, table_id: 'T2' }).fail as DataError;
+    expect(recreated.exitCode).toBe(65);
+    expect(recreated.message).toContain('up to version 20 of the table with id T1, but spark_catalog.acme_bronze.orders_cdc is now another table (id T2');
+    expect(recreated.hint).toContain('--set source.read=full');
+    const noFeed = interpret({ ...row, cdf: null }).fail as ConfigError;
+    expect(noFeed.exitCode).toBe(78);
+    expect(noFeed.issues).toEqual([
+      { path: 'source.read', message: expect.stringContaining(`ALTER TABLE ${DBRONZE} SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true')`) },
+    ]);
+    // A first run: all of bronze as of its newest version; without the change feed it is refused already.
+    const first = factsOf(job.plan.steps, { 'read-position': [], 'read-source-head': [{ head: '5', table_id: 'T1', cdf: 'true' }] });
+    expect(job.plan.bind!(first)).toEqual({ 'source.version': '5' });
+    expect(byId('merge').stamp!(first)).toEqual({ [KEY]: '5', [ID]: 'T1' });
+    expect((byId('read-source-head') as QueryStep<string>).interpret([{ head: '5', table_id: 'T1', cdf: 'false' }]).fail?.exitCode).toBe(78);
+    expect(interpret({ ...row, stamps: 0, consumed: null, cdf: 'false' }).fail?.exitCode).toBe(78);
+  });
+
+  it('full: all of bronze as of its newest version, recorded; no change feed needed', async () => {
+    const job = await load('full');
+    expect(job.plan.steps.map((s) => s.id).slice(0, 2)).toEqual(['read-source-head', 'check-source-columns']);
+    const facts = factsOf(job.plan.steps, { 'read-source-head': [{ head: '9', table_id: 'T1', cdf: null }] });
+    expect(job.plan.bind!(facts)).toEqual({ 'source.version': '9' });
+    expect(job.plan.steps.find((s) => s.id === 'merge')!.stamp!(facts)).toEqual({ [KEY]: '9', [ID]: 'T1' });
   });
 });

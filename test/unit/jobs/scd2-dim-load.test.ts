@@ -303,3 +303,67 @@ describe('scd2-dim-load steps read their rows', () => {
     expect(merge.when!(factsOf(steps, { measure: [{ inserted: 0, updated: 1, deleted: 0 }] }))).toBe(true);
   });
 });
+
+describe('scd2-dim-load source.read', () => {
+  const incremental = (source: string, history = 'history { sequence-by = "changed_at", op-column = "op" }') => `
+job       { template = "scd2-dim-load", schema-version = 2 }
+tenant    { id = "acme", storage-root = "file:///lake/acme" }
+source    { table = "customer_events", ${source} }
+dimension { natural-key = ["id"], tracked-columns = ["tier"] }
+${history}
+target    { table = "dim_customers", format = delta, catalog = "spark_catalog" }
+`;
+
+  it('incremental: the position steps first, the MERGE stamps the position, a batch changing nothing records it alone', async () => {
+    const job = await load(incremental('format = iceberg, catalog = lake, read = incremental'));
+    const ids = job.plan.steps.map((s) => s.id);
+    expect(ids.slice(0, 4)).toEqual(['read-position', 'read-source-head', 'check-source-columns', 'check-batch']);
+    expect(ids.slice(-3)).toEqual(['merge', 'record-position', 'read-version']);
+    const KEY = 'read.lake.acme_silver.customer_events';
+    const row = { head: '30', stamps: 1, latest_stamp: '20', consumed: '20', appends: 1, rewrites: 0 };
+    const changed = factsOf(job.plan.steps, { 'read-position': [row], measure: [{ inserted: 1, updated: 1, deleted: 0 }] });
+    expect(job.plan.bind!(changed)).toEqual({ 'source.from': '20', 'source.to': '30' });
+    expect(step(job.plan.steps, 'merge').stamp!(changed)).toEqual({ [KEY]: '30' });
+    expect(step(job.plan.steps, 'merge').when!(changed)).toBe(true);
+    expect(step(job.plan.steps, 'record-position').when!(changed)).toBe(false);
+    const unchanged = factsOf(job.plan.steps, { 'read-position': [row], measure: [{ inserted: 0, updated: 0, deleted: 0 }] });
+    expect(step(job.plan.steps, 'merge').when!(unchanged)).toBe(false);
+    expect(step(job.plan.steps, 'record-position').when!(unchanged)).toBe(true);
+    expect(step(job.plan.steps, 'record-position').stamp!(unchanged)).toEqual({ [KEY]: '30' });
+    // New commits without rows are no skip: the position still moves.
+    expect(interpret(job.plan.steps, 'check-batch', { rows: 0, null_groups: 0, ties: 0 }).skip).toBeUndefined();
+    // A Delta bronze source: its change feed (version + 1 onwards) and its table id.
+    const delta = await load(incremental('layer = bronze, format = delta, catalog = spark_catalog, read = incremental'));
+    const drow = { head: '8', table_id: 'T', cdf: 'true', oldest: 0, stamps: 1, latest_stamp: '5', latest_id: 'T', consumed: '5', changes: 1 };
+    const dfacts = factsOf(delta.plan.steps, { 'read-position': [drow] });
+    expect(delta.plan.bind!(dfacts)).toEqual({ 'source.feed': 'true', 'source.from': '6', 'source.to': '8' });
+    expect(step(delta.plan.steps, 'merge').stamp!(dfacts)).toEqual({
+      'read.spark_catalog.acme_bronze.customer_events': '8',
+      'read.spark_catalog.acme_bronze.customer_events#table-id': 'T',
+    });
+  });
+
+  it('without the key: no position, and a batch without rows is skipped (99) as before', async () => {
+    const job = await load(incremental('format = iceberg, catalog = lake'));
+    expect(job.plan.bind).toBeUndefined();
+    expect(job.plan.steps.some((s) => s.stamp || s.id === 'record-position')).toBe(false);
+    expect(interpret(job.plan.steps, 'check-batch', { rows: 0, null_groups: 0, ties: 0 }).skip).toMatch(/^no rows in/);
+  });
+
+  it('is refused (78) for parquet bronze, with snapshot-date and with close-missing', async () => {
+    expect(await issues(incremental('layer = bronze, read = incremental'))).toEqual({
+      'source.read': expect.stringContaining('parquet files have no commits'),
+    });
+    expect(await issues(incremental('layer = bronze, format = iceberg, catalog = lake, snapshot-date = "2026-07-09", read = incremental'))).toEqual({
+      'source.snapshot-date': expect.stringContaining('cannot be combined with source.read'),
+    });
+    expect(
+      await issues(
+        incremental(
+          'format = iceberg, catalog = lake, read = incremental',
+          'dimension.effective-at = "2026-07-09T00:00:00Z"\nhistory { close-missing = true }',
+        ),
+      ),
+    ).toEqual({ 'history.close-missing': expect.stringContaining('every other key would be closed') });
+  });
+});

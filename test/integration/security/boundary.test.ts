@@ -155,10 +155,16 @@ describe('the boundary judges every plan of a bound session, a template’s own 
       () => command(testCommand(`CALL lake.system.expire_snapshots(table => '${victim.id}_silver.t')`)),
       /a write to a table outside the tenant's own namespaces/,
     ],
+    // rollback_to_snapshot is allowed (lakehouse-jobs rollback); these are not.
     [
-      'a procedure that is not maintenance',
-      () => command(testCommand(`CALL lake.system.rollback_to_snapshot('${acme.id}_silver.o', 1)`)),
-      /procedure system\.rollback_to_snapshot is not allowed/,
+      'a procedure that is neither maintenance nor a rollback: pointing a table at any snapshot',
+      () => command(testCommand(`CALL lake.system.set_current_snapshot('${acme.id}_silver.o', 1)`)),
+      /procedure system\.set_current_snapshot is not allowed/,
+    ],
+    [
+      'a procedure that adopts files by path (another tenant’s)',
+      () => command(testCommand(`CALL lake.system.add_files(table => '${acme.id}_silver.o', source_table => '\`parquet\`.\`${V.files}\`')`)),
+      /procedure system\.add_files is not allowed/,
     ],
     [
       'parquet files written under another tenant’s root',

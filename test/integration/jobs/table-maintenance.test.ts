@@ -7,7 +7,7 @@ import { asLakehouseError } from '../../../src/core/errors.js';
 import { createLogger } from '../../../src/core/logger.js';
 import type { Step } from '../../../src/jobs/template.js';
 import { type ExecutionReport, emptyReport, executePlan } from '../../../src/runner/executor.js';
-import { sessionSettings, tagFor } from '../../../src/runner/run.js';
+import { commitMetadata, sessionSettings, tagFor } from '../../../src/runner/run.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { tempFiles } from '../../support/files.js';
@@ -427,6 +427,8 @@ async function runInProcess(
       tags: [tagFor(runId)],
       signal: new AbortController().signal,
       report,
+      // A step may stamp its own commit (the CDC merge's batch fingerprint), as in a real run.
+      stamps: (extra) => commitMetadata(loaded, runId, undefined, extra),
       ...(beforeStep ? { beforeStep } : {}),
     });
     return { code: 0, report };

@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadJob } from '../../../src/runner/load-job.js';
 import { createLogger } from '../../../src/core/logger.js';
 import { executePlan } from '../../../src/runner/executor.js';
+import { commitMetadata } from '../../../src/runner/run.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { tempFiles } from '../../support/files.js';
@@ -141,6 +142,8 @@ target { table = "state", format = ${format}, catalog = "${catalog}" }
         logger,
         tags: [`prop-${seed}`],
         signal: new AbortController().signal,
+        // A step may stamp its own commit (the merge's batch fingerprint), as in a real run.
+        stamps: (extra) => commitMetadata(job, `prop-${seed}-${b}`, undefined, extra),
       });
     }
   } finally {

@@ -59,7 +59,7 @@ export const ensureTable: StepKindModule<StepOf<'ensureTable'>> = {
     }
     // The run's guards, then what it would create: the columns of the relation it is created from.
     await checkOtherCatalogs(step, run);
-    const columns = await checkPartitionColumns(step, run, 'check');
+    const columns = await checkPartitionColumns(step, run, 'columns');
     await checkLocationEmpty(step, run);
     run.wouldCreate(step, columns);
     return undefined;

@@ -2,7 +2,7 @@ import { name } from '../spark/plan/format.js';
 import { type Touch, baseTable } from '../spark/plan/touches.js';
 import type { JobPlan } from '../jobs/template.js';
 import { formatStep, stepTouches } from '../runner/steps/index.js';
-import { jdbcDataset, kafkaDatasets } from '../runner/lineage/naming.js';
+import { jdbcDataset, kafkaNamespace } from '../runner/lineage/naming.js';
 import type { OptionValue } from '../spark/plan/relations.js';
 
 export { formatStep } from '../runner/steps/index.js';
@@ -85,7 +85,7 @@ function jdbcAccess(options: Readonly<Record<string, OptionValue>>): Access {
 /** Topics by name (`subscribe`, a sink's `topic`) or by pattern (`subscribePattern`). */
 function kafkaAccess(options: Readonly<Record<string, OptionValue>>): Access[] {
   const servers = plain(options['kafka.bootstrap.servers']);
-  const at = servers === undefined ? undefined : kafkaDatasets(servers, ['-'])[0]?.namespace;
+  const at = servers === undefined ? undefined : kafkaNamespace(servers);
   const where = at ? { at } : {};
   const pattern = plain(options.subscribePattern);
   if (pattern !== undefined) return [{ kind: 'topic', pattern, ...where }];

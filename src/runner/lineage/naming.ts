@@ -69,12 +69,17 @@ export function jdbcDataset(url: string, table: string): DatasetId | undefined {
   };
 }
 
-/** Kafka: namespace `kafka://{host}:{port}` of the first bootstrap server, name the topic. */
-export function kafkaDatasets(bootstrapServers: string, topics: readonly string[]): DatasetId[] {
+/** Kafka's namespace: `kafka://{host}:{port}` of the first bootstrap server (undefined when there is none). */
+export function kafkaNamespace(bootstrapServers: string): string | undefined {
   const first = bootstrapServers
     .split(',')[0]!
     .trim()
     .replace(/^[A-Za-z_]+:\/\//, '');
-  if (!first) return [];
-  return topics.map((t) => ({ namespace: `kafka://${first}`, name: t }));
+  return first ? `kafka://${first}` : undefined;
+}
+
+/** Kafka: namespace of the first bootstrap server (kafkaNamespace), name the topic. */
+export function kafkaDatasets(bootstrapServers: string, topics: readonly string[]): DatasetId[] {
+  const namespace = kafkaNamespace(bootstrapServers);
+  return namespace ? topics.map((t) => ({ namespace, name: t })) : [];
 }

@@ -32,8 +32,9 @@ export const NEEDS = {
     exports: 'LAKEHOUSE_SCHEMA_REGISTRY_URL',
     keep: 'LAKEHOUSE_KEEP_KAFKA',
   },
-  'iceberg-rest': { script: 'scripts/iceberg-rest', install: [['install']], start: ['start'], keep: 'LAKEHOUSE_KEEP_SPARK' },
   'object-store': { script: 'scripts/object-store', install: [['install']], start: ['start'], keep: 'LAKEHOUSE_KEEP_OBJECT_STORE' },
+  // Reads the object store's key at its start, as the Spark servers do (`storeKey`): after the store.
+  'iceberg-rest': { script: 'scripts/iceberg-rest', install: [['install']], start: ['start'], keep: 'LAKEHOUSE_KEEP_SPARK', storeKey: true },
   spark: { script: 'scripts/spark-connect', install: [['install']], start: ['start'], exports: 'SPARK_REMOTE', keep: 'LAKEHOUSE_KEEP_SPARK', server: 'local' },
   'spark-cluster': {
     script: 'scripts/spark-connect',

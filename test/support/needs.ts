@@ -27,8 +27,8 @@ export const NEED_NAMES = [
   'kafka',
   'kafka-connect',
   'schema-registry',
-  'iceberg-rest',
   'object-store',
+  'iceberg-rest',
   'spark',
   'spark-cluster',
 ] as const;
@@ -37,6 +37,8 @@ export type Need = (typeof NEED_NAMES)[number];
 interface NeedSpec {
   script: string;
   server?: string;
+  /** Reads the object store's key when it starts (a Spark server, the REST catalog). */
+  storeKey?: boolean;
   install?: string[];
   start?: string[];
   status?: string[];
@@ -78,9 +80,9 @@ export async function readyDefault(): Promise<void> {
 
 async function ready(wanted: readonly Need[]): Promise<void> {
   for (const n of orderNeeds(wanted) as Need[]) {
-    // A server reads the object store's key at its start: when any file of the run (scripts/test
-    // names their needs) uses the store, it comes up before the server, whichever file is first.
-    if (SPECS[n].server && runNeeds().includes('object-store')) await ensure('object-store');
+    // A server and the REST catalog read the object store's key at their start: when any file of the
+    // run (scripts/test names their needs) uses the store, it comes up first, whichever file is first.
+    if ((SPECS[n].server || SPECS[n].storeKey) && runNeeds().includes('object-store')) await ensure('object-store');
     await ensure(n);
   }
 }

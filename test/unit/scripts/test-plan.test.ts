@@ -97,7 +97,7 @@ describe('the needs declaration', () => {
   });
 
   it('orders object stores and catalogs before the servers that read them at their start', () => {
-    expect(orderNeeds(['spark', 'object-store', 'iceberg-rest', 'py-tools'])).toEqual(['py-tools', 'iceberg-rest', 'object-store', 'spark']);
+    expect(orderNeeds(['spark', 'object-store', 'iceberg-rest', 'py-tools'])).toEqual(['py-tools', 'object-store', 'iceberg-rest', 'spark']);
   });
 
   it('every integration file declares its needs once; no unit file does', () => {

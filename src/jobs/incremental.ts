@@ -179,10 +179,13 @@ function recordPosition(id: string, source: string, target: Target, stamp: (fact
       target.format === 'iceberg'
         ? sqlCommand(sql`INSERT INTO ${sql.target(tableParts(target.table))} SELECT * FROM ${sql.table(tableParts(target.table))} WHERE false`)
         : sqlCommand(
-            sql`ALTER TABLE ${sql.target(tableParts(target.table))} SET TBLPROPERTIES (${sql.value('lakehouse-jobs.read')} = ${sql.value('incremental')})`,
+            sql`ALTER TABLE ${sql.target(tableParts(target.table))} SET TBLPROPERTIES (${sql.value(READ_MARKER_PROPERTY)} = ${sql.value('incremental')})`,
           ),
   };
 }
+
+/** The property a Delta target's position-only commit sets (a property update commits with the run's commitInfo). */
+export const READ_MARKER_PROPERTY = 'lakehouse-jobs.read';
 
 const str = (v: unknown): string | undefined => (v === null || v === undefined || v === '' ? undefined : String(v));
 

@@ -144,6 +144,27 @@ describe('the boundary judges every plan of a bound session, a template’s own 
       /writes a location outside the tenant's storage roots/,
     ],
     [
+      'a table created at its own location whose data files go to another tenant’s root (write.data.path)',
+      () =>
+        command(
+          Query.table(OWN.split('.')).writeTo(['lake', `${acme.id}_silver`, 'spill'], 'create', {
+            provider: 'iceberg',
+            properties: { location: `${acme.root}/silver/spill`, 'write.data.path': `${victim.root}/silver/spilled` },
+          }),
+        ),
+      /table property write\.data\.path is not one a tenant's table may have/,
+    ],
+    [
+      'its own table pointed at another tenant’s root for new files (ALTER … SET TBLPROPERTIES)',
+      () => command(testCommand(`ALTER TABLE ${OWN} SET TBLPROPERTIES ('write.object-storage.path' = '${victim.root}/silver/os')`)),
+      /table property write\.object-storage\.path is not one a tenant's table may have/,
+    ],
+    [
+      'a property unset that is not one of the allowed',
+      () => command(testCommand(`ALTER TABLE ${OWN} UNSET TBLPROPERTIES IF EXISTS ('write.metadata.path')`)),
+      /table property write\.metadata\.path is not one a tenant's table may have/,
+    ],
+    [
       'a table created without a location',
       () => command(Query.table(OWN.split('.')).writeTo(['lake', `${acme.id}_silver`, 'nowhere'], 'create', { provider: 'iceberg' })),
       /created without a location/,
@@ -180,8 +201,18 @@ describe('the boundary judges every plan of a bound session, a template’s own 
     refusedBy(await run(), reason);
   });
 
+  it('an allow-listed property of its own table passes', async () => {
+    expect(await command(testCommand(`ALTER TABLE ${OWN} SET TBLPROPERTIES ('write.merge.mode' = 'merge-on-read')`))).toEqual([]);
+    const props = arrowRows((await sql(`SHOW TBLPROPERTIES ${OWN}`)).table!);
+    expect(props).toContainEqual(expect.objectContaining({ key: 'write.merge.mode', value: 'merge-on-read' }));
+    // The refused ALTER left nothing behind.
+    expect(props.map((p) => p.key)).not.toContain('write.object-storage.path');
+  });
+
   it('left the other tenant’s data as it was', async () => {
     expect(await count(V.iceberg)).toBe(1n);
+    expect(existsSync(fileURLToPath(`${victim.root}/silver/spilled`))).toBe(false);
+    await expect(sql(`DESCRIBE TABLE lake.${acme.id}_silver.spill`)).rejects.toThrow();
     expect(existsSync(fileURLToPath(`${victim.root}/bronze/planted`))).toBe(false);
     expect(existsSync(fileURLToPath(`${victim.root}/silver/grab`))).toBe(false);
     await expect(sql(`DESCRIBE NAMESPACE lake.${victim.id}_gold`)).rejects.toThrow();

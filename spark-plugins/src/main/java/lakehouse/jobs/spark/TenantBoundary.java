@@ -21,6 +21,7 @@ import org.apache.spark.sql.catalyst.expressions.NamedArgumentExpression;
 import org.apache.spark.sql.catalyst.expressions.SubqueryExpression;
 import org.apache.spark.sql.catalyst.plans.logical.Call;
 import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.TableSpec;
 import org.apache.spark.sql.catalyst.plans.logical.TableSpecBase;
 import org.apache.spark.sql.catalyst.streaming.StreamingRelationV2;
 import org.apache.spark.sql.classic.SparkSession;
@@ -157,6 +158,7 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
         boolean target = (name.equals("child") && PlanClasses.TARGET_CHILD.contains(cls))
             || (name.equals("sourceTable") && PlanClasses.TARGET_SOURCE_TABLE.contains(cls));
         Access a = PlanClasses.QUERY_FIELDS.contains(name) && !target ? Access.READ : access;
+        if (PROPERTY_FIELDS.contains(name) && SETS_PROPERTIES.contains(cls)) propertyKeys(values.get(i));
         // A streaming query keeps its progress here: the tenant's own storage.
         if (name.equals("resolvedCheckpointLocation") && values.get(i) instanceof String location) path(location, Access.WRITE);
         else value(name, values.get(i), a);
@@ -191,7 +193,33 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
       }
     }
 
+    /** The commands that set or unset a table's properties, and the fields that hold the keys. */
+    private static final Set<String> SETS_PROPERTIES = Set.of(
+        "org.apache.spark.sql.catalyst.plans.logical.SetTableProperties",
+        "org.apache.spark.sql.catalyst.plans.logical.UnsetTableProperties",
+        "org.apache.spark.sql.delta.commands.AlterTableSetPropertiesDeltaCommand");
+    private static final Set<String> PROPERTY_FIELDS = Set.of("properties", "propertyKeys", "configuration");
+
+    /** A table's properties (a map's keys, or a list of keys to unset): each one TableProperties allows. */
+    private void propertyKeys(Object v) {
+      Iterable<?> keys;
+      if (v instanceof scala.collection.Map<?, ?> m) keys = Scala.map(m).keySet();
+      else if (v instanceof Map<?, ?> m) keys = m.keySet();
+      else if (v instanceof scala.collection.Iterable<?> it) keys = Scala.list(it);
+      else {
+        problem("table properties of an unknown shape (" + (v == null ? "null" : v.getClass().getName()) + ") are not allowed");
+        return;
+      }
+      for (Object k : keys) {
+        String key = String.valueOf(k);
+        if (!TableProperties.allowed(key)) problem("table property " + key + " is not one a tenant's table may have (docs/table-shape.md)");
+      }
+    }
+
     private void tableSpec(TableSpecBase spec, Access access) {
+      propertyKeys(spec.properties());
+      // A resolved create's writer options reach its catalog as `option.*` properties.
+      if (spec instanceof TableSpec resolved) propertyKeys(resolved.options());
       String location = Scala.orNull(spec.location());
       if (location == null) location = spec.properties().get("location").getOrElse(() -> null);
       if (location == null) problem("a table is created without a location under the tenant's storage roots");

@@ -2,6 +2,7 @@ import { InternalError } from '../../core/errors.js';
 import type { StepOf, StreamProgress } from '../../jobs/steps.js';
 import { formatCmd } from '../../spark/plan/format.js';
 import { cmdTouches } from '../../spark/plan/touches.js';
+import { predictStream } from '../stream-preview.js';
 import type { StepKindModule, StepRun } from './kind.js';
 
 /** How often a failed streaming query is started: once more, from its checkpoint. */
@@ -42,11 +43,16 @@ export const stream: StepKindModule<StepOf<'stream'>> = {
     return run.effect(step.interpret(progress));
   },
   async diff(step, run) {
-    // What a stream would read is its checkpoint's offsets to the sources' end: not yet predicted
-    // (docs/diff.md). Its sink is still recorded as a write, so later reads of it are stale.
+    // Its sink is recorded as a write, so later reads of it are stale; what it would read is its
+    // checkpoint's offsets to the sources' end, read as a batch (src/runner/stream-preview.ts).
     run.wouldWrite(step, step.command);
-    run.notPredicted(step, 'what a stream reads from its checkpoint is not predicted yet');
-    return undefined;
+    const predicted = await predictStream(step, run);
+    if ('reason' in predicted) {
+      run.notPredicted(step, predicted.reason);
+      return undefined;
+    }
+    run.wouldRead(predicted.read);
+    return run.effect(step.interpret(predicted.progress));
   },
   plan: (step) => ({ command: step.command }),
   view: (step) => formatCmd(step.command),

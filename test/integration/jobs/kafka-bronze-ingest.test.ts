@@ -1,9 +1,10 @@
 import { execFileSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { tempFiles } from '../../support/files.js';
-import { type RecordId, createTopic, debeziumDecimal, deleteRecords, kafkaBootstrap, produce, recordKey } from '../../support/kafka.js';
+import { type RecordId, createTopic, debeziumDecimal, deleteRecords, endOffsets, kafkaBootstrap, produce, recordKey } from '../../support/kafka.js';
 import { freshTenant, objectsUnder, readDeltaWithDeltaRs, readIcebergWithPyIceberg, remote, repoRoot, spawnCli, runJob } from '../../support/stack.js';
 import { needs } from '../../support/needs.js';
 
@@ -237,6 +238,71 @@ target { table = "orders_delta", format = delta, catalog = "spark_catalog" }
       expect(s3.code, s3.stderr).toBe(0);
       expect(s3.status.outputs[0]).toMatchObject({ metrics: { inserted: 0, updated: 0, deleted: 0 } });
       expect(state()).toHaveLength(2);
+    },
+    LONG,
+  );
+});
+
+describe('diff of a stream: what the next run would read, from its checkpoint to the topics’ end', () => {
+  it(
+    'predicts the rows, offsets and decode counts the run then reports, first from the starting offsets, then from the checkpoint, writing nothing',
+    async () => {
+      const topic = `${tenant.id}.previewed`;
+      createTopic(topic, 2);
+      const config = files(
+        job(
+          `topics = ["${topic}"], value-format = json, value-schema { id = bigint, name = string }`,
+          'table = "previewed", format = iceberg, catalog = "lake"',
+        ),
+      );
+      const platformFile = join(dir, 'platform.conf');
+      const diff = () => runJob(config, platformFile, ['--dry-run']);
+      const outputs = (s: any) => s.outputs.map((o: any) => ({ table: o.table, metrics: o.metrics }));
+      const batch = (from: number, count: number) =>
+        produce(
+          topic,
+          Array.from({ length: count }, (_, i) => ({ key: `k${from + i}`, partition: (from + i) % 2, value: { id: from + i, name: `n${from + i}` } })),
+        );
+
+      batch(0, 4);
+      produce(topic, [{ key: 'bad', partition: 1, value: 'not json' }]);
+      const first = await diff();
+      expect(first.code, first.stderr).toBe(0);
+      expect(first.status.command).toBe('diff');
+      const [read] = first.status.diff.streams;
+      expect(read).toMatchObject({ step: 'ingest', rows: 5, batches: 1, from: 'earliest', to: { [topic]: endOffsets(topic) } });
+      expect(read.committedBatch).toBeUndefined();
+      expect(first.status.diff.notPredicted).toEqual([]);
+      // Nothing was written: no table, no checkpoint.
+      expect(existsSync(fileURLToPath(read.checkpoint))).toBe(false);
+      expect(existsSync(fileURLToPath(`${tenant.root}/bronze/previewed`))).toBe(false);
+      const ran = await run(readFileSync(config, 'utf8'));
+      expect(ran.code, ran.stderr).toBe(0);
+      expect(outputs(first.status)).toEqual(outputs(ran.status));
+      expect(ran.status.outputs[0].metrics).toMatchObject({ rowsWritten: 5, undecodable: 1 });
+
+      // The next run resumes at the checkpoint: only the new records.
+      const offsetsAfterFirst = endOffsets(topic);
+      batch(10, 3);
+      const second = await diff();
+      expect(second.code, second.stderr).toBe(0);
+      expect(second.status.diff.streams[0]).toMatchObject({
+        rows: 3,
+        committedBatch: 0,
+        from: { [topic]: offsetsAfterFirst },
+        to: { [topic]: endOffsets(topic) },
+      });
+      const checkpointFiles = readdirSync(fileURLToPath(`${read.checkpoint}/commits`)).sort();
+      const again = await run(readFileSync(config, 'utf8'));
+      expect(again.code, again.stderr).toBe(0);
+      expect(outputs(second.status)).toEqual(outputs(again.status));
+      expect(readdirSync(fileURLToPath(`${read.checkpoint}/commits`)).length).toBeGreaterThan(checkpointFiles.length);
+
+      // Caught up: the diff says the run would do nothing (99), as the run does.
+      const idle = await diff();
+      expect(idle.code, idle.stderr).toBe(99);
+      expect(idle.status.diff.streams[0]).toMatchObject({ rows: 0, batches: 0 });
+      expect((await run(readFileSync(config, 'utf8'))).code).toBe(99);
     },
     LONG,
   );

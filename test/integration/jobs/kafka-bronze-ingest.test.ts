@@ -265,7 +265,7 @@ describe('diff of a stream: what the next run would read, from its checkpoint to
         );
 
       batch(0, 4);
-      produce(topic, [{ key: 'bad', partition: 1, value: 'not json' }]);
+      produce(topic, [{ key: 'bad', partition: 1, value: Buffer.from('{not json') }]);
       const first = await diff();
       expect(first.code, first.stderr).toBe(0);
       expect(first.status.command).toBe('diff');

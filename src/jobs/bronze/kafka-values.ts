@@ -202,11 +202,17 @@ export function valueStruct(format: ParsedFormat, schema: Record<string, string>
     sql`, `,
   ).text;
   const row = `struct<${columns}>`;
-  if (format === 'json') return row;
+  // Spark's from_json gives a row of NULLs, not NULL, for text that is not JSON: the corrupt-record
+  // column is what tells it from a value whose fields are all null.
+  const corrupt = `${CORRUPT}: string`;
+  if (format === 'json') return `struct<${columns ? `${columns}, ` : ''}${corrupt}>`;
   const envelope = `before: ${row}, after: ${row}, op: string, ts_ms: bigint, source: struct<ts_ms: bigint, lsn: bigint>`;
   const fields = 'array<struct<field: string, name: string, parameters: map<string, string>>>';
-  return `struct<schema: struct<fields: array<struct<field: string, fields: ${fields}>>>, payload: struct<${envelope}>, ${envelope}>`;
+  return `struct<schema: struct<fields: array<struct<field: string, fields: ${fields}>>>, payload: struct<${envelope}>, ${envelope}, ${corrupt}>`;
 }
+
+/** from_json's column for the text of a value it could not parse (a reserved `__lake_` name). */
+const CORRUPT = '__lake_corrupt';
 
 export interface DecodeOptions {
   readonly format: ParsedFormat;
@@ -224,12 +230,17 @@ export interface DecodeOptions {
  */
 export function decodeValue(records: Query, o: DecodeOptions): Query {
   const fields = Object.entries(o.schema);
-  let rows = records.withColumns([[VALUE, fn('from_json', cast(col('_kafka_value'), 'string'), lit(valueStruct(o.format, o.schema)))]]);
+  let rows = records.withColumns([
+    [
+      VALUE,
+      fn('from_json', cast(col('_kafka_value'), 'string'), lit(valueStruct(o.format, o.schema)), fn('map', lit('columnNameOfCorruptRecord'), lit(CORRUPT))),
+    ],
+  ]);
   const dbz = o.format === 'debezium-json' ? o.debezium : undefined;
   const present = isNotNull(col('_kafka_value'));
   let text = (c: string): Expr => col(VALUE, c);
   let field = (_c: string): FieldSchema | undefined => undefined;
-  let undecodable = and(present, isNull(col(VALUE)));
+  let undecodable = and(present, or(isNull(col(VALUE)), isNotNull(col(VALUE, CORRUPT))));
   let envelope: (readonly [string, Expr])[] = [];
   if (dbz) {
     // With or without the JSON converter's schema/payload wrapper; a delete's row is its before image.
@@ -257,7 +268,7 @@ export function decodeValue(records: Query, o: DecodeOptions): Query {
       name: fn('try_element_at', col(NAMES), str(c)),
       scale: fn('try_element_at', fn('try_element_at', col(PARAMS), str(c)), str('scale')),
     });
-    undecodable = and(present, or(isNull(col(VALUE)), isNull(op)));
+    undecodable = and(present, or(isNull(col(VALUE)), isNotNull(col(VALUE, CORRUPT)), isNull(op)));
     envelope = [
       [CDC_OP, op],
       [CDC_TS, coalesce(either('source', 'ts_ms'), either('ts_ms'))],

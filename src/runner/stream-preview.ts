@@ -1,6 +1,6 @@
 import type { StreamRead } from '../core/status.js';
 import type { StepOf, StreamProgress } from '../jobs/steps.js';
-import { alias, col, fn, lit } from '../spark/plan/expressions.js';
+import { alias, col, eq, fn, lit, not } from '../spark/plan/expressions.js';
 import { Query } from '../spark/plan/query.js';
 import type { Rel } from '../spark/plan/relations.js';
 import { inputs, rewriteRel } from '../spark/plan/rewrite.js';
@@ -99,7 +99,7 @@ async function batchIds(run: DiffRun, dir: string): Promise<number[]> {
   const { rows } = await run.rows(
     Query.read('binaryFile', { paths: [dir] })
       .select(alias(fn('regexp_extract', col('path'), lit('([0-9]+)$'), lit(1)), 'id'))
-      .filter(fn('<>', col('id'), lit(''))).rel,
+      .filter(not(eq(col('id'), lit('')))).rel,
     { reveal: false },
   );
   return rows.map((r) => Number(r.id)).filter(Number.isSafeInteger);

@@ -178,11 +178,24 @@ export async function appendToLedger(req: AppendRequest): Promise<LedgerReport> 
       'LEDGER_INVALID',
       `ledger.location overlaps the tenant's storage roots: the ledger is not written where a tenant can read it`,
     );
+  try {
+    await append(req, table, catalog.format);
+    req.logger.info({ table: report.table }, 'run appended to the ledger');
+    return { ...report, written: true };
+  } catch (e) {
+    const error = asLakehouseError(e);
+    return failed(report, req.logger, error.code, error.message.split('\n')[0]!);
+  }
+}
+
+/** The append itself, on a session of its own: throws what failed. */
+async function append(req: AppendRequest, table: TableName, format: 'iceberg' | 'delta'): Promise<void> {
   const [{ SparkConnectClient }, { executePlan }, { compileBindTenantCommand }] = await Promise.all([
     import('../spark/client.js'),
     import('./executor.js'),
     import('../spark/plan/compile.js'),
   ]);
+  // A session id the remote may name is the run's: the ledger's session is another.
   const { sessionId: _run, ...spec } = req.spec as ConnectionSpec & { sessionId?: string };
   const signal = AbortSignal.timeout(LEDGER_TIMEOUT_MS);
   const client = SparkConnectClient.connect(spec as ConnectionSpec, {
@@ -193,8 +206,8 @@ export async function appendToLedger(req: AppendRequest): Promise<LedgerReport> 
   });
   const row = ledgerRow(req.doc, req.facts);
   const runDate = req.doc.startedAt.slice(0, 10);
-  const run = (steps: Step[]) =>
-    executePlan({ steps }, { session: client, logger: req.logger.child({ ledger: report.table }), signal, tags: [req.tag], catalogs: [req.ledger.catalog] });
+  const logger = req.logger.child({ ledger: displayTable(table) });
+  const run = (steps: Step[]) => executePlan({ steps }, { session: client, logger, signal, tags: [req.tag], catalogs: [req.ledger.catalog] });
   try {
     await client.execute(compileBindTenantCommand(ledgerBinding(req.ledger)));
     await client.config.set(req.settings);
@@ -203,23 +216,17 @@ export async function appendToLedger(req: AppendRequest): Promise<LedgerReport> 
       try {
         // Once the table exists, this is the one operation a run adds: the MERGE.
         await run([appendStep(table, row, runDate)]);
-        break;
+        return;
       } catch (e) {
         const error = asLakehouseError(e);
         if (error.code === 'INPUT_MISSING' && !created) {
-          await run(createSteps(req.ledger, catalog.format, row));
+          await run(createSteps(req.ledger, format, row));
           created = true;
         } else if (error.exitCode === ExitCode.transient && attempt < CONFLICT_ATTEMPTS)
-          req.logger.info({ attempt, code: error.code }, 'the ledger append conflicted with another run: sending it again');
+          logger.info({ attempt, code: error.code }, 'the ledger append conflicted with another run: sending it again');
         else throw e;
       }
     }
-    report.written = true;
-    req.logger.info({ table: report.table }, 'run appended to the ledger');
-    return report;
-  } catch (e) {
-    const error = asLakehouseError(e);
-    return failed(report, req.logger, error.code, error.message.split('\n')[0]!);
   } finally {
     try {
       await client.releaseSession();

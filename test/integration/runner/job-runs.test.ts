@@ -1,3 +1,4 @@
+import { EventEmitter } from 'node:events';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -241,6 +242,31 @@ describe('the run ledger table', () => {
     const warning = log.map((l) => JSON.parse(l) as { level: string; msg: string }).find((l) => /the run ledger was not written/.test(l.msg));
     expect(warning?.level).toBe('warn');
     expect((await sql(`SELECT count(*) AS n FROM lake.${NAMESPACE}.broken`))[0]!.n).toBe(0n);
+  });
+
+  it('a cancelled run whose session still exists leaves its row: cancelled, 143', async () => {
+    const signals = new EventEmitter();
+    const statusFile = join(dir, 'status-cancelled.json');
+    const code = await runJob({
+      command: 'run',
+      config: join(dir, 'cdc.conf'),
+      envFile: join(dir, 'platform.conf'),
+      remote: remote(),
+      set: [],
+      runId: `cancelled-${suffix}`,
+      statusFile,
+      logLevel: 'silent',
+      env: process.env,
+      targets: { stdout: () => undefined },
+      signals,
+      exitNow: () => undefined,
+      // SIGTERM as the first step starts: its operation is interrupted on the server.
+      view: { step: (e) => void (e.kind === 'started' && e.index === 0 && signals.emit('SIGTERM')) },
+    });
+    const status = JSON.parse(readFileSync(statusFile, 'utf8')) as StatusDocument;
+    expect(code).toBe(143);
+    expect(status).toMatchObject({ status: 'cancelled', ledger: { table: LEDGER, written: true } });
+    expect(rowsOf(`cancelled-${suffix}`).map((r) => [r.status, r.exit_code, r.error_code])).toEqual([['cancelled', 143, 'CANCELLED']]);
   });
 
   it("a Delta catalog's ledger is a Delta table, read back by delta-rs", async () => {

@@ -30,6 +30,9 @@ const LEDGER_TIMEOUT_MS = 60_000;
 /** Attempts of the MERGE when another run's append committed first (it is idempotent: sending it again is safe). */
 const CONFLICT_ATTEMPTS = 4;
 
+/** The ledger's own Iceberg property, beside the templates' (the server's list holds it: TableProperties.java). */
+export const LEDGER_ICEBERG_PROPERTIES: Readonly<Record<string, string>> = Object.freeze({ 'write.merge.isolation-level': 'snapshot' });
+
 export const OUTPUTS_TYPE = 'array<struct<table:string,path:string,format:string,committed:boolean,snapshot_id:string>>';
 
 export function ledgerTable(ledger: LedgerConfig): TableName {
@@ -132,7 +135,7 @@ export function appendStep(table: TableName, row: Query, runDate: string): Step 
 export function createSteps(ledger: LedgerConfig, format: 'iceberg' | 'delta', row: Query): Step[] {
   const table = ledgerTable(ledger);
   // Partitioned by the day a run started: the append and a query of recent days read those days only.
-  const properties = { ...tableProperties(format, ledger.location), ...(format === 'iceberg' ? { 'write.merge.isolation-level': 'snapshot' } : {}) };
+  const properties = { ...tableProperties(format, ledger.location), ...(format === 'iceberg' ? LEDGER_ICEBERG_PROPERTIES : {}) };
   return [
     createNamespaceStep(table),
     {

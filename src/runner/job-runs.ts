@@ -1,6 +1,6 @@
 import type { LedgerConfig, PlatformConfig } from '../core/config/platform.js';
 import { limitsSchema } from '../core/config/platform.js';
-import { ExitCode, asLakehouseError } from '../core/errors.js';
+import { ExitCode, TransientError, asLakehouseError } from '../core/errors.js';
 import { instantOfMillis } from '../core/instant.js';
 import type { Logger } from '../core/logger.js';
 import { type TableName, displayTable, tableParts } from '../core/naming.js';
@@ -26,7 +26,7 @@ import { VERSION } from '../version.js';
 export const LEDGER_IDENTITY = 'lakehouse-jobs:ledger';
 
 /** How long the append may take in all (connecting, creating the table on first use, retrying a conflict). */
-const LEDGER_TIMEOUT_MS = 60_000;
+const LEDGER_TIMEOUT_MS = 120_000;
 /** Attempts of the MERGE when another run's append committed first (it is idempotent: sending it again is safe). */
 const CONFLICT_ATTEMPTS = 4;
 
@@ -200,7 +200,11 @@ async function append(req: AppendRequest, table: TableName, format: 'iceberg' | 
   ]);
   // A session id the remote may name is the run's: the ledger's session is another.
   const { sessionId: _run, ...spec } = req.spec as ConnectionSpec & { sessionId?: string };
-  const signal = AbortSignal.timeout(LEDGER_TIMEOUT_MS);
+  // Past its time the append gives up as what it is, a timeout (the executor calls every abort a cancellation).
+  const timeout = new TransientError(`the append took longer than ${LEDGER_TIMEOUT_MS / 1000} s`, { code: 'LEDGER_TIMEOUT' });
+  const deadline = new AbortController();
+  const timer = setTimeout(() => deadline.abort(timeout), LEDGER_TIMEOUT_MS);
+  const signal = deadline.signal;
   const client = SparkConnectClient.connect(spec as ConnectionSpec, {
     userAgent: `lakehouse-jobs/${VERSION}`,
     logger: req.logger,
@@ -230,7 +234,10 @@ async function append(req: AppendRequest, table: TableName, format: 'iceberg' | 
         else throw e;
       }
     }
+  } catch (e) {
+    throw signal.aborted ? timeout : e;
   } finally {
+    clearTimeout(timer);
     try {
       await client.releaseSession();
     } catch {

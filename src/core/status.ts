@@ -128,6 +128,17 @@ export interface StatusDocument {
   history?: { table: string; format: string; commits: readonly object[] };
   /** `rollback`: per table, from, to, mode and state (docs/history.md). */
   rollback?: object;
+  /**
+   * `run` under a platform config with `ledger`: whether this document was appended to the run
+   * ledger's table (docs/history.md). A failed append is a warning, never the run's exit code.
+   */
+  ledger?: LedgerReport;
+}
+
+export interface LedgerReport {
+  table: string;
+  written: boolean;
+  error?: { code: string; message: string };
 }
 
 export interface StatusTargets {
@@ -151,6 +162,11 @@ const TERMINATION_LIMIT = 4096;
 /** The document as every target but the termination message receives it: indented JSON, scrubbed. */
 export function statusText(doc: StatusDocument): string {
   return scrub(JSON.stringify(doc, bigintSafe, 2));
+}
+
+/** The document as the run ledger keeps it: one line of JSON, scrubbed as every other target. */
+export function statusLine(doc: StatusDocument): string {
+  return scrub(JSON.stringify(doc, bigintSafe));
 }
 
 export function writeStatus(doc: StatusDocument, targets: StatusTargets): void {

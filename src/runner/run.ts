@@ -8,7 +8,7 @@ import { type DiffReport, type RunState, type StatusDocument, type StatusTargets
 // The Spark side (grpc-js, protobuf, apache-arrow, the executor) loads only when a command talks to
 // Spark or prints protobuf: `validate` and the text `plan` start without it (cold start, issue 13).
 import type { SparkConnectClient } from '../spark/client.js';
-import { describeRemote } from '../spark/connection.js';
+import { type ConnectionSpec, describeRemote } from '../spark/connection.js';
 import type { ExecutionReport } from './executor.js';
 import type { DiffState } from './diff.js';
 import type { LineageRun } from './lineage/index.js';
@@ -63,7 +63,7 @@ export interface RunRequest {
 const CANCEL_GRACE_MS = 15_000;
 
 /** What the status reports about Spark, plus the live client and the cancellation, if any. */
-type SparkState = NonNullable<StatusDocument['spark']> & { client?: SparkConnectClient; cancelledBy?: CancelledError };
+type SparkState = NonNullable<StatusDocument['spark']> & { client?: SparkConnectClient; spec?: ConnectionSpec; cancelledBy?: CancelledError };
 
 export async function runJob(req: RunRequest): Promise<number> {
   const startedAt = new Date();
@@ -83,19 +83,21 @@ export async function runJob(req: RunRequest): Promise<number> {
 
   let finished = false;
   /** Exactly one status document and exit code per run, whoever gets here first. */
-  const finish = (o: NonNullable<typeof outcome>): number | undefined => {
+  const context = { startedAt, runId, identity, spark, logger };
+  const finish = (doc: StatusDocument): number | undefined => {
     if (finished) return undefined;
     finished = true;
-    return reportOutcome(req, o, { startedAt, runId, identity, spark, logger });
+    return emitStatus(req, doc, logger);
   };
   const stopSignals = installSignalHandlers(req, cancel, logger, spark, tagFor(runId), (error) => {
     // The grace period is over: write the cancelled status now and leave.
     logger.error({ graceMs: req.cancelGraceMs ?? CANCEL_GRACE_MS }, 'cancelling took too long: exiting now');
     lineage?.abortNow(error);
-    const code = finish({ state: 'cancelled', error, report });
+    const code = finish(statusOf(req, { state: 'cancelled', error, report }, context));
     if (code !== undefined) (req.exitNow ?? process.exit)(code);
   });
   let loaded: LoadedJob | undefined;
+  let doc: StatusDocument;
   // OpenLineage events of a `run` whose platform config asks for them (src/runner/lineage).
   let lineage: LineageRun | undefined;
   try {
@@ -162,10 +164,32 @@ export async function runJob(req: RunRequest): Promise<number> {
       await lineage.finish(outcome, reader);
     }
     await closeSpark(spark.client, logger);
+    doc = statusOf(req, outcome!, context);
+    // The ledger's append, on a session of its own, after the run's is released: still before the
+    // signal handlers go, so a cancelled run's append stays within its grace period.
+    if (loaded?.platform.ledger && req.command === 'run' && spark.spec && spark.serverVersion !== undefined && !finished)
+      doc.ledger = await recordRun(loaded, doc, spark.spec, runId, req.logicalDate, logger);
     stopSignals();
   }
   // undefined: the grace period already ended the run with a cancelled status.
-  return finish(outcome) ?? spark.cancelledBy?.exitCode ?? ExitCode.internal;
+  return finish(doc) ?? spark.cancelledBy?.exitCode ?? ExitCode.internal;
+}
+
+/** Append the run's document to the platform's run ledger (src/runner/job-runs.ts); never throws. */
+async function recordRun(loaded: LoadedJob, doc: StatusDocument, spec: ConnectionSpec, runId: string, logicalDate: string | undefined, logger: Logger) {
+  const { appendToLedger } = await import('./job-runs.js');
+  const grant = loaded.platform.tenants && Object.hasOwn(loaded.platform.tenants, loaded.tenant.id) ? loaded.platform.tenants[loaded.tenant.id] : undefined;
+  return appendToLedger({
+    spec,
+    platform: loaded.platform,
+    ledger: loaded.platform.ledger!,
+    doc,
+    facts: { attempt: loaded.context.attempt, configHash: configHashOf(loaded.config) },
+    tenantRoots: [loaded.tenant.storageRoot, ...(grant?.['storage-roots'] ?? []), ...(grant?.['read-roots'] ?? [])],
+    settings: { ...freshCatalogReads(loaded), ...commitMetadata(loaded, runId, logicalDate) },
+    tag: `${tagFor(runId)}_ledger`.slice(0, 200),
+    logger,
+  });
 }
 
 type Outcome = { state: RunState; error?: LakehouseError; report?: ExecutionReport; diff?: DiffReport };
@@ -178,11 +202,11 @@ interface RunContext {
   logger: Logger;
 }
 
-/** Build and write the status document of an outcome; returns its exit code. */
-function reportOutcome(req: RunRequest, outcome: Outcome, { startedAt, runId, identity, spark, logger }: RunContext): number {
+/** The status document of an outcome. */
+function statusOf(req: RunRequest, outcome: Outcome, { startedAt, runId, identity, spark }: RunContext): StatusDocument {
   const exitCode = outcome.error ? outcome.error.exitCode : outcome.state === 'skipped' ? ExitCode.skipped : ExitCode.succeeded;
   const finishedAt = new Date();
-  const { client: _client, cancelledBy: _cancelled, ...sparkStatus } = spark;
+  const { client: _client, spec: _spec, cancelledBy: _cancelled, ...sparkStatus } = spark;
   const doc: StatusDocument = {
     schema: 'lakehouse-jobs/status/v1',
     status: outcome.state,
@@ -204,6 +228,12 @@ function reportOutcome(req: RunRequest, outcome: Outcome, { startedAt, runId, id
     ...(outcome.error ? { error: outcome.error.report() } : {}),
     ...(outcome.diff ? { diff: outcome.diff } : {}),
   };
+  return doc;
+}
+
+/** Write the status document to its targets; returns its exit code. */
+function emitStatus(req: RunRequest, doc: StatusDocument, logger: Logger): number {
+  const exitCode = doc.exitCode;
   const view = req.view?.status;
   writeStatus(doc, {
     ...(req.statusFile ? { statusFile: req.statusFile } : {}),
@@ -257,6 +287,7 @@ async function connect(loaded: LoadedJob, req: RunRequest, logger: Logger, signa
     logger,
   );
   spark.remote = describeRemote(spec);
+  spark.spec = spec;
   const client = SparkConnectClient.connect(spec, {
     userAgent: `lakehouse-jobs/${VERSION}`,
     logger,

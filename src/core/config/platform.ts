@@ -3,6 +3,8 @@ import { isSecretLikeName } from './hocon.js';
 import { storageUriProblem } from '../naming.js';
 import { catalogName, name, storageUri } from './validate.js';
 import { nullPrototype } from './own.js';
+import { LAYERS } from '../naming.js';
+import { isUnderRoot } from '../tenant.js';
 
 /**
  * The platform config (`--env`), owned by the platform team: where Spark is, which catalogs exist,
@@ -76,6 +78,27 @@ const lineageSchema = z
   .strict();
 
 export type LineageConfig = z.infer<typeof lineageSchema>;
+
+/**
+ * The run ledger (docs/history.md, "The job_runs table"): every run that reached Spark appends its
+ * status document as one row of this table. The platform's alone: no tenant's session may read or
+ * write it, and a job config cannot name, enable, disable or redirect it (it has no key for it).
+ */
+const ledgerSchema = z
+  .object({
+    catalog: catalogName().describe('The catalog of the table (one of `catalogs`): Iceberg or Delta, as that catalog holds.'),
+    table: z
+      .string()
+      .regex(/^[a-z][a-z0-9_]*\.[a-z][a-z0-9_]*$/, 'namespace.table, each [a-z][a-z0-9_]*')
+      .refine((t) => !LAYERS.some((l) => t.split('.')[0]!.endsWith(`_${l}`)), {
+        message: "must not be in a tenant's layer namespace (<tenant>_bronze|silver|gold)",
+      })
+      .default('platform.job_runs')
+      .describe('namespace.table in that catalog; default platform.job_runs.'),
+    location: storageUri().describe("Where the table's files live: outside every tenant's storage and read roots."),
+  })
+  .strict();
+export type LedgerConfig = z.infer<typeof ledgerSchema>;
 /** An http(s) address without credentials in it (they belong in secret references). */
 const httpUrl = z.url({ protocol: /^https?$/, error: 'an http:// or https:// URL' }).refine((u) => !/^[a-z]+:\/\/[^/]*@/i.test(u), {
   message: 'must not carry credentials (user:password@): give them as secret references',
@@ -430,6 +453,7 @@ export const platformSchema = z
       .strict()
       .default({ allow: [] }),
     lineage: lineageSchema.optional(),
+    ledger: ledgerSchema.optional().describe("Append every run's status document to a platform table (off without this key)."),
     limits: limitsSchema.describe("What tenants' logic may allocate and how long its operations may run (tenants.<id>.limits overrides)."),
     /**
      * Table maintenance (the table-maintenance template): no snapshot, removed file or orphan younger
@@ -443,6 +467,7 @@ export const platformSchema = z
   })
   .strict()
   .superRefine((p, ctx) => {
+    if (p.ledger) ledgerProblems(p, p.ledger).forEach((issue) => ctx.addIssue({ code: 'custom', ...issue }));
     // A grant to a tenant the platform config does not list is a typo that would grant nobody, or a
     // tenant added later without review.
     if (!p.tenants) return;
@@ -467,6 +492,34 @@ export const platformSchema = z
   });
 
 export type PlatformConfig = z.infer<typeof platformSchema>;
+
+/**
+ * The ledger must be out of every tenant's reach: its catalog one the platform lists, its files
+ * under no tenant's storage or read root (a tenant could read them as files), its namespace no
+ * tenant's read grant.
+ */
+function ledgerProblems(
+  p: Pick<z.infer<typeof platformSchema>, 'catalogs' | 'tenants'>,
+  ledger: LedgerConfig,
+): { path: (string | number)[]; message: string }[] {
+  const out: { path: (string | number)[]; message: string }[] = [];
+  if (!Object.hasOwn(p.catalogs, ledger.catalog))
+    out.push({
+      path: ['ledger', 'catalog'],
+      message: `"${ledger.catalog}" is not a catalog of this platform config (catalogs: ${Object.keys(p.catalogs).join(', ')})`,
+    });
+  const namespace = `${ledger.catalog}.${ledger.table.split('.')[0]}`.toLowerCase();
+  for (const [id, t] of Object.entries(p.tenants ?? {})) {
+    if ([...t['storage-roots'], ...t['read-roots']].some((root) => isUnderRoot(ledger.location, [root]) || isUnderRoot(root, [ledger.location])))
+      out.push({
+        path: ['ledger', 'location'],
+        message: `overlaps the storage or read roots of tenant ${id}: the ledger's files must be out of every tenant's reach`,
+      });
+    if (t['read-namespaces'].some((n) => n.toLowerCase() === namespace))
+      out.push({ path: ['tenants', id, 'read-namespaces'], message: `grants ${namespace}, the run ledger's namespace: no tenant may read the ledger` });
+  }
+  return out;
+}
 
 /** Without `--env`: no tenant policy, and the local stack's catalogs. */
 export const localPlatformDefaults: PlatformConfig = platformSchema.parse({

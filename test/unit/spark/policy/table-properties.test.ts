@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { ALLOWED_PROPERTIES } from '../../../../src/jobs/partition-spec.js';
 import { READ_MARKER_PROPERTY } from '../../../../src/jobs/incremental.js';
 import { tableProperties } from '../../../../src/jobs/tables.js';
+import { LEDGER_ICEBERG_PROPERTIES } from '../../../../src/runner/job-runs.js';
 
 /**
  * The server's list of the table properties a bound session may set (spark-plugins,
@@ -22,6 +23,7 @@ describe('the table properties the server allows', () => {
       ...Object.keys(tableProperties('iceberg', 'file:///x')),
       ...Object.keys(tableProperties('delta', 'file:///x')),
       READ_MARKER_PROPERTY,
+      ...Object.keys(LEDGER_ICEBERG_PROPERTIES),
     ]);
     expect(serverKeys.length).toBeGreaterThan(10);
     expect(new Set(serverKeys).size).toBe(serverKeys.length);

@@ -18,6 +18,8 @@ final class TableProperties {
   private static final Set<String> ALLOWED = Set.of(
       // The runner's own.
       "location", "lakehouse-jobs.read",
+      // The run ledger's table (src/runner/job-runs.ts): its appends only insert, so they need not conflict.
+      "write.merge.isolation-level",
       // Iceberg.
       "format-version", "write.merge.mode", "write.update.mode", "write.delete.mode", "write.target-file-size-bytes",
       "write.distribution-mode", "write.parquet.compression-codec", "write.parquet.row-group-size-bytes",

@@ -47,6 +47,8 @@ export interface ExpectationReport {
   type: string;
   action: string;
   outcome: 'passed' | 'warned' | 'dropped' | 'quarantined' | 'failed';
+  /** The column the check judges, when one does (freshness-check's event-time). */
+  column?: string;
   /** Rows that failed a row check (0 for a table check). */
   failedRows: number;
   /** What a table check measured (row counts, the newest timestamp). */

@@ -308,6 +308,8 @@ describe('configs/examples, every header run verbatim', () => {
     'iceberg-zero-copy-append.v1.conf',
     'kafka-bronze-ingest.v1.conf',
     'table-maintenance.v1.conf',
+    // After the tables it checks were written (above): they are fresh.
+    'freshness-check.v1.conf',
   ];
   // Its command is an Airflow task's (`{{ ds }}`) against a platform's PostgreSQL: the test above validates it.
   const ELSEWHERE = ['jdbc-snapshot-ingest.postgres.v1.conf'];

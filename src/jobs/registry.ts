@@ -7,6 +7,7 @@ import { goldPublish } from './gold/gold-publish.js';
 import { scd2DimLoad } from './gold/scd2-dim-load.js';
 import { icebergZeroCopyAppend } from './ops/iceberg-zero-copy-append.js';
 import { freshnessCheck } from './ops/freshness-check.js';
+import { reconcile } from './ops/reconcile.js';
 import { tableMaintenance } from './ops/table-maintenance.js';
 import { dvHub } from './vault/dv-hub.js';
 import { dvLink } from './vault/dv-link.js';
@@ -26,6 +27,7 @@ export const templates: readonly JobTemplate[] = [
   tableMaintenance,
   icebergZeroCopyAppend,
   freshnessCheck,
+  reconcile,
 ];
 
 export function findTemplate(name: string): JobTemplate {

@@ -76,6 +76,11 @@ const EXPECTED: Record<string, { inputs: string[]; outputs: string[] }> = {
     inputs: [lake('silver', 'orders', 'lake'), lake('silver', 'orders_delta', 'spark_catalog'), lake('bronze', 'orders_cdc_table', 'lake')],
     outputs: [],
   },
+  // The bronze snapshot and its JDBC source, both read; nothing written.
+  'configs/examples/reconcile.v1.conf': {
+    inputs: [lake('bronze', 'orders_cdc_table', 'lake'), 'sqlite:///srv/lake/sources/shop.db orders_cdc'],
+    outputs: [],
+  },
   'configs/examples/iceberg-zero-copy-append.v1.conf': {
     inputs: [lake('silver', 'orders_2025', 'lake')],
     outputs: [lake('silver', 'orders_history', 'lake')],

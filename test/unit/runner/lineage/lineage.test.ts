@@ -109,7 +109,7 @@ async function load(example: string, lineage = 'transports = [{ type = console }
 }
 
 /** The templates that only read: they check their inputs. */
-const CHECKS = new Set(['freshness-check']);
+const CHECKS = new Set(['freshness-check', 'reconcile']);
 
 describe('events from every template of the catalog (the plan path, no Spark)', () => {
   const examples = templates.flatMap((t) => t.versions.map((v) => ({ template: t.name, version: v.version, example: v.example })));

@@ -178,6 +178,25 @@ export const cases: readonly PassCase[] = [
     args: (day) => (day === DAYS[0] ? [] : set('source.table=orders_2025_h2')),
     seeds: ['orders-2025'],
   },
+  {
+    // Reads the commits of the tables above (metadata) and one event-time aggregate; writes nothing.
+    name: 'freshness-check v1 (iceberg + delta)',
+    template: 'freshness-check',
+    version: 1,
+    config: 'freshness-check.v1.conf',
+    args: () => [],
+    after: ['jdbc-snapshot-ingest v2 (iceberg)', 'cdc-silver-merge v1 (iceberg)', 'cdc-silver-merge v2 (delta)'],
+  },
+  {
+    // The day's bronze snapshot against the source it was taken from: one aggregate on each side, joined.
+    name: 'reconcile v1 (iceberg vs jdbc)',
+    template: 'reconcile',
+    version: 1,
+    config: 'reconcile.v1.conf',
+    args: (day) => set(`table.where="_snapshot_date = '${day}'"`),
+    seeds: ['shop-db'],
+    after: ['jdbc-snapshot-ingest v2 (iceberg)'],
+  },
 ];
 
 /** The cases to run for BENCH_PASSES_ONLY=<template,…> (all when empty), with the cases they read from, in table order. */

@@ -33,6 +33,13 @@ export const OUTPUT_METRICS = {
   snapshotsExpirable: 'table-maintenance: snapshots older than the cut-off and not among the newest `retain-last` when the run started',
   orphanFiles: "table-maintenance: files under the table's location that no snapshot references, older than the cut-off (what remove_orphan_files removes)",
   vacuumFiles: 'table-maintenance: files VACUUM deletes (its dry run listed them)',
+  ageSeconds:
+    "freshness-check: the table's age when the run started, in seconds: since its latest commit, or since the newest value of its event-time column (absent when it has none)",
+  maxAgeSeconds: "freshness-check: the table's configured max-age, in seconds",
+  daysCompared: 'reconcile: the days either the table or its source has rows on (within compare.from and compare.to)',
+  daysDiffering: 'reconcile: the days whose row count or a sum differs between the table and its source beyond the tolerance',
+  tableRows: "reconcile: the table's rows on the days compared",
+  sourceRows: "reconcile: the source's rows on the days compared",
 } as const satisfies Record<string, string>;
 
 const PATTERNS = Object.keys(OUTPUT_METRICS)

@@ -25,6 +25,23 @@ export interface OutputReport {
   expectations?: ExpectationReport[];
   /** What an incremental read (`source.read = incremental`) read of its source and records with this write. */
   read?: ReadPosition;
+  /** reconcile: the source compared with and the days that differ (the first 10). */
+  reconcile?: ReconcileReport;
+}
+
+/** What reconcile found: the days the table and its source disagree on (docs/templates/reconcile.md). */
+export interface ReconcileReport {
+  /** The source, without credentials: the platform connection's name (or the url's host) and its table. */
+  source: string;
+  dateColumn: string;
+  daysDiffering: number;
+  /** The first 10 days that differ, by day: each side's rows and sums, and what differs (`rows`, `sum.<column>`). */
+  days: { day: string; table: DaySide; source: DaySide; differs: string[] }[];
+}
+
+export interface DaySide {
+  rows: number;
+  sums: Record<string, string | null>;
 }
 
 /**
@@ -47,6 +64,8 @@ export interface ExpectationReport {
   type: string;
   action: string;
   outcome: 'passed' | 'warned' | 'dropped' | 'quarantined' | 'failed';
+  /** The column the check judges, when one does (freshness-check's event-time, reconcile's summed columns). */
+  column?: string;
   /** Rows that failed a row check (0 for a table check). */
   failedRows: number;
   /** What a table check measured (row counts, the newest timestamp). */

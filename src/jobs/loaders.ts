@@ -18,6 +18,8 @@ export const templateLoaders: Readonly<Record<string, () => Promise<JobTemplate>
   'scd2-dim-load': async () => (await import('./gold/scd2-dim-load.js')).scd2DimLoad,
   'table-maintenance': async () => (await import('./ops/table-maintenance.js')).tableMaintenance,
   'iceberg-zero-copy-append': async () => (await import('./ops/iceberg-zero-copy-append.js')).icebergZeroCopyAppend,
+  'freshness-check': async () => (await import('./ops/freshness-check.js')).freshnessCheck,
+  reconcile: async () => (await import('./ops/reconcile.js')).reconcile,
 };
 
 /** The template of that name from its own module, or undefined when it has no loader here. */

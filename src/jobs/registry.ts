@@ -6,6 +6,8 @@ import { cdcSilverMerge } from './silver/cdc-silver-merge.js';
 import { goldPublish } from './gold/gold-publish.js';
 import { scd2DimLoad } from './gold/scd2-dim-load.js';
 import { icebergZeroCopyAppend } from './ops/iceberg-zero-copy-append.js';
+import { freshnessCheck } from './ops/freshness-check.js';
+import { reconcile } from './ops/reconcile.js';
 import { tableMaintenance } from './ops/table-maintenance.js';
 import { dvHub } from './vault/dv-hub.js';
 import { dvLink } from './vault/dv-link.js';
@@ -24,6 +26,8 @@ export const templates: readonly JobTemplate[] = [
   scd2DimLoad,
   tableMaintenance,
   icebergZeroCopyAppend,
+  freshnessCheck,
+  reconcile,
 ];
 
 export function findTemplate(name: string): JobTemplate {

@@ -130,6 +130,16 @@ expectations = [ { name = "v_set", type = expression, expr = "v IS NOT NULL", ac
 job    { template = "table-maintenance", schema-version = 1, name = "hostile" }
 tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
 tables = [ { layer = silver, table = "orders", catalog = "lake", rewrite-manifests = true } ]`,
+  'freshness-check v1': `
+job    { template = "freshness-check", schema-version = 1, name = "hostile" }
+tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
+tables = [ { layer = silver, table = "orders", catalog = "lake", max-age = 6h } ]`,
+  'reconcile v1': `
+job    { template = "reconcile", schema-version = 1, name = "hostile" }
+tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
+table   { layer = silver, table = "orders", catalog = "lake" }
+source  { table = "orders", connection = "shop" }
+compare { date-column = "order_date", sums = ["amount"] }`,
   'kafka-bronze-ingest v1': `
 job    { template = "kafka-bronze-ingest", schema-version = 1, name = "hostile" }
 tenant { id = "${attacker.id}", storage-root = "${attacker.root}" }
@@ -176,13 +186,18 @@ export const expressionPaths: Record<string, ValuePath[]> = {
   // The transform's SQL has its own corpus (test/unit/jobs/gold-publish.test.ts) and the server-side policy's.
   'gold-publish v1': [{ path: 'expectations[0].expr', text: '"v IS NOT NULL"' }],
   'table-maintenance v1': [],
+  'freshness-check v1': [],
+  'reconcile v1': ['table.where', 'source.where'],
   'kafka-bronze-ingest v1': [],
   'iceberg-zero-copy-append v1': [],
 };
 
-/** Where each template version names the table it writes (a name that would change a statement is refused there). */
+/** Where each template version names the table it writes, or the one it maintains or checks (a name that would change a statement is refused there). */
 export const tablePaths: Record<string, ValuePath> = {
   'table-maintenance v1': { path: 'tables[0].table', text: '"orders"' },
+  // The checks write no table either: they name the table they read.
+  'freshness-check v1': { path: 'tables[0].table', text: '"orders"' },
+  'reconcile v1': 'table.table',
 };
 
 export const other = () => `lake.${victim.id}_silver.secrets`;
@@ -303,6 +318,8 @@ export const namePaths: Record<string, ValuePath[]> = {
   'dv-satellite v1': ['target.catalog'],
   'gold-publish v1': ['target.catalog', 'transform.catalogs.silver'],
   'table-maintenance v1': [{ path: 'tables[0].catalog', text: '"lake"' }],
+  'freshness-check v1': [{ path: 'tables[0].catalog', text: '"lake"' }],
+  'reconcile v1': ['table.catalog', 'source.connection'],
   'kafka-bronze-ingest v1': ['target.catalog', 'source.cluster'],
   'iceberg-zero-copy-append v1': ['target.catalog'],
 };

@@ -103,6 +103,17 @@ export function openLineageProblems(event: Json): string[] {
         }
       }),
   };
+  // DataQualityAssertionsDatasetFacet: assertions[] of { assertion (string), success (boolean), column? }.
+  const inputFacetChecks: Record<string, (f: Record<string, Json>, p: string) => void> = {
+    dataQualityAssertions: (f, p) =>
+      arr(f, 'assertions', p, (x, xp) => {
+        const o = obj(x, xp);
+        if (!o) return;
+        str(o, 'assertion', xp);
+        if (typeof o.success !== 'boolean') out.push(`${xp}.success: must be a boolean`);
+        str(o, 'column', xp, { required: false });
+      }),
+  };
   const datasetFacetChecks: Record<string, (f: Record<string, Json>, p: string) => void> = {
     schema: (f, p) =>
       arr(f, 'fields', p, (x, xp) => {
@@ -187,7 +198,11 @@ export function openLineageProblems(event: Json): string[] {
         str(o, 'namespace', p);
         str(o, 'name', p);
         facets(o.facets, `${p}.facets`, datasetFacetChecks);
-        facets(o[side === 'inputs' ? 'inputFacets' : 'outputFacets'], `${p}.${side === 'inputs' ? 'inputFacets' : 'outputFacets'}`, {});
+        facets(
+          o[side === 'inputs' ? 'inputFacets' : 'outputFacets'],
+          `${p}.${side === 'inputs' ? 'inputFacets' : 'outputFacets'}`,
+          side === 'inputs' ? inputFacetChecks : {},
+        );
       },
       false,
     );

@@ -46,7 +46,7 @@ if "," in table:
 loaded = catalog.load_table((namespace, table))
 if len(sys.argv) > 4 and sys.argv[4] == "summary":
     snapshot = loaded.current_snapshot()
-    print(json.dumps({"snapshot_id": str(snapshot.snapshot_id), **snapshot.summary.additional_properties}))
+    print(json.dumps({"snapshot_id": str(snapshot.snapshot_id), "timestamp_ms": str(snapshot.timestamp_ms), **snapshot.summary.additional_properties}))
 else:
     for row in loaded.scan().to_arrow().to_pylist():
         print(json.dumps(row, default=str, sort_keys=True))

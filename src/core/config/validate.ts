@@ -65,6 +65,49 @@ export const isoDate = () =>
     .regex(/^\d{4}-\d{2}-\d{2}$/, 'must be a date like 2026-07-05')
     .refine((v) => !Number.isNaN(Date.parse(`${v}T00:00:00Z`)) && new Date(`${v}T00:00:00Z`).toISOString().startsWith(v), 'is not a valid calendar date');
 
+/** Seconds per unit of a duration, by every name the unit may be written with. */
+const DURATION_UNITS: ReadonlyMap<string, number> = new Map(
+  (
+    [
+      [1, ['s', 'sec', 'secs', 'second', 'seconds']],
+      [60, ['m', 'min', 'mins', 'minute', 'minutes']],
+      [3600, ['h', 'hour', 'hours']],
+      [86_400, ['d', 'day', 'days']],
+      [604_800, ['w', 'week', 'weeks']],
+    ] as const
+  ).flatMap(([seconds, names]) => names.map((n) => [n, seconds] as const)),
+);
+const DURATION = /^\s*(\d+(?:\.\d+)?)\s*([a-z]+)\s*$/;
+
+/** A duration as HOCON writes one (`6h`, `90 minutes`, `2 days`); a unit is required (HOCON would read a bare number as milliseconds). */
+export interface Duration {
+  readonly text: string;
+  readonly seconds: number;
+}
+
+/** A duration of at least a second and at most `maxDays`, as its text and its seconds. */
+export const duration = (maxDays = 3650) =>
+  z
+    .string()
+    .regex(DURATION, 'must be a duration with its unit, like "6h", "90 minutes" or "2 days" (units: s, m, h, d, w)')
+    .transform((text, ctx): Duration => {
+      const [, amount, unit] = DURATION.exec(text)!;
+      const per = DURATION_UNITS.get(unit!);
+      if (per === undefined) {
+        ctx.addIssue({
+          code: 'custom',
+          message: `has the unknown unit "${unit}" (units: s, m, h, d, w, or their names: seconds, minutes, hours, days, weeks)`,
+        });
+        return z.NEVER;
+      }
+      const seconds = Number(amount) * per;
+      if (seconds < 1 || seconds > maxDays * 86_400) {
+        ctx.addIssue({ code: 'custom', message: `must be between 1 second and ${maxDays} days (it is ${text.trim()})` });
+        return z.NEVER;
+      }
+      return Object.freeze({ text: text.trim(), seconds });
+    });
+
 /** The `job` and `tenant` sections every template shares. */
 export const jobSection = (template: string, version: number) =>
   z

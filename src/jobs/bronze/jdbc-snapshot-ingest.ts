@@ -103,7 +103,8 @@ const targetV2 = targetBase
   })
   .describe(TARGET);
 
-const source = z
+/** A JDBC source (a table or a query, by a platform connection or an inline url), as every template reading a database takes it. */
+export const jdbcSource = z
   .object({
     table: z
       .string()
@@ -192,6 +193,7 @@ const source = z
     }
   });
 
+const source = jdbcSource;
 const v2 = defineVersion(2, { sections: { source, target: targetV2 } });
 /** The spec the plan is built from: the newest version's config. */
 export type JdbcSnapshotIngestSpec = SpecOf<typeof v2.sections>;
@@ -203,16 +205,21 @@ const v1 = defineVersion(1, { sections: { source, target: targetV1 } }).migrate(
   target: { ...c.target, format: 'parquet' },
 }));
 
-function plan(ctx: JobContext, config: JdbcSnapshotIngestSpec): JobPlan {
-  const { tenant } = ctx;
-  const { source, target } = config;
-  const snapshotDate = lit({ date: target['snapshot-date'] });
-
-  const connection = source.connection !== undefined ? ctx.jdbcConnection(source.connection, 'source.connection') : undefined;
+/**
+ * The rows of a JDBC source: its options from the platform connection or the inline url (the
+ * password a secret, revealed only when the plan is sent), `where` applied; `origin` names it
+ * without credentials; `untrusted` is the config path of its expression, for the steps that carry it.
+ */
+export function jdbcRows(
+  ctx: JobContext,
+  source: z.infer<typeof jdbcSource>,
+  section: string,
+): { rows: Query; origin: string; untrusted: { untrusted?: string[] } } {
+  const connection = source.connection !== undefined ? ctx.jdbcConnection(source.connection, `${section}.connection`) : undefined;
   if (!connection && !ctx.inlineJdbcUrls)
     throw new ConfigError([
       {
-        path: 'source.url',
+        path: `${section}.url`,
         message:
           'the platform config does not allow job configs to give their own JDBC url (jdbc.inline-urls = deny): name a platform connection in source.connection',
       },
@@ -221,7 +228,8 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestSpec): JobPlan {
   const user = connection?.user ?? source.user;
   const driver = connection?.driver ?? source.driver;
   const password =
-    connection?.password ?? (source.password !== undefined && typeof source.password !== 'string' ? ctx.secret(source.password, 'source.password') : undefined);
+    connection?.password ??
+    (source.password !== undefined && typeof source.password !== 'string' ? ctx.secret(source.password, `${section}.password`) : undefined);
 
   const options: Record<string, OptionValue> = {
     url,
@@ -242,10 +250,19 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestSpec): JobPlan {
   let rows = Query.read('jdbc', { options });
   if (source.where !== undefined) rows = rows.filter(configExpr(source.where));
   // Steps whose plan carries source.where are checked by the tenant policy before they run.
-  const untrusted = source.where !== undefined ? { untrusted: ['source.where'] } : {};
+  const untrusted = source.where !== undefined ? { untrusted: [`${section}.where`] } : {};
 
   // Where the rows came from, without credentials: the connection's name, or the url's host.
   const origin = `${connection ? connection.name : describeUrl(url)}/${source.table ?? 'query'}`;
+  return { rows, origin, untrusted };
+}
+
+function plan(ctx: JobContext, config: JdbcSnapshotIngestSpec): JobPlan {
+  const { tenant } = ctx;
+  const { source, target } = config;
+  const snapshotDate = lit({ date: target['snapshot-date'] });
+
+  const { rows, origin, untrusted } = jdbcRows(ctx, source, 'source');
   const stamped = stampBronze(rows, { tenant: tenant.id, origin, snapshotDate: target['snapshot-date'] });
   const bronze = bronzeRef(ctx, target, 'target');
   const output = bronzeOutput(bronze);

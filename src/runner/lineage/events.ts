@@ -41,6 +41,15 @@ export interface EventDataset {
   readonly symlink?: DatasetId;
   readonly fields?: readonly Field[];
   readonly columns?: Readonly<Record<string, readonly ColumnInput[]>>;
+  /** An input's data quality checks and their outcomes (OpenLineage's data-quality assertions). */
+  readonly assertions?: readonly Assertion[];
+}
+
+/** One check of an input dataset: its name, whether it held, and the column it judged (if one). */
+export interface Assertion {
+  readonly assertion: string;
+  readonly success: boolean;
+  readonly column?: string;
 }
 
 export interface EventEnd {
@@ -110,7 +119,20 @@ export function runEvent(
         },
       },
     },
-    inputs: datasets.inputs.map((d) => dataset(d, producer)),
+    inputs: datasets.inputs.map((d) => {
+      const input = dataset(d, producer);
+      return d.assertions?.length
+        ? {
+            ...input,
+            inputFacets: {
+              dataQualityAssertions: {
+                ...facet(producer, '1-1-0/DataQualityAssertionsDatasetFacet.json#/$defs/DataQualityAssertionsDatasetFacet'),
+                assertions: d.assertions.map((a) => ({ assertion: a.assertion, success: a.success, ...(a.column ? { column: a.column } : {}) })),
+              },
+            },
+          }
+        : input;
+    }),
     outputs: datasets.outputs.map((d) => dataset(d, producer)),
   };
 }

@@ -1,13 +1,13 @@
 import type { Logger } from '../../core/logger.js';
 import type { LakehouseError } from '../../core/errors.js';
 import type { LineageConfig } from '../../core/config/platform.js';
-import type { RunState } from '../../core/status.js';
+import type { OutputReport, RunState } from '../../core/status.js';
 import type { DatasetRef, PlanLineage } from '../../jobs/template.js';
 import type { LoadedJob } from '../load-job.js';
 import type { Field } from '../../spark/types.js';
 import { VERSION } from '../../version.js';
 import { type NamingContext, type PlanDataset, planDatasets, refDataset, refKey } from './datasets.js';
-import { type EventDataset, type EventType, type ParentRef, type Producer, type RunIdentity, runEvent } from './events.js';
+import { type Assertion, type EventDataset, type EventType, type ParentRef, type Producer, type RunIdentity, runEvent } from './events.js';
 import { type Transport, sendAll, transportsOf } from './transports.js';
 import { UUID_PATTERN, uuidv7 } from './uuid.js';
 
@@ -97,12 +97,17 @@ export class LineageRun {
    * the same timeout) and the template's column hook applied; after a failure the plan's datasets
    * are reported as they are.
    */
-  async finish(outcome: { state: RunState; error?: LakehouseError }, readSchema?: SchemaReader): Promise<void> {
+  async finish(
+    outcome: { state: RunState; error?: LakehouseError; report?: { readonly outputs: readonly OutputReport[] } },
+    readSchema?: SchemaReader,
+  ): Promise<void> {
     if (this.#ended) return;
     this.#ended = true;
     const type: EventType = outcome.state === 'cancelled' ? 'ABORT' : outcome.state === 'failed' ? 'FAIL' : 'COMPLETE';
     let datasets = this.planned();
     if (type === 'COMPLETE' && readSchema) datasets = await this.#withSchemas(readSchema);
+    // The checks the run made of its inputs (freshness-check): also on a FAIL, which they caused.
+    if (outcome.report) datasets = { ...datasets, inputs: withAssertions(datasets.inputs, this.#plan.inputs, outcome.report.outputs) };
     const error = outcome.error ? { message: errorSummary(outcome.error) } : undefined;
     await this.#send(type, datasets, error, outcome.error?.exitCode ?? (outcome.state === 'skipped' ? 99 : 0));
   }
@@ -170,6 +175,24 @@ export class LineageRun {
       this.#logger.warn({ err: String(e) }, `lineage: the ${type} event could not be built`);
     }
   }
+}
+
+/**
+ * An input's checks as OpenLineage assertions: the expectations the status reports for a table the
+ * run read (not wrote), by their names, with the column a check judges.
+ */
+function withAssertions(events: EventDataset[], planned: readonly PlanDataset[], outputs: readonly OutputReport[]): EventDataset[] {
+  return events.map((e, i) => {
+    const ref = planned[i]?.ref;
+    const checked = ref?.kind === 'table' ? outputs.find((o) => o.table === ref.table && o.committed === false && o.expectations?.length) : undefined;
+    if (!checked) return e;
+    const assertions: Assertion[] = checked.expectations!.map((x) => ({
+      assertion: x.name,
+      success: x.outcome === 'passed',
+      ...(x.column ? { column: x.column } : {}),
+    }));
+    return { ...e, assertions };
+  });
 }
 
 function toEvent(d: PlanDataset, fields?: readonly Field[]): EventDataset {

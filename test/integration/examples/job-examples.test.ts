@@ -297,6 +297,8 @@ describe('configs/examples, every header run verbatim', () => {
     'jdbc-snapshot-ingest.v1.conf',
     'cdc-silver-merge.v1.conf',
     'jdbc-snapshot-ingest.v2.conf',
+    // Right after the snapshot it compares with the source, which has not moved on since.
+    'reconcile.v1.conf',
     'cdc-silver-merge.v2.conf',
     'scd2-dim-load.v1.conf',
     'scd2-dim-load.v2.conf',
@@ -308,6 +310,8 @@ describe('configs/examples, every header run verbatim', () => {
     'iceberg-zero-copy-append.v1.conf',
     'kafka-bronze-ingest.v1.conf',
     'table-maintenance.v1.conf',
+    // After the tables it checks were written (above): they are fresh.
+    'freshness-check.v1.conf',
   ];
   // Its command is an Airflow task's (`{{ ds }}`) against a platform's PostgreSQL: the test above validates it.
   const ELSEWHERE = ['jdbc-snapshot-ingest.postgres.v1.conf'];

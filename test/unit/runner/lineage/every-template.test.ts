@@ -71,6 +71,16 @@ const EXPECTED: Record<string, { inputs: string[]; outputs: string[] }> = {
   'configs/examples/scd2-dim-load.v2.conf': { inputs: [lake('bronze', 'orders_cdc_table', 'lake')], outputs: [lake('gold', 'dim_orders', 'spark_catalog')] },
   // Maintenance rewrites the tables it maintains (declared: its procedures are SQL text).
   'configs/examples/table-maintenance.v1.conf': { inputs: [], outputs: [lake('silver', 'orders', 'lake'), lake('silver', 'orders_delta', 'spark_catalog')] },
+  // Checks read the tables' metadata (or, with event-time, the table) and write nothing.
+  'configs/examples/freshness-check.v1.conf': {
+    inputs: [lake('silver', 'orders', 'lake'), lake('silver', 'orders_delta', 'spark_catalog'), lake('bronze', 'orders_cdc_table', 'lake')],
+    outputs: [],
+  },
+  // The bronze snapshot and its JDBC source, both read; nothing written.
+  'configs/examples/reconcile.v1.conf': {
+    inputs: [lake('bronze', 'orders_cdc_table', 'lake'), 'sqlite:///srv/lake/sources/shop.db orders_cdc'],
+    outputs: [],
+  },
   'configs/examples/iceberg-zero-copy-append.v1.conf': {
     inputs: [lake('silver', 'orders_2025', 'lake')],
     outputs: [lake('silver', 'orders_history', 'lake')],

@@ -108,6 +108,9 @@ async function load(example: string, lineage = 'transports = [{ type = console }
   }
 }
 
+/** The templates that only read: they check their inputs. */
+const CHECKS = new Set(['freshness-check', 'reconcile']);
+
 describe('events from every template of the catalog (the plan path, no Spark)', () => {
   const examples = templates.flatMap((t) => t.versions.map((v) => ({ template: t.name, version: v.version, example: v.example })));
 
@@ -133,8 +136,9 @@ describe('events from every template of the catalog (the plan path, no Spark)', 
     expect(events[1]!.run.runId).toBe(events[0]!.run.runId);
     expect(events[0]!.job).toMatchObject({ namespace: `lakehouse-jobs.${loaded.tenant.id}`, name: `${template}.${loaded.config.job.name}` });
     expect(events[0]!.run.facets.nominalTime.nominalStartTime).toBe('2026-07-05T00:00:00.000Z');
-    // Every template writes something; the plan steps say what.
-    expect(events[0]!.outputs.length).toBeGreaterThan(0);
+    // Every template but the checks writes something; the plan steps say what.
+    if (CHECKS.has(template)) expect(events[0]!.outputs).toEqual([]);
+    else expect(events[0]!.outputs.length).toBeGreaterThan(0);
     expect(events[1]!.outputs.map((o: any) => o.name)).toEqual(events[0]!.outputs.map((o: any) => o.name)); // eslint-disable-line @typescript-eslint/no-explicit-any
     for (const d of [...events[1]!.inputs, ...events[1]!.outputs]) expect(d.facets.schema?.fields ?? []).not.toHaveLength(1);
   });
@@ -183,6 +187,36 @@ describe('events from every template of the catalog (the plan path, no Spark)', 
     // The tenant's expression (source.where = "_snapshot_date = '2026-07-05'") leaves no literal in an event.
     expect(JSON.stringify(events)).not.toContain("'2026-07-05'");
     expect(JSON.stringify(events)).not.toContain('_snapshot_date =');
+  });
+
+  it('freshness-check: the checked tables in, nothing out; each check a data-quality assertion on its input, on the FAIL of a stale run too', async () => {
+    const loaded = await load('configs/examples/freshness-check.v1.conf');
+    const events: Record<string, any>[] = []; // eslint-disable-line @typescript-eslint/no-explicit-any
+    const run = new LineageRun(loaded.platform.lineage!, [memory(events)], { loaded, orchestratorRunId: 'r', env, logger: capture().logger });
+    await run.start();
+    const check = (table: string, name: string, outcome: 'passed' | 'failed') => ({
+      table,
+      format: 'iceberg',
+      committed: false,
+      expectations: [{ name, type: 'freshness', action: 'fail', outcome, failedRows: 0, ...(name.includes('.') ? { column: name.split('.')[1] } : {}) }],
+    });
+    const outputs = [
+      check('lake.acme_silver.orders', 'freshness', 'failed'),
+      check('spark_catalog.acme_silver.orders_delta', 'freshness', 'passed'),
+      check('lake.acme_bronze.orders_cdc_table', 'freshness._lake_ingested_at', 'passed'),
+    ];
+    await run.finish({ state: 'failed', error: new DataError('1 of 3 table(s) are stale', { code: 'STALE_TABLE' }), report: { outputs } });
+    const [start, fail] = events;
+    expect(start!.inputs.every((i: any) => i.inputFacets === undefined)).toBe(true); // eslint-disable-line @typescript-eslint/no-explicit-any
+    expect(fail!.eventType).toBe('FAIL');
+    expect(openLineageProblems(fail)).toEqual([]);
+    const assertions = Object.fromEntries(fail!.inputs.map((i: any) => [i.name, i.inputFacets.dataQualityAssertions.assertions])); // eslint-disable-line @typescript-eslint/no-explicit-any
+    expect(assertions).toEqual({
+      '/srv/lake/acme/silver/orders': [{ assertion: 'freshness', success: false }],
+      '/srv/lake/acme/silver/orders_delta': [{ assertion: 'freshness', success: true }],
+      '/srv/lake/acme/bronze/orders_cdc_table': [{ assertion: 'freshness._lake_ingested_at', success: true, column: '_lake_ingested_at' }],
+    });
+    expect(fail!.inputs[0].inputFacets.dataQualityAssertions._schemaURL).toMatch(/DataQualityAssertionsDatasetFacet\.json/);
   });
 
   it("iceberg-zero-copy-append: the tables its server plugin's relation and command declare, the source in and the target out", async () => {

@@ -93,6 +93,26 @@ describe('bench/passes compares each run with the baseline', () => {
  * run against its target; the counts come from a real server (bench/passes, its event log).
  */
 describe('bench/passes: targets of jobs per run and per step, each job above one per write justified', () => {
+  const committed = JSON.parse(readFileSync(join(repo, 'bench/passes-baseline.json'), 'utf8')) as Baseline;
+
+  // A rerun of bench/passes with BENCH_PASSES_WRITE_BASELINE=1 that counts more jobs than a target
+  // fails here until the target is raised with its reason, or the extra job removed.
+  it('every case has a target whose steps account for its jobs, with a reason for each job above one per write', () => {
+    for (const c of cases) {
+      const t = committed.targets?.[c.name];
+      expect(t, `add a target for ${c.name} to bench/passes-baseline.json`).toBeDefined();
+      expect(targetProblems(c.name, t!)).toEqual([]);
+    }
+    expect(Object.keys(committed.targets ?? {}).filter((n) => !cases.some((c) => c.name === n))).toEqual([]);
+  });
+
+  it('every committed run is within its case target, per run and per step', () => {
+    for (const [run, k] of Object.entries(committed.runs)) {
+      expect(k.stepJobs, `${run}: its jobs per step (bench/passes with BENCH_PASSES_WRITE_BASELINE=1)`).toBeDefined();
+      expect(overTarget(run, k, committed.targets?.[caseOf(run)])).toEqual([]);
+    }
+  });
+
   it('flags a run above its target, a step above its own, a step without a target, and a case without one; a reason is needed above the writes only', () => {
     const t: Target = {
       jobs: 4,

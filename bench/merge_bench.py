@@ -60,6 +60,73 @@ def bronze(spark: SparkSession, path: str, parts: list[tuple[int, int, str, str]
     out.repartition(4).write.mode("overwrite").parquet(path)
 
 
+# The small batch (--batch N < --rows): keys of silver are visited in the order k * PRIME mod rows,
+# so the batch's keys are spread over the whole key range (and over every data file of silver) as a
+# day's changes to a large table are. PRIME is prime and larger than any --rows used: k * PRIME mod
+# rows is then a permutation of the keys for every rows it does not divide.
+PRIME = 999_983
+
+
+def small_batch(spark: SparkSession, path: str, n: int, batch: int, ingest: str) -> dict:
+    """About `batch` CDC events against the n-row silver that bronze(..., "v1") created. The mix, in
+    shares of `batch` (the counts are returned and recorded):
+      updates     43 %  existing keys, one event each, newer than silver's row
+      replays      2 %  exact copies of some of those updates (same sequence, same payload: one event)
+      deletes     10 %  existing keys
+      late         5 %  existing keys, a sequence older than silver's row (changes nothing)
+      duplicates  10 %  5 % of existing keys with two events each (delete then re-insert an hour later:
+                        the re-insert wins, an update)
+      inserts     25 %  new keys
+      flickers     5 %  new keys inserted and deleted in the batch (nothing reaches silver; a tombstone)
+    No event in this batch is older than a key's tombstone: the bare MERGE (B2) applies it correctly
+    without the tombstone table, so its silver must equal ours (checked after every run)."""
+    share = lambda pct: max(batch * pct // 100, 1)  # noqa: E731
+    ups, rep, dels, late, dups, ins, flick = share(43), share(2), share(10), share(5), share(5), share(25), max(share(5) // 2, 1)
+    base1, base2 = 1767225600, 1769904000  # silver's rows (v1) / this batch (v2), as bronze() dates them
+
+    def events(k0: int, count: int, op: str, when: str, offset: int = 0, existing: bool = True):
+        ids = (F.col("id") * F.lit(PRIME)) % F.lit(n) if existing else F.lit(2 * n + 1_000_000) + F.col("id")
+        ts_base = {"v2": base2, "late": base1 - 86400}[when]
+        tag = "late" if when == "late" else "v2"
+        return spark.range(k0, k0 + count).select(ids.alias("id")).select(
+            F.col("id"),
+            F.concat(F.lit("item-"), F.col("id").cast("string"), F.lit(f"-{tag}-{op}")).alias("name"),
+            (F.col("id") * F.lit(0.013)).alias("amount"),
+            ((F.col("id") % 100) + 2).cast("int").alias("qty"),
+            F.lit({"c": "new", "u": "updated", "d": "deleted"}[op]).alias("status"),
+            F.timestamp_seconds(F.lit(ts_base + offset) + F.col("id") % 86400).alias("ts"),
+            F.lit(op).alias("op"),
+            F.lit("bench").alias("_lake_tenant"),
+            F.lit("events").alias("_lake_source"),
+            F.lit(ingest).cast("timestamp").alias("_lake_ingested_at"),
+            F.lit(ingest[:10]).alias("_snapshot_date"),
+        )
+
+    k = 0
+    parts = []
+    parts.append(events(k, ups, "u", "v2"))
+    parts.append(events(k, rep, "u", "v2"))  # the first `rep` updates again, byte for byte
+    k += ups
+    parts.append(events(k, dels, "d", "v2"))
+    k += dels
+    parts.append(events(k, late, "u", "late"))
+    k += late
+    parts.append(events(k, dups, "d", "v2"))
+    parts.append(events(k, dups, "u", "v2", offset=3600))
+    k += dups
+    parts.append(events(0, ins, "c", "v2", existing=False))
+    parts.append(events(ins, flick, "c", "v2", existing=False))
+    parts.append(events(ins, flick, "d", "v2", offset=60, existing=False))
+    out = parts[0]
+    for d in parts[1:]:
+        out = out.unionByName(d)
+    # One file, as a small batch lands.
+    out.coalesce(1).write.mode("overwrite").parquet(path)
+    mix = {"updates": ups, "replays": rep, "deletes": dels, "late": late, "duplicateKeys": dups, "inserts": ins, "flickers": flick}
+    mix["events"] = ups + rep + dels + late + 2 * dups + ins + 2 * flick
+    return mix
+
+
 def current_snapshot(spark: SparkSession, table: str) -> int:
     return spark.sql(f"SELECT snapshot_id FROM {table}.refs WHERE name = 'main'").collect()[0][0]
 
@@ -119,6 +186,7 @@ def session_cpu_s(sid: int) -> float:
     return ticks / os.sysconf("SC_CLK_TCK")
 
 
+LOAD_START: tuple = ()
 MEMORY: dict[str, int] = {}
 SERVER_CPU: dict[str, float] = {}
 
@@ -180,12 +248,15 @@ def main() -> int:
     ap.add_argument("--cli", required=True, help="path of the CLI as shipped (dist/cli.mjs)")
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--warmup", type=int, default=1)
-    ap.add_argument("--rows", type=int, default=1_000_000, help="silver rows = events in the batch")
+    ap.add_argument("--rows", type=int, default=1_000_000, help="silver rows (and events in the batch, unless --batch)")
+    ap.add_argument("--batch", type=int, default=0, help="a small batch of about this many events (the mix: small_batch) instead of --rows events")
     ap.add_argument("--baseline-cli", default="", help="another build of our CLI (e.g. of main): contender A0, same config as A")
     ap.add_argument("--contenders", default="A,B1,B2", help="which contenders run, e.g. A,B2 for a large size")
     ap.add_argument("--tenant", default="mergebench")
     ap.add_argument("--server-sid", type=int, default=0, help="session id of the Spark server's processes: their peak RSS is recorded")
     a = ap.parse_args()
+    global LOAD_START
+    LOAD_START = os.getloadavg()
 
     wd = os.path.abspath(a.workdir)
     root = f"file://{wd}/root"
@@ -236,8 +307,13 @@ def main() -> int:
     old_tombs = max(n // 100, 1)
     log(f"bronze: initial batch of {n} inserts + {old_tombs} deletes of never-seen keys")
     bronze(spark, f"{wd}/root/bronze/events_init", [(0, n, "c", "v1"), (2 * n, old_tombs, "d", "v1")], "2026-01-31 23:00:00")
-    log(f"bronze: measured batch of {hot} updates, {new} inserts, {dele} deletes")
-    bronze(spark, f"{wd}/root/bronze/events", [(0, hot, "u", "v2"), (n, new, "c", "v2"), (hot, dele, "d", "v2")], "2026-02-28 23:00:00")
+    if a.batch:
+        mix = small_batch(spark, f"{wd}/root/bronze/events", n, a.batch, "2026-02-28 23:00:00")
+        log(f"bronze: measured small batch {mix}")
+    else:
+        mix = {"updates": hot, "inserts": new, "deletes": dele, "oldTombstones": old_tombs}
+        log(f"bronze: measured batch of {hot} updates, {new} inserts, {dele} deletes")
+        bronze(spark, f"{wd}/root/bronze/events", [(0, hot, "u", "v2"), (n, new, "c", "v2"), (hot, dele, "d", "v2")], "2026-02-28 23:00:00")
     spark.stop()
     log("silver: our job on the initial batch (creates the table, tombstones, and the first snapshot)")
     t_init = time.perf_counter()
@@ -302,6 +378,7 @@ def main() -> int:
     spark.stop()
 
     med = {k: statistics.median(v) for k, v in samples.items()}
+    cpu_med = {k: statistics.median(v) for k, v in server_cpu.items() if v}
     silver_of = lambda k: {x for x in (json.loads(s) for s in results[k])}  # noqa: E731
     same_ab1 = results.get("A") == results.get("B1") and len(results.get("A", ())) == 1
     same_silver = len({(json.loads(s)["rows"], json.loads(s)["checksum"]) for k in order for s in results[k]}) == 1
@@ -311,7 +388,8 @@ def main() -> int:
         "machine": {"cpus": os.cpu_count(), "platform": platform.platform(), "python": platform.python_version()},
         "sparkServer": server_version,
         "rows": n,
-        "batch": {"updates": hot, "inserts": new, "deletes": dele, "oldTombstones": old_tombs},
+        "batch": mix,
+        "load": {"start": LOAD_START, "end": os.getloadavg()},
         "silverFiles": files,
         "rounds": a.rounds,
         "warmup": a.warmup,
@@ -319,12 +397,16 @@ def main() -> int:
         "memory": memory,
         # Server CPU seconds per run (0 without --server-sid): less sensitive to the machine's load than wall time.
         "serverCpuS": server_cpu,
-        "medianServerCpuS": {k: statistics.median(v) for k, v in server_cpu.items() if v},
+        "medianServerCpuS": cpu_med,
         "median": med,
         "ratio": {
             **{f"A/{k}": med["A"] / med[k] for k in ("A0", "B1", "B2", "B3") if "A" in med and k in med},
             # What the guarantees cost at least, whoever sends them: the floor against the bare MERGE.
             **({"B3/B2": med["B3"] / med["B2"]} if "B3" in med and "B2" in med else {}),
+        },
+        "serverCpuRatio": {
+            **{f"A/{k}": cpu_med["A"] / cpu_med[k] for k in ("A0", "B1", "B2", "B3") if "A" in cpu_med and cpu_med.get(k)},
+            **({"B3/B2": cpu_med["B3"] / cpu_med["B2"]} if cpu_med.get("B3") and cpu_med.get("B2") else {}),
         },
         "base": base,
         "results": {k: [json.loads(s) for s in v] for k, v in results.items()},
@@ -339,6 +421,7 @@ def main() -> int:
     with open(f"{wd}/merge-results.json", "w") as f:
         json.dump(out, f, indent=2)
     print(json.dumps(out, indent=2))
+    log(f"ratios, wall: {json.dumps({k: round(v, 2) for k, v in out['ratio'].items()})}; server CPU: {json.dumps({k: round(v, 2) for k, v in out['serverCpuRatio'].items()})}")
     return 0
 
 

@@ -8,18 +8,20 @@
  *   tsx bench/passes.ts run --work <dir>      run, count, print the summary; writes .cache/bench/passes-last.{json,md}
  *
  * Environment (set by bench/passes): BENCH_REMOTE (sc://…), LAKEHOUSE_LAKE_HOME, SPARK_REMOTE and
- * LAKEHOUSE_KAFKA_BOOTSTRAP (for the seeds); BENCH_PASSES_ONLY=<template,…>; BENCH_PASSES_WRITE_BASELINE=1.
+ * LAKEHOUSE_KAFKA_BOOTSTRAP (for the seeds); BENCH_PASSES_ONLY=<template,…>; BENCH_PASSES_WRITE_BASELINE=1;
+ * BENCH_PASSES_STRICT=1 (exit 1 when a run is over its target).
  */
 import { execFileSync, spawnSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { compileCommandPlan } from '../src/spark/plan/compile.js';
-import { createTopic, produce } from '../test/support/kafka.js';
+import { createTopic, debeziumDecimal, produce } from '../test/support/kafka.js';
 import { QUICKSTART_ORDERS, writeOrderEvents } from '../test/support/shop-source.js';
+import { declareStarted } from '../test/support/needs.js';
 import { connect } from '../test/support/stack.js';
 import { DAYS, type Day, type PassCase, type Seed, selectCases } from './passes-cases.js';
-import { type Baseline, kept, summary } from './passes-baseline.js';
+import { type Baseline, caseOf, kept, overTarget, summary } from './passes-baseline.js';
 import { countRuns, stepTables } from './passes-count.js';
 import { testCommand } from '../test/support/sql.js';
 
@@ -34,6 +36,8 @@ const only = (process.env.BENCH_PASSES_ONLY ?? '')
   .map((s) => s.trim())
   .filter(Boolean);
 const selected = selectCases(only);
+// bench/passes (the script) started the server, and Kafka when a case needs it: the seeds' helpers check that.
+declareStarted('spark', ...(process.env.LAKEHOUSE_KAFKA_BOOTSTRAP ? (['kafka'] as const) : []));
 
 const TOPIC = 'acme.shop.orders';
 const HISTORY_SOURCES: Record<Day, { table: string; rows: string }> = {
@@ -49,9 +53,10 @@ async function seed(s: Seed, day: Day, home: string): Promise<void> {
       return;
     case 'kafka': {
       if (day === DAYS[0]) createTopic(TOPIC, 1);
-      // The day's events as Debezium writes them: before/after images, op, source time.
+      // The day's events as Debezium writes them: before/after images, op, source time, the amount
+      // a precise decimal (the example's value-schema: decimal(12,2)).
       const records = QUICKSTART_ORDERS[day].map(([id, customer, status, amount, ts, op]) => {
-        const row = { id, customer, status, amount };
+        const row = { id, customer, status, amount: debeziumDecimal(amount.toFixed(2), 2) };
         const ms = Date.parse(`${ts.replace(' ', 'T')}Z`);
         return {
           key: JSON.stringify({ id }),
@@ -145,14 +150,26 @@ async function run(work: string): Promise<void> {
   process.stdout.write(`\n${head}\n\n${table}\n`);
   for (const line of regressions) process.stdout.write(`${line}\n`);
   if (!regressions.length) process.stdout.write(`no run has more jobs or scans than the baseline\n`);
+  // The targets (jobs per run and per step, with why each job above one per write is needed).
+  const targets = baseline?.targets;
+  const over = targets ? result.flatMap((r) => overTarget(r.run, kept(r), targets[caseOf(r.run)])) : [];
+  for (const line of over) process.stdout.write(`${line}\n`);
+  process.stdout.write(targets ? (over.length ? '' : 'every run is within its target\n') : 'the baseline has no targets yet\n');
   process.stdout.write(`per-step tables: .cache/bench/passes-last.md\n`);
   if (process.env.BENCH_PASSES_WRITE_BASELINE === '1') {
     // Merged: a filtered run (BENCH_PASSES_ONLY) updates its own runs and keeps the others.
     const runsNow = Object.fromEntries(result.map((r) => [r.run, kept(r)]));
-    const next: Baseline = { commit: commit(), date: new Date().toISOString().slice(0, 10), runs: { ...baseline?.runs, ...runsNow } };
+    const next: Baseline = {
+      commit: commit(),
+      date: new Date().toISOString().slice(0, 10),
+      runs: { ...baseline?.runs, ...runsNow },
+      ...(baseline?.targets ? { targets: baseline.targets } : {}),
+    };
     writeFileSync(BASELINE, `${JSON.stringify(next, null, 2)}\n`);
     say(`baseline written: bench/passes-baseline.json (${Object.keys(runsNow).length} runs)`);
   }
+  // BENCH_PASSES_STRICT=1: a run over its target fails the bench (after the baseline is written).
+  if (process.env.BENCH_PASSES_STRICT === '1' && over.length) process.exitCode = 1;
 }
 
 const [command, ...rest] = process.argv.slice(2);

@@ -67,6 +67,16 @@ export function needs(...wanted: Need[]): void {
 }
 
 /**
+ * For a script outside the test runner that starts its services itself and then uses the test
+ * helpers (bench/passes: its own Spark server with the event log on, its own Kafka broker): what
+ * it started, so the helpers' checks pass. Starts nothing.
+ */
+export function declareStarted(...started: Need[]): void {
+  for (const n of started) declared.add(n);
+  called = true;
+}
+
+/**
  * For a file without a needs(...) call (test/support/needs-default.ts runs it before each
  * integration file's hooks, after its collection): the stack every file used to get, DEFAULT_NEEDS.
  */

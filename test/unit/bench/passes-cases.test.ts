@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { templates } from '../../../src/jobs/registry.js';
-import { type Baseline, kept, summary } from '../../../bench/passes-baseline.js';
+import { type Baseline, type Target, caseOf, kept, overTarget, summary, targetProblems } from '../../../bench/passes-baseline.js';
 import { DAYS, cases, selectCases } from '../../../bench/passes-cases.js';
 import { type RunCount, zero } from '../../../bench/passes-count.js';
 
@@ -84,5 +84,54 @@ describe('bench/passes compares each run with the baseline', () => {
   it('the committed baseline has a run of every case on every day', () => {
     const committed = JSON.parse(readFileSync(join(repo, 'bench/passes-baseline.json'), 'utf8')) as Baseline;
     for (const c of cases) for (const day of DAYS) expect(Object.keys(committed.runs), c.name).toContain(`${day} ${c.name}`);
+  });
+});
+
+/**
+ * Issue 28 item 1: a case's budget of Spark jobs per run, and a reason for every job above one per
+ * write, step by step (bench/passes-baseline.json "targets"). How bench/passes and this tier judge a
+ * run against its target; the counts come from a real server (bench/passes, its event log).
+ */
+describe('bench/passes: targets of jobs per run and per step, each job above one per write justified', () => {
+  const committed = JSON.parse(readFileSync(join(repo, 'bench/passes-baseline.json'), 'utf8')) as Baseline;
+
+  // A rerun of bench/passes with BENCH_PASSES_WRITE_BASELINE=1 that counts more jobs than a target
+  // fails here until the target is raised with its reason, or the extra job removed.
+  it('every case has a target whose steps account for its jobs, with a reason for each job above one per write', () => {
+    for (const c of cases) {
+      const t = committed.targets?.[c.name];
+      expect(t, `add a target for ${c.name} to bench/passes-baseline.json`).toBeDefined();
+      expect(targetProblems(c.name, t!)).toEqual([]);
+    }
+    expect(Object.keys(committed.targets ?? {}).filter((n) => !cases.some((c) => c.name === n))).toEqual([]);
+  });
+
+  it('every committed run is within its case target, per run and per step', () => {
+    for (const [run, k] of Object.entries(committed.runs)) {
+      expect(k.stepJobs, `${run}: its jobs per step (bench/passes with BENCH_PASSES_WRITE_BASELINE=1)`).toBeDefined();
+      expect(overTarget(run, k, committed.targets?.[caseOf(run)])).toEqual([]);
+    }
+  });
+
+  it('flags a run above its target, a step above its own, a step without a target, and a case without one; a reason is needed above the writes only', () => {
+    const t: Target = {
+      jobs: 4,
+      steps: { merge: { jobs: 2, writes: 1, why: 'the MERGE finds the files it rewrites first' }, count: { jobs: 1, why: 'one aggregate' } },
+    };
+    const k = (jobs: number, stepJobs: Record<string, number>) => ({ ...kept({ run: 'r', total: { ...zero(), jobs }, analysisJobs: 0, steps: {} }), stepJobs });
+    expect(overTarget('d x', k(3, { merge: 2, count: 1 }), t)).toEqual([]);
+    expect(overTarget('d x', k(5, { merge: 3, count: 1, probe: 1 }), t)).toEqual([
+      'OVER TARGET d x: jobs 5 > 4',
+      'OVER TARGET d x: step merge jobs 3 > 2',
+      'OVER TARGET d x: step probe (1 jobs) has no target',
+    ]);
+    expect(overTarget('d x', k(1, {}), undefined)).toEqual(['OVER TARGET d x: no target (add one to bench/passes-baseline.json)']);
+    expect(caseOf('2026-07-06 cdc-silver-merge v1 (iceberg)')).toBe('cdc-silver-merge v1 (iceberg)');
+    expect(targetProblems('x', { jobs: 2, steps: { write: { jobs: 1, writes: 1 }, read: { jobs: 1, why: 'one query' } } })).toEqual([]);
+    expect(targetProblems('x', { jobs: 4, steps: { write: { jobs: 2, writes: 1 }, read: { jobs: 1, why: ' ' } } })).toEqual([
+      'x write: 1 job(s) above one per write without a reason',
+      'x read: 1 job(s) above one per write without a reason',
+      "x: a run's budget of 4 jobs is more than its steps' 3",
+    ]);
   });
 });

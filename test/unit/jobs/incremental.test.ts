@@ -278,3 +278,39 @@ source { ${opts.source ?? 'table = "silver.orders", date-column = order_date, re
     ).toEqual([{ path: 'source.table', message: expect.stringContaining('is the target itself') }]);
   });
 });
+
+describe('the raw vault loaders, source.read', () => {
+  const hub = (sources: string) => `
+job { template = "dv-hub", schema-version = 1, name = "acme-hub" }
+tenant { id = "acme", storage-root = "file:///lake/acme" }
+sources = [ ${sources} ]
+hub { hash-key = "hk_customer", business-key = ["customer"] }
+target { table = "hub_customer" }
+`;
+  const silver = (extra = '') => `{ table = "orders", layer = silver, record-source = "shop.orders", read = incremental${extra} }`;
+
+  it('reads the position first, binds the read to it, and stamps the insert and record-position with it', async () => {
+    const job = await loadConfig(hub(silver()), { platform, logicalDate: '2026-07-01' });
+    const ids = job.plan.steps.map((s) => s.id);
+    expect(ids.slice(0, 2)).toEqual(['read-position', 'read-source-head']);
+    expect(ids.slice(-3)).toEqual(['insert', 'record-position', 'read-snapshot']);
+    const facts = factsOf(job.plan.steps, { 'read-position': [{ head: '30', stamps: 1, latest_stamp: '20', consumed: '20', appends: 1, rewrites: 0 }] });
+    expect(job.plan.bind!(facts)).toEqual({ 'source.from': '20', 'source.to': '30' });
+    for (const id of ['insert', 'record-position'])
+      expect(job.plan.steps.find((s) => s.id === id)!.stamp!(facts)).toEqual({ 'read.lake.acme_silver.orders': '30' });
+  });
+
+  it('is refused for parquet bronze files, with snapshot-date, and for a hub job of several sources', async () => {
+    expect(await configIssues(hub(`{ table = "orders", record-source = "shop.orders", read = incremental }`), { platform })).toEqual([
+      { path: 'sources[0].read', message: expect.stringContaining('parquet files have no commits') },
+    ]);
+    expect(
+      await configIssues(hub(`{ table = "orders", format = iceberg, record-source = "shop.orders", read = incremental, snapshot-date = "2026-07-01" }`), {
+        platform,
+      }),
+    ).toEqual([{ path: 'sources[0].snapshot-date', message: expect.stringContaining('cannot be combined with read') }]);
+    expect(await configIssues(hub(`${silver()}, { table = "crm", layer = silver, record-source = "crm" }`), { platform })).toEqual([
+      { path: 'sources[0].read', message: expect.stringContaining('needs a hub job with one source (this one has 2)') },
+    ]);
+  });
+});

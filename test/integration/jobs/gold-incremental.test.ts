@@ -16,9 +16,8 @@ needs('spark', 'py-tools');
  * gold-publish with `source.read = incremental`: each run finds the dates of the rows the silver
  * commits since gold's position added, changed or removed (Iceberg's changelog, Delta's change data
  * feed: a row moved to another date touches both), recomputes those dates from all of silver and
- * replaces them in one commit that carries the new position. After every run gold is compared with
- * an oracle: the same aggregate computed from scratch over silver as PyIceberg or delta-rs reads it,
- * the gold table read by the same engine.
+ * replaces them in one commit that carries the new position. After the runs gold, read by PyIceberg
+ * or delta-rs, is compared with an oracle: the same aggregate computed from scratch over silver.
  */
 const RUNS_TIMEOUT = 900_000;
 
@@ -83,20 +82,22 @@ ${expectations}
       opts.beforeStep,
     );
   const out = (o: Outcome) => o.report.outputs.find((x) => x.table === GOLD);
-  /** Gold and silver read by the second engine in one process: gold, and the oracle of that silver. */
-  function readBack(): { gold: GoldRow[]; expected: GoldRow[] } {
-    if (format === 'iceberg') {
+  /**
+   * Gold as the second engine reads it, and the oracle: the aggregate from scratch over silver's rows
+   * (Iceberg: the fixture as the server reads it, which saves a Python start; Delta: delta-rs reads both at once).
+   */
+  async function readBack(): Promise<{ gold: GoldRow[]; expected: GoldRow[] }> {
+    if (format === 'iceberg')
       return {
         gold: goldRows(readIcebergWithPyIceberg(`${tenant.id}_gold`, 'daily_sales')),
-        expected: oracle(readIcebergWithPyIceberg(`${tenant.id}_silver`, 'orders')),
+        expected: oracle(await sparkRows(`SELECT order_date, customer, amount FROM ${SILVER}`)),
       };
-    }
     const [s, g] = [`${tenant.root}/silver/orders`, `${tenant.root}/gold/daily_sales`];
     const t = readDeltaTablesWithDeltaRs([s, g]);
     return { gold: goldRows(t[g] ?? []), expected: oracle(t[s] ?? []) };
   }
-  const expectOracle = () => {
-    const { gold, expected } = readBack();
+  const expectOracle = async () => {
+    const { gold, expected } = await readBack();
     expect(gold).toEqual(expected);
     return gold;
   };
@@ -136,7 +137,7 @@ ${expectations}
       const first = await run();
       expect(first.code, first.error?.message).toBe(0);
       expect(out(first)).toMatchObject({ read: { source: SILVER, mode: 'full', to: s1, reason: 'first run' }, metrics: { rows: 5, written: 5, dates: 4 } });
-      expect(expectOracle()).toHaveLength(5);
+      expect(await expectOracle()).toHaveLength(5);
       expect(position()).toBe(s1);
       const again = await run();
       expect(again.code).toBe(0);
@@ -152,7 +153,7 @@ ${expectations}
       expect(out(second)).toMatchObject({ read: { source: SILVER, mode: 'incremental', from: s1, to: s2 }, metrics: { dates: 4 } });
       // Recomputed: 07-01 (b only now), 07-02 (empty now), 07-03, 07-05; 07-04's row is not rewritten.
       expect(out(second)?.metrics).toMatchObject({ rows: 3, written: 3 });
-      const gold = expectOracle();
+      const gold = await expectOracle();
       expect(gold.find((r) => r.sale_date === '2026-07-02')).toBeUndefined();
       expect(position()).toBe(s2);
       if (format === 'iceberg') expect(icebergSnapshotSummary(`${tenant.id}_gold`, 'daily_sales')['changed-partition-count']).toBe('4');
@@ -169,7 +170,7 @@ ${expectations}
       const late = await run();
       expect(late.code, late.error?.message).toBe(0);
       expect(out(late)).toMatchObject({ read: { mode: 'incremental', from: last, to: s3 }, metrics: { dates: 1, rows: 1, written: 1 } });
-      expectOracle();
+      await expectOracle();
       expect(position()).toBe(s3);
 
       // A note changes: the dates it touches are recomputed and come out equal, so nothing is replaced.
@@ -181,8 +182,7 @@ ${expectations}
       expect(noop.steps).toContain('record-position');
       expect(out(noop)).toMatchObject({ committed: false, read: { mode: 'incremental', from: s3, to: s4 }, metrics: { dates: 1, written: 1 } });
       expect(position()).toBe(s4);
-      expect((await run()).report.skipped).toMatch(/^nothing new in/);
-      expectOracle();
+      await expectOracle();
       last = s4;
     },
     RUNS_TIMEOUT,
@@ -207,11 +207,8 @@ ${expectations}
       const retry = await run();
       expect(retry.code, retry.error?.message).toBe(0);
       expect(out(retry)).toMatchObject({ read: { mode: 'incremental', from: last, to: s5 }, metrics: { dates: 2 } });
-      expectOracle();
-      // A second retry of the same commits (as a concurrent attempt would) recomputes, it never adds.
-      expect((await run({ overrides: ['source.read=full'] })).code).toBe(0);
-      expectOracle();
-      last = await head();
+      await expectOracle();
+      last = s5;
     },
     RUNS_TIMEOUT,
   );
@@ -221,18 +218,18 @@ ${expectations}
     async () => {
       writeFileSync(join(dir, 'gated.conf'), config(`expectations = [{ name = "revenue_positive", type = expression, expr = "revenue > 0", action = fail }]`));
       await insert([9, 'd', '07', -3]);
-      const before = readBack().gold;
+      const before = (await readBack()).gold;
       const failed = await run({ conf: 'gated.conf' });
       expect(failed.code).toBe(65);
       expect(failed.error?.code).toBe('EXPECTATION_FAILED');
       expect(out(failed)?.expectations?.[0]).toMatchObject({ name: 'revenue_positive', outcome: 'failed', failedRows: 1 });
-      expect(readBack().gold).toEqual(before);
+      expect((await readBack()).gold).toEqual(before);
       expect(position()).toBe(last);
       await sql(`UPDATE ${SILVER} SET amount = 3 WHERE id = 9`);
       const fixed = await run({ conf: 'gated.conf' });
       expect(fixed.code, fixed.error?.message).toBe(0);
       expect(out(fixed)).toMatchObject({ metrics: { dates: 1, rows: 1 } });
-      expectOracle();
+      await expectOracle();
       last = await head();
     },
     RUNS_TIMEOUT,
@@ -258,8 +255,7 @@ ${expectations}
       const full = await run({ overrides: ['source.read=full'] });
       expect(full.code, full.error?.message).toBe(0);
       expect(out(full)).toMatchObject({ read: { mode: 'full', reason: 'source.read = full' } });
-      expectOracle();
-      expect((await run()).report.skipped).toMatch(/^nothing new in/);
+      await expectOracle();
     },
     RUNS_TIMEOUT,
   );

@@ -16,6 +16,8 @@ export const OUTPUT_METRICS = {
   written: 'gold-publish: rows this run wrote to the table (0 when it wrote nothing)',
   dropped: 'gold-publish: rows a `drop` expectation kept out of the table',
   quarantined: 'gold-publish: rows a `quarantine` expectation wrote to the quarantine table instead',
+  dates:
+    'gold-publish with `source.read`: the dates of the range column the run recomputed and replaced (those the new source commits touched; a full read: those the result has)',
   rowsWritten: 'the ingest templates: records this run wrote to the table or files',
   batches: "kafka-bronze-ingest: this run's micro-batches that read at least one record",
   undecodable: 'kafka-bronze-ingest: records kept raw because their value could not be parsed',

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { ConfigError, DataError, type LakehouseError } from '../core/errors.js';
 import type { ReadPosition } from '../core/status.js';
 import { type TableName, displayTable, tableParts } from '../core/naming.js';
-import { alias, and, cast, coalesce, col, eq, fn, gt, isIn, isNotNull, lit, not } from '../spark/plan/expressions.js';
+import { type Expr, alias, and, cast, coalesce, col, eq, fn, gt, isIn, isNotNull, lit, not, star } from '../spark/plan/expressions.js';
 import { Query, sqlCommand } from '../spark/plan/query.js';
 import { sql } from '../spark/plan/sql.js';
 import { type Facts, type QueryStep, type Step, queryStep } from './steps.js';
@@ -80,7 +80,26 @@ export interface IncrementalRead {
    * batch changes no row of the target, so the next run does not read the same commits again.
    */
   recordStep(opts: { id?: string; when: (facts: Facts) => boolean; location?: string }): Step;
+  /**
+   * What the commits read changed, one row per row they added or removed (bound like `rows`, when
+   * the read is incremental): `CHANGE.at` the row's `at` (an expression over the source's columns),
+   * `CHANGE.row` a hash of all its values, `CHANGE.sign` +1 added, -1 removed. From Iceberg's
+   * changelog (`<table>.changes`: a rewritten file's unchanged rows appear once each way, and cancel)
+   * or Delta's change data feed (an update as its old and new values). For a consumer that
+   * recomputes what the changes touch (gold-publish's dates).
+   */
+  changes(at: Expr): Query;
 }
+
+/** The columns of IncrementalRead.changes. */
+export const CHANGE = { at: '__lake_change_at', row: '__lake_change_row', sign: '__lake_change_sign' } as const;
+
+/**
+ * What the consumer reads of the commits after the position: `appends`, the new rows (a commit
+ * that changed or deleted rows makes the run read all of the source), or `changes`, every added and
+ * removed row (`changed`: a rewrite is read as its changes like any other commit).
+ */
+export type IncrementalReads = 'appends' | 'changes';
 
 /**
  * An Iceberg source table read incrementally into a target of either format; `full` reads all of
@@ -91,13 +110,14 @@ export function incrementalRead(
   target: Target,
   mode: 'incremental' | 'full' = 'incremental',
   label = 'source',
+  reads: IncrementalReads = 'appends',
 ): IncrementalRead {
-  return source.format === 'delta' ? deltaRead(source.table, target, mode, label) : icebergRead(source.table, target, mode, label);
+  return source.format === 'delta' ? deltaRead(source.table, target, mode, label) : icebergRead(source.table, target, mode, label, reads);
 }
 
 type Target = { table: TableName; format: 'iceberg' | 'delta' };
 
-function icebergRead(source: TableName, target: Target, mode: 'incremental' | 'full', label: string): IncrementalRead {
+function icebergRead(source: TableName, target: Target, mode: 'incremental' | 'full', label: string, reads: IncrementalReads): IncrementalRead {
   const full = mode === 'full';
   const key = positionKey(source);
   const name = displayTable(source);
@@ -111,7 +131,7 @@ function icebergRead(source: TableName, target: Target, mode: 'incremental' | 'f
     tableMayBeMissing: true,
     interpret: ([r]) => {
       if (!r) return {};
-      const d = decide(r, name, targetName);
+      const d = decide(r, name, targetName, reads);
       if ('skip' in d || 'fail' in d) return d;
       return { output: { table: targetName, format: target.format, read: d.read } };
     },
@@ -134,7 +154,7 @@ function icebergRead(source: TableName, target: Target, mode: 'incremental' | 'f
   const read = (facts: Facts): ReadPosition | undefined => {
     const p = full ? undefined : facts.rows(position)?.[0];
     if (p) {
-      const d = decide(p, name, targetName);
+      const d = decide(p, name, targetName, reads);
       return 'read' in d ? d.read : undefined;
     }
     const h = str(facts.rows(head)?.[0]?.head);
@@ -162,7 +182,39 @@ function icebergRead(source: TableName, target: Target, mode: 'incremental' | 'f
         const r = read(facts);
         return r && when(facts) ? { [key]: r.to } : undefined;
       }),
+    changes: icebergChanges(source, bound),
   };
+}
+
+/** Iceberg's changelog of the snapshots after `from` up to `to` (its INSERT and DELETE rows) as IncrementalRead.changes. */
+function icebergChanges(source: TableName, bound: { from: string; to: string }): IncrementalRead['changes'] {
+  return (at) =>
+    changeRows(
+      Query.table([...tableParts(source), 'changes'], { 'start-snapshot-id': { bound: bound.from }, 'end-snapshot-id': { bound: bound.to } }),
+      at,
+      eq(col(CHANGE_TYPE), lit('INSERT')),
+      [CHANGE_TYPE, '_change_ordinal', '_commit_snapshot_id'],
+    );
+}
+
+const ADDED = '__lake_added';
+
+/**
+ * A change feed's rows as IncrementalRead.changes: the hash is of the row's own values (the JSON of
+ * its columns after a fixed prefix, the added flag, whose text has one length either way). The
+ * flag is a projection, never a filter: Iceberg's changelog scan fails a filter pushed down on its
+ * own columns.
+ */
+function changeRows(feed: Query, at: Expr, added: Expr, feedColumns: readonly string[]): Query {
+  const prefix = `{"${ADDED}":"+",`.length;
+  return feed
+    .select(alias(fn('if', added, lit('+'), lit('-')), ADDED), star())
+    .drop(...feedColumns)
+    .select(
+      alias(at, CHANGE.at),
+      alias(fn('sha2', fn('substring', fn('to_json', fn('struct', star())), lit(prefix + 1)), lit(256)), CHANGE.row),
+      alias(fn('if', eq(col(ADDED), lit('+')), lit(1), lit(-1)), CHANGE.sign),
+    );
 }
 
 /** A commit of the target that carries only the position: for a batch that changes no row of it. */
@@ -192,7 +244,7 @@ const str = (v: unknown): string | undefined => (v === null || v === undefined |
 type Decision = { read: ReadPosition } | { skip: string } | { fail: DataError };
 
 /** What the position row means: the read to make, nothing new (99), or a lost position (65). */
-function decide(r: Readonly<Record<(typeof POSITION_COLUMNS)[number], unknown>>, source: string, target: string): Decision {
+function decide(r: Readonly<Record<(typeof POSITION_COLUMNS)[number], unknown>>, source: string, target: string, reads: IncrementalReads): Decision {
   const head = str(r.head);
   if (head === undefined) return { skip: `${source} has no commits yet` };
   if (Number(r.stamps ?? 0) === 0) return { read: { source, mode: 'full', to: head, reason: 'first run' } };
@@ -208,6 +260,7 @@ function decide(r: Readonly<Record<(typeof POSITION_COLUMNS)[number], unknown>>,
       ),
     };
   if (consumed === head) return { skip: `nothing new in ${source} since snapshot ${consumed}, which ${target} already holds` };
+  if (Number(r.rewrites ?? 0) > 0 && reads === 'changes') return { read: { source, mode: 'incremental', from: consumed, to: head } };
   if (Number(r.rewrites ?? 0) > 0)
     return {
       read: { source, mode: 'full', from: consumed, to: head, reason: `a commit after snapshot ${consumed} changed or deleted rows (not append-only)` },
@@ -422,6 +475,13 @@ function deltaRead(source: TableName, target: Target, mode: 'incremental' | 'ful
     stamp: (facts) => stamp(facts) ?? {},
     position: read,
     recordStep: ({ id = 'record-position', when }) => recordPosition(id, name, target, (facts) => (when(facts) ? stamp(facts) : undefined)),
+    changes: (at) =>
+      changeRows(
+        Query.table(s, { readChangeFeed: { bound: bound.feed }, startingVersion: { bound: bound.from }, endingVersion: { bound: bound.to } }),
+        at,
+        isIn(col(CHANGE_TYPE), [lit('insert'), lit('update_postimage')]),
+        [CHANGE_TYPE, '_commit_version', '_commit_timestamp'],
+      ),
   };
 }
 

@@ -290,7 +290,7 @@ function compileNode(node: PlanNode, opts: { reveal: boolean; materialized?: Rea
 }
 
 /** The main plan of a step, as `plan` prints it (secrets redacted unless `reveal`). */
-export function stepPlan(step: Step, opts: { reveal: boolean }): Plan {
+export function stepPlan(step: Step, opts: { reveal: boolean; bound?: ReadonlyMap<string, string> }): Plan {
   return compileNode(stepPlanNode(step), opts);
 }
 

@@ -4,13 +4,31 @@ import { type IsoDate, addDays } from '../../core/instant.js';
 import { catalogName, columnName, name, tableName } from '../../core/config/validate.js';
 import { type TableName, displayTable, tableParts } from '../../core/naming.js';
 import type { ExpectationReport } from '../../core/status.js';
-import { type Expr, alias, and, cast, col, eq, eqNullSafe, fn, isNull, lit, not, or, over, star } from '../../spark/plan/expressions.js';
+import {
+  type Expr,
+  alias,
+  and,
+  cast,
+  col,
+  eq,
+  eqNullSafe,
+  fn,
+  isInBoundDates,
+  isNotNull,
+  isNull,
+  lit,
+  not,
+  or,
+  over,
+  star,
+} from '../../spark/plan/expressions.js';
 import { Query } from '../../spark/plan/query.js';
 import { sql } from '../../spark/plan/sql.js';
 import type { Cmd } from '../../spark/plan/commands.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import type { CatalogRef, Facts, JobContext, JobPlan, PositionMapper, Row, RowsStep, SchemaDiff, SqlOrigin, Step } from '../template.js';
-import { queryStep } from '../steps.js';
+import { type QueryStep, queryStep } from '../steps.js';
+import { CHANGE, type IncrementalRead, incrementalRead, sourceRead } from '../incremental.js';
 import { outputColumns } from '../../spark/plan/columns.js';
 import { createNamespaceStep, createTable, readCommitStep, tableCatalog, tableProperties } from '../tables.js';
 import { type TableShape, tableShape, tableShapeKeys } from '../table-shape.js';
@@ -165,10 +183,34 @@ const target = z
   })
   .describe('The gold table the result is published to, its grain and how it is written.');
 
+const source = z
+  .object({
+    table: z
+      .string()
+      .regex(/^(silver|gold)\.[a-z][a-z0-9_]*$/, 'must name a table the transform reads, as it reads it: silver.<table> or gold.<table>')
+      .describe(
+        'The table of the transform whose commits the run follows, as the transform names it (silver.<table> or gold.<table>): an Iceberg or Delta table.',
+      ),
+    'date-column': columnName().describe(
+      "Its column (DATE, or a TIMESTAMP taken as its UTC date) that says which date of target.range-column a row counts towards: a row the source's new commits added, changed or removed touches its date.",
+    ),
+    read: sourceRead
+      .unwrap()
+      .describe(
+        'incremental: the dates the source commits since the one gold last recorded touched are recomputed and replaced, and the position recorded in the same commit. full: every date is recomputed and replaced, recording the newest commit (--set source.read=full resumes after a lost position).',
+      ),
+  })
+  .strict()
+  .optional()
+  .describe(
+    'source.read = incremental (replace-range only): each run recomputes exactly the dates the source commits since the last publish touched, and replaces them in one commit that records the position (docs/templates/gold-publish.md, "Incremental inputs").',
+  );
+
 const v1 = defineVersion(1, {
   sections: {
     transform,
     target,
+    source,
     expectations: z
       .array(expectationSchema)
       .max(100)
@@ -176,6 +218,12 @@ const v1 = defineVersion(1, {
       .describe('Up to 100 checks of the result, each with what a failure does (warn, drop, quarantine or fail); default none.'),
   },
   refine: (c, ctx) => {
+    if (c.source && c.target.mode !== 'replace-range')
+      ctx.addIssue({
+        code: 'custom',
+        path: ['source', 'read'],
+        message: `recomputes the dates the source's changes touch and replaces them: it needs target.mode = replace-range (not ${c.target.mode})`,
+      });
     const names = new Set<string>();
     for (const [i, e] of c.expectations.entries()) {
       if (names.has(e.name)) ctx.addIssue({ code: 'custom', path: ['expectations', i, 'name'], message: `"${e.name}" names two expectations` });
@@ -198,12 +246,34 @@ interface Publish {
   logicalDate?: IsoDate | undefined;
   /** replace-range: [start, end) is replaced; [previous, start) is the previous publish. */
   range?: { column: string; start: IsoDate; end: IsoDate; previous: IsoDate } | undefined;
+  /**
+   * source.read: the dates of the range column this run replaces, as one condition over a column:
+   * the dates the source's new commits touched, bound when the run has found them (all: a full read).
+   */
+  dates?: { column: string; scope: (column: Expr) => Expr } | undefined;
 }
+
+/** The bound name of the dates an incremental publish replaces. */
+const DATES = 'gold.dates';
 
 /** The logical date's UTC date, as the transform's parameters and the range need it (bound as a DATE). */
 function publishOf(ctx: JobContext, spec: GoldPublishSpec, parameters: readonly TransformParameter[], sqlPath: string): Publish {
   const date = ctx.logicalDate?.date;
   const mode = spec.target.mode;
+  if (spec.source) {
+    const ranged = parameters.find((p) => p !== 'logical_date');
+    if (ranged !== undefined)
+      throw new ConfigError([
+        {
+          path: sqlPath,
+          message: `uses :${ranged}, which source.read leaves unbound: the run replaces the dates the source's changes touched, not a range; compute every date (the run keeps the rows of those dates)`,
+        },
+      ]);
+    if (parameters.length && date === undefined)
+      throw new ConfigError([{ path: sqlPath, message: `uses :${parameters[0]} but the run has no logical date (--logical-date)` }]);
+    const column = spec.target['range-column']!;
+    return { mode, logicalDate: date, dates: { column, scope: (c) => isInBoundDates(c, DATES) } };
+  }
   if (mode === 'replace-range' && date === undefined)
     throw new ConfigError([{ path: 'target.mode', message: 'replace-range needs the logical date (--logical-date)' }]);
   if (parameters.length && date === undefined)
@@ -365,13 +435,18 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
   const untrusted = [transformed.path, ...spec.expectations.flatMap((e, i) => (e.type === 'expression' ? [`expectations[${i}].expr`] : []))];
   const flagged: Flagged = { untrusted, sqlOrigin: sent.origin, mapPosition: sentPositionMapper(sent.origin) };
   const pass = checkedRows(ctx, spec, gold, result, expectations, publish);
+  const followed = spec.source ? followSource(ctx, spec, catalog, gold, transformed.tables) : undefined;
   const check = queryStep({
     id: 'check',
     ...flagged,
-    title: `Check ${expectations.length} expectation(s) on the result in one pass`,
+    title: `Check ${expectations.length} expectation(s) on the ${followed ? "touched dates' rows of the " : ''}result in one pass`,
     query: pass.checkQuery,
     columns: outputColumns(pass.checkQuery.rel)!,
-    interpret: ([r]) => judge(r ?? {}, expectations, publish, { table: displayTable(gold.target), format: catalog.format, location: gold.location }),
+    interpret: ([r], facts) => {
+      const out = { table: displayTable(gold.target), format: catalog.format, location: gold.location };
+      const dates = followed && facts ? followed.dates(facts) : undefined;
+      return judge(r ?? {}, expectations, publish, out, dates === undefined ? undefined : dates === '*' ? Number(r?.dates ?? 0) : dates.length);
+    },
     // diff: the rows behind each failing row check, as they would be checked.
     samples: ([r]) =>
       expectations.flatMap((e, i) =>
@@ -379,13 +454,66 @@ export function plan(ctx: JobContext, spec: GoldPublishSpec): JobPlan {
       ),
   });
   const steps: Step[] = [
+    ...(followed ? [...followed.read.steps, followed.touched] : []),
     ...judgePhase(result, pass.judged, transformed.path, resultColumns(spec), quarantines, flagged),
     ...createPhase(gold, result, pass.quarantined, publish, quarantines, flagged),
     check,
-    ...writePhase(gold, spec, pass, publish, quarantines, check, flagged),
+    ...writePhase(gold, spec, pass, publish, quarantines, check, flagged, followed?.read),
+    // A publish that changes no row still records the position, so the next run does not read the same commits again.
+    ...(followed ? [followed.read.recordStep({ when: (facts) => noOp(facts.rows(check)?.[0], publish.mode) })] : []),
     readCommitStep(gold.target, catalog.format),
   ];
-  return { steps };
+  if (!followed) return { steps };
+  const { read, dates } = followed;
+  const bound = (facts: Facts) => {
+    const d = dates(facts);
+    return d === undefined || d === '*' ? d : JSON.stringify(d);
+  };
+  return { steps, bind: (facts) => ({ ...read.bind(facts), [DATES]: bound(facts) }) };
+}
+
+/**
+ * source.read: the source's commits since the position gold recorded, and the dates their rows
+ * touch. A row counts once per side (added, removed); a row that is on both sides the same number
+ * of times (Iceberg: the unchanged rows of a rewritten file) changed nothing, and its date is not
+ * touched by it. The dates are the source's `date-column` values of what changed, as DATEs.
+ */
+function followSource(ctx: JobContext, spec: GoldPublishSpec, target: CatalogRef, gold: Gold, reads: readonly TableRef[]) {
+  const src = spec.source!;
+  const [layer, table] = src.table.split('.') as ['silver' | 'gold', string];
+  if (!reads.some((r) => r.layer === layer && r.table === table))
+    throw new ConfigError([
+      { path: 'source.table', message: `${src.table} is not a table the transform reads (${reads.map((r) => `${r.layer}.${r.table}`).join(', ') || 'none'})` },
+    ]);
+  if (layer === 'gold' && table === spec.target.table)
+    throw new ConfigError([{ path: 'source.table', message: 'is the target itself: a publish cannot follow its own commits' }]);
+  const named = spec.transform.catalogs?.[layer];
+  const format = named === undefined ? target.format : ctx.catalog(named, `transform.catalogs.${layer}`).format;
+  const sourceTable = layerTable(ctx, spec, target.name, { layer, table });
+  const read = incrementalRead({ table: sourceTable, format }, { table: gold.target, format: target.format }, src.read, 'source', 'changes');
+  const query = read
+    .changes(cast(col(src['date-column']), 'date'))
+    .aggregate([col(CHANGE.at), col(CHANGE.row)], [alias(fn('sum', col(CHANGE.sign)), 'n')])
+    .filter(and(not(eq(col('n'), lit(0))), isNotNull(col(CHANGE.at))))
+    .aggregate([col(CHANGE.at)], [])
+    .select(alias(cast(col(CHANGE.at), 'string'), 'date'));
+  const touched: QueryStep<'date'> = queryStep({
+    id: 'read-touched-dates',
+    title: `Find the dates of ${src['date-column']} that the rows ${displayTable(sourceTable)}'s new commits added, changed or removed hold`,
+    when: (facts) => read.position(facts)?.mode === 'incremental',
+    query,
+    columns: ['date'],
+    interpret: () => ({}),
+  });
+  /** The dates this run replaces: `*` every date (a full read), else those the changes touched; undefined before they are known. */
+  const dates = (facts: Facts): readonly string[] | '*' | undefined => {
+    const position = read.position(facts);
+    if (!position) return undefined;
+    if (position.mode === 'full') return '*';
+    const rows = facts.rows(touched);
+    return rows?.map((r) => String(r.date)).sort();
+  };
+  return { read, touched, dates };
 }
 
 /**
@@ -401,7 +529,8 @@ function checkedRows(ctx: JobContext, spec: GoldPublishSpec, gold: Gold, result:
   // analyses that node with the transform below it, and nothing of the template's joins.
   const custom = rowChecks.filter(({ e }) => e.type === 'expression');
   const judged = result.withColumns([[HASH, rowHash()], ...custom.map(({ e, i }) => [flagColumn(i), rowFailure(e, i)] as const)]);
-  let rows = judged;
+  // source.read: only the touched dates' rows are checked and written (the filter reaches the source's scan where it can).
+  let rows = publish.dates ? judged.filter(publish.dates.scope(col(publish.dates.column))) : judged;
   expectations.forEach((e, i) => {
     if (e.type === 'relationship') {
       const keys = Query.table(tableParts(layerTable(ctx, spec, gold.catalog.name, e.to)))
@@ -557,11 +686,12 @@ function writePhase(
   quarantines: boolean,
   check: RowsStep<string>,
   flagged: Flagged,
+  read: IncrementalRead | undefined,
 ): Step[] {
   const { target, quarantine } = gold;
   const rangeFilter = publish.range
     ? and(fn('>=', col(publish.range.column), lit({ date: publish.range.start })), fn('<', col(publish.range.column), lit({ date: publish.range.end })))
-    : undefined;
+    : publish.dates?.scope(col(publish.dates.column));
   return [
     ...(quarantines
       ? [
@@ -579,8 +709,10 @@ function writePhase(
       kind: 'command',
       id: 'publish',
       ...flagged,
-      title: `${publish.mode === 'merge' ? 'MERGE the result into' : publish.mode === 'full-refresh' ? 'Replace the whole of' : 'Replace the range of'} ${displayTable(target)}`,
+      title: `${publish.mode === 'merge' ? 'MERGE the result into' : publish.mode === 'full-refresh' ? 'Replace the whole of' : publish.dates ? 'Replace the touched dates of' : 'Replace the range of'} ${displayTable(target)}`,
       when: (facts) => !noOp(facts.rows(check)?.[0], publish.mode),
+      // source.read: the position rides in the same commit as the dates it was computed from.
+      ...(read ? { stamp: read.stamp } : {}),
       command: publishCommand(pass.written, target, publish, spec.target.grain, rangeFilter),
     },
   ];
@@ -616,6 +748,8 @@ function checkPass(checked: Query, kept: Expr, expectations: Expectation[], rowC
       alias(countIf(and(kept, or(isNull(c), fn('<', c, lit({ date: publish.range.start })), fn('>=', c, lit({ date: publish.range.end }))))), 'out_of_range'),
     );
   }
+  // A full read replaces every date: the status counts those the result has.
+  if (publish.dates) aggs.push(alias({ kind: 'fn', name: 'count', args: [col(publish.dates.column)], distinct: true }, 'dates'));
   if (publish.mode === 'merge') aggs.push(alias(countIf(and(kept, not(eqNullSafe(col(OLD_HASH), col(HASH))))), 'changed'));
   expectations.forEach((e, i) => {
     if (e.type !== 'freshness') return;
@@ -643,6 +777,8 @@ function previousPublish(target: TableName, publish: Publish, quarantine: TableN
     scope = and(fn('>=', c, lit({ date: publish.range.start })), fn('<', c, lit({ date: publish.range.end })));
     previous = and(fn('>=', c, lit({ date: publish.range.previous })), fn('<', c, lit({ date: publish.range.start })));
   }
+  // source.read: the touched dates as the table holds them now are both what is replaced and what row-count compares with.
+  if (publish.dates) scope = previous = publish.dates.scope(col(publish.dates.column));
   const table = withHash.aggregate(
     [],
     [
@@ -659,6 +795,8 @@ function previousPublish(target: TableName, publish: Publish, quarantine: TableN
 /** The quarantine rows a publish replaces: its logical date's (all of them for a full refresh). */
 function quarantineScope(publish: Publish): Expr {
   if (publish.mode === 'full-refresh') return lit(true);
+  // source.read: the quarantined rows of the dates recomputed (the quarantine has the result's columns).
+  if (publish.dates) return publish.dates.scope(col(publish.dates.column));
   const c = col(QUARANTINE_COLUMNS.logicalDate);
   return publish.logicalDate === undefined ? isNull(c) : eq(c, lit({ date: publish.logicalDate }));
 }
@@ -685,7 +823,7 @@ export function noOp(r: Row | undefined, mode: Mode): boolean {
 }
 
 /** The check pass's row, judged: the status's expectations, and a failure (65) if a `fail` expectation failed. */
-export function judge(r: Row, expectations: Expectation[], publish: Publish, out: { table: string; format: string; location: string }) {
+export function judge(r: Row, expectations: Expectation[], publish: Publish, out: { table: string; format: string; location: string }, dates?: number) {
   const n = (k: string) => Number(r[k] ?? 0);
   const reports = expectations.map((e, i): ExpectationReport => {
     if (e.type === 'row-count') {
@@ -716,7 +854,7 @@ export function judge(r: Row, expectations: Expectation[], publish: Publish, out
     const failedRows = n(`failed_${i}`);
     return { name: e.name, type: e.type, action: e.action, outcome: failedRows > 0 ? outcomeOf(e.action) : 'passed', failedRows };
   });
-  const metrics = { rows: n('rows'), written: n('written'), dropped: n('dropped'), quarantined: n('quarantined') };
+  const metrics = { rows: n('rows'), written: n('written'), dropped: n('dropped'), quarantined: n('quarantined'), ...(dates === undefined ? {} : { dates }) };
   const changes = publish.mode === 'merge' ? n('changed') > 0 : !noOp(r, publish.mode);
   const output = { ...out, committed: changes, metrics, expectations: reports };
   const failed = reports.filter((x) => x.outcome === 'failed');

@@ -54,6 +54,13 @@ const v1 = defineVersion(1, {
       ctx,
     );
     c.sources.forEach((s, i) => {
+      // One position per vault table and source commit: a hub read incrementally has one source (one job per source).
+      if (s.read !== undefined && c.sources.length > 1)
+        ctx.addIssue({
+          code: 'custom',
+          path: ['sources', i, 'read'],
+          message: `needs a hub job with one source (this one has ${c.sources.length}): load each source read incrementally by a job of its own`,
+        });
       const bk = s['business-key'];
       if (bk && bk.length !== c.hub['business-key'].length)
         ctx.addIssue({
@@ -80,6 +87,7 @@ function plan(ctx: JobContext, spec: DvHubSpec): JobPlan {
       s,
       `sources[${i}]`,
       (s['business-key'] ?? hubKey).map((column, j) => ({ path: s['business-key'] ? `sources[${i}].business-key[${j}]` : `hub.business-key[${j}]`, column })),
+      target,
     ),
   }));
   const batches = sources.map(({ spec: s, read }) => {
@@ -123,8 +131,10 @@ function plan(ctx: JobContext, spec: DvHubSpec): JobPlan {
       : undefined,
     checks: [...load.check, ...sources.flatMap((s) => s.read.checks)],
     untrusted: sources.flatMap((s) => s.read.untrusted),
+    incremental: sources[0]!.read.incremental,
   });
-  return { steps };
+  const incremental = sources[0]!.read.incremental;
+  return { steps, ...(incremental ? { bind: incremental.bind } : {}) };
 }
 
 export const dvHub = defineTemplate({

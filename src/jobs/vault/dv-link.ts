@@ -63,6 +63,7 @@ function plan(ctx: JobContext, spec: DvLinkSpec): JobPlan {
     spec.source,
     'source',
     hubs.flatMap((h, i) => h['business-key'].map((column, j) => ({ path: `link.hubs[${i}].business-key[${j}]`, column }))),
+    target,
   );
   // A relationship needs every parent: a row missing one parent's whole key relates nothing.
   const incomplete = or(...hubs.map((h) => noKey(h['business-key'].map((k) => col(k)))));
@@ -99,8 +100,9 @@ function plan(ctx: JobContext, spec: DvLinkSpec): JobPlan {
       : undefined,
     checks: [...load.check, ...read.checks],
     untrusted: read.untrusted,
+    incremental: read.incremental,
   });
-  return { steps };
+  return { steps, ...(read.incremental ? { bind: read.incremental.bind } : {}) };
 }
 
 export const dvLink = defineTemplate({

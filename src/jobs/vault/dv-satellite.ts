@@ -72,7 +72,7 @@ function plan(ctx: JobContext, spec: DvSatelliteSpec): JobPlan {
   const orderBy = s['order-by'] ?? [];
   const load = loadDate(ctx);
   const named = (key: 'business-key' | 'payload' | 'order-by') => (s[key] ?? []).map((column, j) => ({ path: `satellite.${key}[${j}]`, column }));
-  const read = readSource(ctx, spec.source, 'source', [...named('business-key'), ...named('payload'), ...named('order-by')]);
+  const read = readSource(ctx, spec.source, 'source', [...named('business-key'), ...named('payload'), ...named('order-by')], target);
   const loadDateLit = lit({ timestamp: load.value });
   const ords = orderBy.map((_, i) => ord(i));
   const byOrder: SortOrder[] = ords.map((o) => ({ expr: col(o), descending: false, nullsFirst: true }));
@@ -137,8 +137,9 @@ function plan(ctx: JobContext, spec: DvSatelliteSpec): JobPlan {
       : undefined,
     checks: [...load.check, ...read.checks, batchCheck(changes, hk, ords, read.untrusted, read.name)],
     untrusted: read.untrusted,
+    incremental: read.incremental,
   });
-  return { steps };
+  return { steps, ...(read.incremental ? { bind: read.incremental.bind } : {}) };
 }
 
 /**

@@ -10,6 +10,7 @@ import { queryStep } from '../steps.js';
 import { createNamespaceStep, createTable, readCommitStep } from '../tables.js';
 import { type TableShape, tableShapeKeys } from '../table-shape.js';
 import { SILVER_FORMATS, type SilverRef } from '../layers/silver.js';
+import type { IncrementalRead } from '../incremental.js';
 
 /**
  * Loading a raw vault table, shared by dv-hub, dv-link and dv-satellite: every vault table is
@@ -89,6 +90,8 @@ export interface VaultTableLoad {
   readonly checks: readonly Step[];
   /** The config paths whose logic the rows carry: those steps are judged by the tenant policy. */
   readonly untrusted: readonly string[];
+  /** A source read incrementally (one batch): its position rides in the insert's commit. */
+  readonly incremental?: IncrementalRead | undefined;
 }
 
 /** The steps of a load: create the table, check its columns, insert the ghost record and the new rows. */
@@ -170,6 +173,7 @@ export function vaultLoadSteps(load: VaultTableLoad): Step[] {
       title: `MERGE the new ${load.what}s${batch.from ? ` of ${batch.from}` : ''} into ${name} (insert only, on ${key.join(', ')})`,
       // A rerun finds every row present: no MERGE, so no new snapshot or version.
       when: (facts) => facts.count(counted.col(`inserted_${i}`)) > 0,
+      ...(load.incremental ? { stamp: load.incremental.stamp } : {}),
       command: batch.rows.as(SOURCE).mergeInto(parts, onKey(target.table.table, SOURCE), {
         // Spark rewrites an Iceberg MERGE with only an insert clause into a plain append, which
         // Iceberg commits without checking what was added meanwhile: two concurrent loads would
@@ -180,6 +184,8 @@ export function vaultLoadSteps(load: VaultTableLoad): Step[] {
       }),
     }),
   );
+  // A batch that inserts nothing still records the position: the next run does not read the same commits again.
+  if (load.incremental) steps.push(load.incremental.recordStep({ when: (facts) => facts.count(counted.col('inserted_0')) === 0 }));
   steps.push(readCommitStep(target.table, format));
   return steps;
 }

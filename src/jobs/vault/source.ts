@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { displayTable, tableParts } from '../../core/naming.js';
+import { type TableName, displayTable, tableParts } from '../../core/naming.js';
 import { catalogName, expression, isoDate, name } from '../../core/config/validate.js';
 import type { ConfigExpression } from '../../core/expression/index.js';
 import { configExpr } from '../../spark/plan/config-expression.js';
@@ -7,8 +7,9 @@ import { Query } from '../../spark/plan/query.js';
 import type { JobContext, Step } from '../template.js';
 import { withId } from '../steps.js';
 import { BRONZE_FORMATS, bronzeRef, readBronze } from '../layers/bronze.js';
-import { silverRef } from '../layers/silver.js';
+import { type SilverRef, silverRef } from '../layers/silver.js';
 import { type RequiredColumn, checkSourceColumns } from '../source-columns.js';
+import { type IncrementalRead, incrementalRead, sourceRead } from '../incremental.js';
 
 /**
  * Where a raw vault template reads: a table of the tenant's bronze layer (what jdbc-snapshot-ingest
@@ -32,6 +33,18 @@ function checkSource(s: SourceSpec, ctx: z.RefinementCtx): void {
     ctx.addIssue({ code: 'custom', path: ['snapshot-date'], message: 'applies to bronze; silver has no snapshot partitions (filter with where)' });
   if (s.layer === 'bronze' && (s.format ?? 'parquet') === 'parquet' && s.catalog !== undefined)
     ctx.addIssue({ code: 'custom', path: ['catalog'], message: 'applies to iceberg and delta tables; parquet files need no catalog' });
+  if (s.read !== undefined && s.layer === 'bronze' && (s.format ?? 'parquet') === 'parquet')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['read'],
+      message: "reads and records a source table's commits (an iceberg or delta table); parquet files have no commits",
+    });
+  if (s.read !== undefined && s['snapshot-date'] !== undefined)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['snapshot-date'],
+      message: 'cannot be combined with read: the run reads every commit, and the rows of other dates would be passed over for good',
+    });
 }
 
 /** A source section; `what` is its config path in messages, `extra` the template's own keys. */
@@ -51,6 +64,7 @@ export const sourceSection = <E extends z.ZodRawShape>(what: string, extra: E) =
         .describe('bronze only: the snapshot date(s) to read, e.g. --set source.snapshot-date={{ ds }}; a date bronze does not hold skips the run (99)'),
       where: expression(`${what}.where`).optional().describe('A filter on the source rows (docs/expressions.md)'),
       'record-source': recordSource(),
+      read: sourceRead,
     })
     .strict()
     .superRefine((s, ctx) => checkSource(s as SourceSpec, ctx))
@@ -64,6 +78,7 @@ export interface SourceSpec {
   'snapshot-date'?: string[] | undefined;
   where?: ConfigExpression | undefined;
   'record-source': string;
+  read?: 'full' | 'incremental' | undefined;
 }
 
 export interface VaultSource {
@@ -75,6 +90,8 @@ export interface VaultSource {
   readonly name: string;
   /** The config paths whose logic reading this source carries (its `where`). */
   readonly untrusted: string[];
+  /** `read`: the source's commits since the position the vault table recorded. */
+  readonly incremental?: IncrementalRead | undefined;
 }
 
 /**
@@ -82,14 +99,16 @@ export interface VaultSource {
  * are the source columns the config names (business keys, payload, order): a check of the source's
  * columns, before anything is written, refuses a missing one at its path (78, "did you mean").
  */
-export function readSource(ctx: JobContext, s: SourceSpec, path: string, required: readonly RequiredColumn[] = []): VaultSource {
+export function readSource(ctx: JobContext, s: SourceSpec, path: string, required: readonly RequiredColumn[] = [], target?: SilverRef): VaultSource {
   let rows: Query;
   let checks: Step[] = [];
   let label: string;
+  let table: { table: TableName; format: 'iceberg' | 'delta' } | undefined;
   if (s.layer === 'silver') {
     const ref = silverRef(ctx, { table: s.table, catalog: s.catalog, format: s.format === 'parquet' ? undefined : s.format }, path);
     rows = Query.table(tableParts(ref.table));
     label = displayTable(ref.table);
+    table = { table: ref.table, format: ref.catalog.format };
   } else {
     const ref = bronzeRef(ctx, { table: s.table, format: s.format ?? 'parquet', catalog: s.catalog }, path);
     const read = readBronze(ref, s['snapshot-date']);
@@ -97,6 +116,13 @@ export function readSource(ctx: JobContext, s: SourceSpec, path: string, require
     label = ref.name;
     // Each source probes its own dates: ids must be unique within a plan.
     checks = read.checks.map((c) => withId(c, `${c.id}-${stepSuffix(path)}`));
+    if (ref.kind === 'table') table = { table: ref.table, format: ref.format };
+  }
+  // read: the commits since the vault table's position (the schema refused it for parquet files).
+  const incremental = s.read && table && target ? incrementalRead(table, { table: target.table, format: target.catalog.format }, s.read) : undefined;
+  if (incremental) {
+    rows = incremental.rows;
+    checks = [...incremental.steps, ...checks];
   }
   if (required.length)
     checks.push(
@@ -112,7 +138,7 @@ export function readSource(ctx: JobContext, s: SourceSpec, path: string, require
       }),
     );
   if (s.where) rows = rows.filter(configExpr(s.where));
-  return { rows, checks, name: label, untrusted: s.where ? [`${path}.where`] : [] };
+  return { rows, checks, name: label, untrusted: s.where ? [`${path}.where`] : [], ...(incremental ? { incremental } : {}) };
 }
 
 /** `sources[1]` → `sources-1`: a config path as part of a step id. */

@@ -15,6 +15,7 @@ import {
   MergeAction_ActionType,
 } from '../proto/gen/spark/connect/expressions_pb.js';
 import { Join_JoinType, type Relation, RelationSchema, Aggregate_GroupType, SetOperation_SetOpType } from '../proto/gen/spark/connect/relations_pb.js';
+import { InternalError } from '../../core/errors.js';
 import { quoteIdentifier, quoteName } from '../../core/naming.js';
 import { redacted } from '../../core/secrets.js';
 import type { Cmd, MergeAction } from './commands.js';
@@ -286,7 +287,23 @@ export function expression(x: Expr, opts: CompileOptions): Expression {
           value: { windowFunction: e(x.fn), partitionSpec: x.partitionBy.map(e), orderSpec: x.orderBy.map((o) => sortOrder(o, opts)) },
         },
       });
+    case 'inBoundDates':
+      return e(inBoundDates(x, opts));
   }
+}
+
+/** The bound dates as the expression the server gets: `IN` of DATE literals, TRUE for `*`, FALSE for none. */
+function inBoundDates(x: Extract<Expr, { kind: 'inBoundDates' }>, opts: CompileOptions): Expr {
+  const call = (name: string, ...args: Expr[]): Expr => ({ kind: 'fn', name, args });
+  if (!opts.bound) return call('in', x.expr, { kind: 'lit', value: `<${x.bound}>` });
+  const value = opts.bound.get(x.bound);
+  if (value === undefined) throw new InternalError(`the run has no value for ${x.bound}, which a step it sends needs`);
+  if (value === '*') return { kind: 'lit', value: true };
+  const dates = JSON.parse(value) as unknown;
+  if (!Array.isArray(dates) || !dates.every((d) => typeof d === 'string' && /^\d{4}-\d{2}-\d{2}$/.test(d)))
+    throw new InternalError(`${x.bound} is bound to ${value}, not a list of dates`);
+  if (!dates.length) return { kind: 'lit', value: false };
+  return call('in', x.expr, ...dates.map((date: string): Expr => ({ kind: 'lit', value: { date } })));
 }
 
 function sortOrder(o: SortOrder, opts: CompileOptions): Expression_SortOrder {

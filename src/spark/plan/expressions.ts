@@ -31,7 +31,13 @@ export type Expr =
   /** `try`: a value that does not convert becomes NULL (TRY_CAST) instead of failing the query. */
   | { readonly kind: 'cast'; readonly expr: Expr; readonly type: string; readonly try?: boolean }
   | { readonly kind: 'star'; readonly qualifier?: string }
-  | { readonly kind: 'window'; readonly fn: Expr; readonly partitionBy: readonly Expr[]; readonly orderBy: readonly SortOrder[] };
+  | { readonly kind: 'window'; readonly fn: Expr; readonly partitionBy: readonly Expr[]; readonly orderBy: readonly SortOrder[] }
+  /**
+   * `expr IN (DATE …, …)` of dates an earlier step of the run found, bound by name (JobPlan.bind)
+   * as a JSON array of ISO dates, or `*` for every row: a table format's overwrite by filter needs
+   * literals, which a plan made before the run cannot hold.
+   */
+  | { readonly kind: 'inBoundDates'; readonly expr: Expr; readonly bound: string };
 
 export interface SortOrder {
   readonly expr: Expr;
@@ -65,4 +71,6 @@ export const gt = (a: Expr, b: Expr): Expr => fn('>', a, b);
 export const isNull = (a: Expr): Expr => fn('isnull', a);
 export const isNotNull = (a: Expr): Expr => fn('isnotnull', a);
 export const isIn = (a: Expr, values: Expr[]): Expr => fn('in', a, ...values);
+/** `a IN (…)` of the dates the run binds under `bound` (`*`: TRUE). */
+export const isInBoundDates = (a: Expr, bound: string): Expr => freeze({ kind: 'inBoundDates', expr: a, bound });
 export const coalesce = (...xs: Expr[]): Expr => fn('coalesce', ...xs);

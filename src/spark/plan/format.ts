@@ -177,6 +177,8 @@ export function formatExpr(e: Expr): string {
       return literal(e.value);
     case 'star':
       return e.qualifier === undefined ? '*' : `${ident(e.qualifier)}.*`;
+    case 'inBoundDates':
+      return `${formatExpr(e.expr)} IN (<${e.bound}>)`;
     case 'alias':
       return `${formatExpr(e.expr)} AS ${ident(e.name)}`;
     case 'cast':

@@ -111,6 +111,8 @@ const ICEBERG_METADATA_TABLES: ReadonlySet<string> = new Set([
   'all_files',
   'all_manifests',
   'all_entries',
+  // Its changelog (the rows its snapshots added and removed).
+  'changes',
 ]);
 
 /** The table a name refers to: an Iceberg metadata table's own table, else the name itself. */

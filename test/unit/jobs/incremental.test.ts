@@ -7,6 +7,8 @@ import { PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.j
 import { Query } from '../../../src/spark/plan/query.js';
 import { stepPlan } from '../../../src/runner/executor.js';
 import { factsOf } from '../../support/facts.js';
+import { fileURLToPath } from 'node:url';
+import { loadJob } from '../../../src/runner/load-job.js';
 import { configIssues, loadConfig } from '../../support/load.js';
 
 const platform = `
@@ -183,5 +185,132 @@ describe('cdc-silver-merge source.read on a Delta bronze table', () => {
     const facts = factsOf(job.plan.steps, { 'read-source-head': [{ head: '9', table_id: 'T1', cdf: null }] });
     expect(job.plan.bind!(facts)).toEqual({ 'source.version': '9' });
     expect(job.plan.steps.find((s) => s.id === 'merge')!.stamp!(facts)).toEqual({ [KEY]: '9', [ID]: 'T1' });
+  });
+});
+
+describe('gold-publish source.read', () => {
+  const gold = (opts: { sql?: string; source?: string; target?: string; catalogs?: string } = {}) => `
+job    { template = "gold-publish", schema-version = 1, name = "acme-daily" }
+tenant { id = "acme", storage-root = "file:///lake/acme" }
+transform { sql = "${opts.sql ?? 'SELECT order_date AS sale_date, customer, sum(amount) AS revenue FROM silver.orders GROUP BY 1, 2'}"${opts.catalogs ?? ''} }
+target { table = "daily_sales", grain = ["sale_date", "customer"], ${opts.target ?? 'mode = replace-range, range-column = "sale_date"'} }
+source { ${opts.source ?? 'table = "silver.orders", date-column = order_date, read = incremental'} }
+`;
+  const SILVER = 'lake.acme_silver.orders';
+
+  it('reads the position, then the dates the changes touch; the check and the publish replace exactly those, and the publish carries the position', async () => {
+    const job = await loadConfig(gold(), { platform });
+    const ids = job.plan.steps.map((s) => s.id);
+    expect(ids.slice(0, 4)).toEqual(['read-position', 'read-source-head', 'read-touched-dates', 'check-source-columns']);
+    expect(ids.slice(-3)).toEqual(['publish', 'record-position', 'read-snapshot']);
+    const byId = (id: string) => job.plan.steps.find((s) => s.id === id)!;
+    // The changes are Iceberg's changelog of the snapshots read; plan shows the bound dates by name.
+    expect(options(stepPlan(byId('read-touched-dates'), { reveal: false }))).toContainEqual(
+      expect.stringContaining('"start-snapshot-id":"<source.from>","end-snapshot-id":"<source.to>"'),
+    );
+    const row = { head: '30', stamps: 1, latest_stamp: '20', consumed: '20', appends: 0, rewrites: 2 };
+    // A MERGE of silver (overwrite snapshots) is read as its changes, not in full.
+    const read = (byId('read-position') as QueryStep<string>).interpret([row]);
+    expect(read.output?.read).toEqual({ source: SILVER, mode: 'incremental', from: '20', to: '30' });
+    const facts = factsOf(job.plan.steps, { 'read-position': [row], 'read-touched-dates': [{ date: '2026-07-05' }, { date: '2026-07-01' }] });
+    expect(job.plan.bind!(facts)).toEqual({ 'source.from': '20', 'source.to': '30', 'gold.dates': '["2026-07-01","2026-07-05"]' });
+    expect(byId('publish').stamp!(facts)).toEqual({ [`read.${SILVER}`]: '30' });
+    const publish = JSON.stringify(stepPlan(byId('publish'), { reveal: true, bound: new Map(Object.entries(job.plan.bind!(facts)) as [string, string][]) }));
+    // Overwrite where sale_date IN (DATE '2026-07-01', DATE '2026-07-05'): literals, as a table format's overwrite by filter needs.
+    expect(publish.match(/"case":"date","value":\d+/g)).toHaveLength(4);
+    // A first run (or source.read = full) recomputes and replaces every date.
+    const first = factsOf(job.plan.steps, { 'read-position': [], 'read-source-head': [{ head: '5' }] });
+    expect(job.plan.bind!(first)).toEqual({ 'source.version': '5', 'gold.dates': '*' });
+    const all = JSON.stringify(stepPlan(byId('publish'), { reveal: true, bound: new Map([['gold.dates', '*']]) }));
+    expect(all).toContain('"case":"boolean","value":true');
+    expect(all).not.toContain('"case":"date"');
+    // A touched date list that is not one is a bug, never a wider overwrite.
+    expect(() => stepPlan(byId('publish'), { reveal: true, bound: new Map([['gold.dates', '["x"]']]) })).toThrow(/not a list of dates/);
+    expect(() => stepPlan(byId('publish'), { reveal: true, bound: new Map() })).toThrow(/no value for gold.dates/);
+  });
+
+  it('the example config is valid and follows its silver table', async () => {
+    const job = await loadJob({
+      configFile: fileURLToPath(new URL('../../../configs/examples/gold-publish.incremental.v1.conf', import.meta.url)),
+      envFile: fileURLToPath(new URL('../../../configs/examples/platform-local.conf', import.meta.url)),
+      overrides: [],
+      env: { LAKEHOUSE_LAKE_HOME: '/lake' },
+      runId: 'test-run',
+    });
+    expect(job.plan.steps.map((s) => s.id)).toContain('read-touched-dates');
+  });
+
+  it('a Delta silver is read through its change data feed, every change type', async () => {
+    const job = await loadConfig(gold({ catalogs: ', catalogs { silver = spark_catalog }' }), { platform });
+    const touched = JSON.stringify(
+      stepPlan(
+        job.plan.steps.find((s) => s.id === 'read-touched-dates')!,
+        { reveal: false },
+      ),
+    );
+    expect(touched).toContain('"readChangeFeed":"<source.feed>"');
+    expect(touched).toContain('update_postimage');
+  });
+
+  it('is refused with its config path: another mode, a range parameter, a table the transform does not read, the target itself', async () => {
+    expect(await configIssues(gold({ target: 'mode = merge' }), { platform })).toEqual([
+      { path: 'source.read', message: expect.stringContaining('needs target.mode = replace-range (not merge)') },
+    ]);
+    expect(
+      await configIssues(gold({ sql: 'SELECT order_date AS sale_date, customer, 1 AS revenue FROM silver.orders WHERE order_date >= :range_start' }), {
+        platform,
+      }),
+    ).toEqual([{ path: 'transform.sql', message: expect.stringContaining('uses :range_start, which source.read leaves unbound') }]);
+    expect(await configIssues(gold({ source: 'table = "silver.customers", date-column = d, read = incremental' }), { platform })).toEqual([
+      { path: 'source.table', message: 'silver.customers is not a table the transform reads (silver.orders)' },
+    ]);
+    expect(await configIssues(gold({ source: 'table = "orders", date-column = d, read = incremental' }), { platform })).toEqual([
+      { path: 'source.table', message: expect.stringContaining('silver.<table> or gold.<table>') },
+    ]);
+    expect(
+      await configIssues(
+        gold({
+          sql: 'SELECT sale_date, customer, revenue FROM gold.daily_sales',
+          source: 'table = "gold.daily_sales", date-column = sale_date, read = incremental',
+        }),
+        { platform },
+      ),
+    ).toEqual([{ path: 'source.table', message: expect.stringContaining('is the target itself') }]);
+  });
+});
+
+describe('the raw vault loaders, source.read', () => {
+  const hub = (sources: string) => `
+job { template = "dv-hub", schema-version = 1, name = "acme-hub" }
+tenant { id = "acme", storage-root = "file:///lake/acme" }
+sources = [ ${sources} ]
+hub { hash-key = "hk_customer", business-key = ["customer"] }
+target { table = "hub_customer" }
+`;
+  const silver = (extra = '') => `{ table = "orders", layer = silver, record-source = "shop.orders", read = incremental${extra} }`;
+
+  it('reads the position first, binds the read to it, and stamps the insert and record-position with it', async () => {
+    const job = await loadConfig(hub(silver()), { platform, logicalDate: '2026-07-01' });
+    const ids = job.plan.steps.map((s) => s.id);
+    expect(ids.slice(0, 2)).toEqual(['read-position', 'read-source-head']);
+    expect(ids.slice(-3)).toEqual(['insert', 'record-position', 'read-snapshot']);
+    const facts = factsOf(job.plan.steps, { 'read-position': [{ head: '30', stamps: 1, latest_stamp: '20', consumed: '20', appends: 1, rewrites: 0 }] });
+    expect(job.plan.bind!(facts)).toEqual({ 'source.from': '20', 'source.to': '30' });
+    for (const id of ['insert', 'record-position'])
+      expect(job.plan.steps.find((s) => s.id === id)!.stamp!(facts)).toEqual({ 'read.lake.acme_silver.orders': '30' });
+  });
+
+  it('is refused for parquet bronze files, with snapshot-date, and for a hub job of several sources', async () => {
+    expect(await configIssues(hub(`{ table = "orders", record-source = "shop.orders", read = incremental }`), { platform })).toEqual([
+      { path: 'sources[0].read', message: expect.stringContaining('parquet files have no commits') },
+    ]);
+    expect(
+      await configIssues(hub(`{ table = "orders", format = iceberg, record-source = "shop.orders", read = incremental, snapshot-date = "2026-07-01" }`), {
+        platform,
+      }),
+    ).toEqual([{ path: 'sources[0].snapshot-date', message: expect.stringContaining('cannot be combined with read') }]);
+    expect(await configIssues(hub(`${silver()}, { table = "crm", layer = silver, record-source = "crm" }`), { platform })).toEqual([
+      { path: 'sources[0].read', message: expect.stringContaining('needs a hub job with one source (this one has 2)') },
+    ]);
   });
 });

@@ -62,6 +62,11 @@ const EXPECTED: Record<string, { inputs: string[]; outputs: string[] }> = {
     inputs: [lake('silver', 'orders', 'lake')],
     outputs: [lake('gold', 'daily_customer_sales', 'lake'), lake('gold', 'daily_customer_sales__quarantine', 'lake')],
   },
+  'configs/examples/gold-publish.incremental.v1.conf': {
+    // The followed table's changelog (`<table>.changes`) is a read of that table, as its metadata tables are.
+    inputs: [lake('silver', 'shop_orders', 'lake')],
+    outputs: [lake('gold', 'daily_shop_sales', 'lake'), lake('gold', 'daily_shop_sales__quarantine', 'lake')],
+  },
   'configs/examples/gold-publish.vault.v1.conf': {
     // The raw vault's hub and satellite (Iceberg) in, a Delta gold table out.
     inputs: [lake('silver', 'hub_order', 'lake'), lake('silver', 'sat_order', 'lake')],

@@ -275,6 +275,10 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
       return false;
     }
 
+    private static boolean isIcebergChangelog(Object sparkTable) {
+      return sparkTable.getClass().getName().equals("org.apache.iceberg.spark.source.SparkChangelogTable");
+    }
+
     private static Map<String, String> stringMap(scala.collection.Map<?, ?> m) {
       Map<String, String> out = new java.util.HashMap<>();
       for (var e : Scala.map(m).entrySet()) out.put(String.valueOf(e.getKey()), String.valueOf(e.getValue()));
@@ -317,7 +321,9 @@ final class TenantBoundary extends AbstractFunction1<LogicalPlan, BoxedUnit> {
       if (catalog != null && id != null) {
         String[] ns = id.namespace();
         // An Iceberg metadata table (`<table>.refs`, `.snapshots` …) of one of the tenant's tables: read only.
-        if (ns.length == 2 && access == Access.READ && isIcebergMetadataTable(r.table())) identity(catalog.name(), new String[] {ns[0]}, ns[1] + "." + id.name(), access);
+        // Its changelog (`<table>.changes`, what an incremental gold-publish reads) is the same: the table's own rows, read only.
+        if (ns.length == 2 && access == Access.READ && (isIcebergMetadataTable(r.table()) || isIcebergChangelog(r.table())))
+          identity(catalog.name(), new String[] {ns[0]}, ns[1] + "." + id.name(), access);
         else identity(catalog.name(), ns, id.name(), access);
         // Its files by its location, as for a session catalog table (an Iceberg table may also reference
         // files elsewhere, which only iceberg-zero-copy-append adopts, from roots the tenant may read).

@@ -266,6 +266,23 @@ tables = [ { layer = silver, table = "events", catalog = "${w.catalog}", compact
     // Maintenance is not an append: a second run finds the one file and leaves one file.
     rerun: { metrics: expect.objectContaining({ filesBefore: 1, filesAfter: 1 }) },
   },
+  {
+    name: 'freshness-check: the age of a REST table’s current snapshot, read through the catalog',
+    template: 'freshness-check',
+    config: (w) => `tables = [ { layer = silver, table = "orders_2025", catalog = "${w.catalog}", max-age = "1 day" } ]`,
+    output: () => ['silver', 'orders_2025'],
+    // It reads; it commits nothing.
+    first: { committed: false },
+    check: (rows, out) => {
+      expect(sorted(rows, 'id')).toEqual([
+        { id: 1, status: 'PAID' },
+        { id: 2, status: 'SHIPPED' },
+      ]);
+      expect(out.metrics.maxAgeSeconds).toBe(86_400);
+      expect(out.metrics.ageSeconds).toBeGreaterThanOrEqual(0);
+      expect(out.metrics.ageSeconds).toBeLessThan(86_400);
+    },
+  },
 ];
 
 /** Run against the REST catalog by their own integration files (they need a JDBC source or Kafka). */
@@ -275,8 +292,8 @@ const ELSEWHERE: Record<string, string> = {
 };
 /** Versions without a catalog of their own to test: parquet bronze only, or migrated into a version run above. */
 const NO_CATALOG = new Set(['jdbc-snapshot-ingest v1', 'cdc-silver-merge v1']);
-/** Not yet run against the REST catalog. */
-const KNOWN_GAPS = new Set<string>();
+/** Not yet run against the REST catalog: reconcile reads a JDBC source, which this file does not start (it reads tables as freshness-check does). */
+const KNOWN_GAPS = new Set<string>(['reconcile v1']);
 
 beforeAll(async () => {
   dir = tempFiles({ 'platform.conf': platform() });

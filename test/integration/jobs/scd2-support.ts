@@ -3,6 +3,7 @@ import { loadJob } from '../../../src/runner/load-job.js';
 import { asLakehouseError } from '../../../src/core/errors.js';
 import { createLogger } from '../../../src/core/logger.js';
 import { executePlan } from '../../../src/runner/executor.js';
+import { commitMetadata } from '../../../src/runner/run.js';
 import type { Step } from '../../../src/jobs/template.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
@@ -49,12 +50,13 @@ export async function load(
   const dir = tempFiles({ 'job.conf': config, 'platform.conf': platformConf(tenant) });
   let session: SparkConnectClient | undefined;
   try {
+    const runId = opts.runId ?? 'it-scd2';
     const job = await loadJob({
       configFile: join(dir, 'job.conf'),
       envFile: join(dir, 'platform.conf'),
       overrides: opts.set ?? [],
       env: {},
-      runId: opts.runId ?? 'it-scd2',
+      runId,
       ...(opts.logicalDate ? { logicalDate: opts.logicalDate } : {}),
     });
     session = await runSession(job.platform, job.tenant);
@@ -63,6 +65,8 @@ export async function load(
       logger: createLogger((process.env.SCD2_LOG as 'info' | undefined) ?? 'warn'),
       tags: ['it-scd2'],
       signal: new AbortController().signal,
+      // The run's commit stamps, as a real run passes them (a CDC merge into Iceberg stamps its batch's fingerprint).
+      stamps: (extra) => commitMetadata(job, runId, opts.logicalDate, extra),
       ...(opts.beforeStep ? { beforeStep: opts.beforeStep } : {}),
     });
     return { code: r.skipped ? 99 : 0, outputs: r.outputs as unknown as Record<string, unknown>[] };

@@ -27,6 +27,30 @@ import { type Facts, type QueryStep, type Step, queryStep } from './steps.js';
  */
 
 /** The `source.read` key of a template that reads an Iceberg table. */
+/**
+ * What a source section with `read` must be (vault and scd2 sources): a table with commits (not
+ * parquet bronze), read whole (not one snapshot-date). `key` names `read` in the messages.
+ */
+export function checkSourceRead(
+  s: { readonly read?: unknown; readonly layer?: string; readonly format?: string; readonly 'snapshot-date'?: unknown },
+  ctx: z.RefinementCtx,
+  key: string,
+): void {
+  if (s.read === undefined) return;
+  if (s.layer === 'bronze' && (s.format ?? 'parquet') === 'parquet')
+    ctx.addIssue({
+      code: 'custom',
+      path: ['read'],
+      message: "reads and records a source table's commits (an iceberg or delta table); parquet files have no commits",
+    });
+  if (s['snapshot-date'] !== undefined)
+    ctx.addIssue({
+      code: 'custom',
+      path: ['snapshot-date'],
+      message: `cannot be combined with ${key}: the run reads every commit, and the rows of other dates would be passed over for good`,
+    });
+}
+
 export const sourceRead = z
   .enum(['full', 'incremental'])
   .optional()

@@ -8,7 +8,7 @@ import { type Expr, alias, col, eq, fn, isNull, lit, not, or, star } from '../..
 import { configExpr } from '../../spark/plan/config-expression.js';
 import { Query } from '../../spark/plan/query.js';
 import type { CatalogRef, Facts, JobContext, JobPlan, Row, Step } from '../template.js';
-import { type IncrementalRead, incrementalRead, sourceRead } from '../incremental.js';
+import { type IncrementalRead, checkSourceRead, incrementalRead, sourceRead } from '../incremental.js';
 import { materializeStep, queryStep } from '../steps.js';
 import { createNamespaceStep, createTable, readCommitStep, tableCatalog } from '../tables.js';
 import { type TableShape, tableShape, tableShapeKeys } from '../table-shape.js';
@@ -118,18 +118,7 @@ const sourceV2 = z
   .strict()
   .describe('The silver table or bronze snapshot the dimension is loaded from')
   .superRefine((s, ctx) => {
-    if (s.read !== undefined && s.layer === 'bronze' && (s.format ?? 'parquet') === 'parquet')
-      ctx.addIssue({
-        code: 'custom',
-        path: ['read'],
-        message: "reads and records a source table's commits (an iceberg or delta table); parquet files have no commits",
-      });
-    if (s.read !== undefined && s['snapshot-date'] !== undefined)
-      ctx.addIssue({
-        code: 'custom',
-        path: ['snapshot-date'],
-        message: 'cannot be combined with source.read: the run reads every commit, and the rows of other dates would be passed over for good',
-      });
+    checkSourceRead(s, ctx, 'source.read');
     if (s.layer === 'silver' && s.format === 'parquet') ctx.addIssue({ code: 'custom', path: ['format'], message: 'silver tables are iceberg or delta' });
     if (s.layer === 'silver' && s['snapshot-date'] !== undefined)
       ctx.addIssue({ code: 'custom', path: ['snapshot-date'], message: 'applies to bronze sources (source.layer = bronze)' });

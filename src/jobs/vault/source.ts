@@ -9,7 +9,7 @@ import { withId } from '../steps.js';
 import { BRONZE_FORMATS, bronzeRef, readBronze } from '../layers/bronze.js';
 import { type SilverRef, silverRef } from '../layers/silver.js';
 import { type RequiredColumn, checkSourceColumns } from '../source-columns.js';
-import { type IncrementalRead, incrementalRead, sourceRead } from '../incremental.js';
+import { type IncrementalRead, checkSourceRead, incrementalRead, sourceRead } from '../incremental.js';
 
 /**
  * Where a raw vault template reads: a table of the tenant's bronze layer (what jdbc-snapshot-ingest
@@ -33,18 +33,7 @@ function checkSource(s: SourceSpec, ctx: z.RefinementCtx): void {
     ctx.addIssue({ code: 'custom', path: ['snapshot-date'], message: 'applies to bronze; silver has no snapshot partitions (filter with where)' });
   if (s.layer === 'bronze' && (s.format ?? 'parquet') === 'parquet' && s.catalog !== undefined)
     ctx.addIssue({ code: 'custom', path: ['catalog'], message: 'applies to iceberg and delta tables; parquet files need no catalog' });
-  if (s.read !== undefined && s.layer === 'bronze' && (s.format ?? 'parquet') === 'parquet')
-    ctx.addIssue({
-      code: 'custom',
-      path: ['read'],
-      message: "reads and records a source table's commits (an iceberg or delta table); parquet files have no commits",
-    });
-  if (s.read !== undefined && s['snapshot-date'] !== undefined)
-    ctx.addIssue({
-      code: 'custom',
-      path: ['snapshot-date'],
-      message: 'cannot be combined with read: the run reads every commit, and the rows of other dates would be passed over for good',
-    });
+  checkSourceRead(s, ctx, 'read');
 }
 
 /** A source section; `what` is its config path in messages, `extra` the template's own keys. */

@@ -203,6 +203,7 @@ const LIMIT_DEFAULTS = {
   'row-growth': 1_000,
   'row-floor': 10_000_000,
   'step-seconds': 3_600,
+  'plan-nodes': 100_000,
 } as const;
 const limitFields = {
   'value-chars': z
@@ -239,6 +240,14 @@ const limitFields = {
     .max(1_000_000_000_000)
     .describe("Rows an operator may always produce, whatever it read (the watchdog's floor); default 10,000,000."),
   'step-seconds': z.number().int().min(1).max(604_800).describe('The watchdog cancels an operation (75) that runs longer than this; default 3600.'),
+  'plan-nodes': z
+    .number()
+    .int()
+    .min(1)
+    .max(100_000_000)
+    .describe(
+      'Plan and expression nodes tenant logic may expand to before the server analyses it (CTE references, grouping sets and repeated expressions counted as what they expand to); default 100,000.',
+    ),
 };
 export const limitsSchema = z
   .object({
@@ -249,6 +258,7 @@ export const limitsSchema = z
     'row-growth': limitFields['row-growth'].default(LIMIT_DEFAULTS['row-growth']),
     'row-floor': limitFields['row-floor'].default(LIMIT_DEFAULTS['row-floor']),
     'step-seconds': limitFields['step-seconds'].default(LIMIT_DEFAULTS['step-seconds']),
+    'plan-nodes': limitFields['plan-nodes'].default(LIMIT_DEFAULTS['plan-nodes']),
   })
   .strict()
   .default(LIMIT_DEFAULTS);

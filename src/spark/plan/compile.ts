@@ -249,6 +249,7 @@ export function compileBindTenantCommand(b: TenantBinding): Plan {
       rowGrowth: BigInt(l['row-growth']),
       rowFloor: BigInt(l['row-floor']),
       stepSeconds: BigInt(l['step-seconds']),
+      planNodes: BigInt(l['plan-nodes']),
     },
   });
   return create(PlanSchema, {

@@ -4,6 +4,7 @@ import { platformSchema } from '../../../src/core/config/platform.js';
 import { ConfigError } from '../../../src/core/errors.js';
 import { tenantContext } from '../../../src/core/tenant.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
+import { rows as arrowRows } from '../../../src/spark/arrow.js';
 import { compileRelationPlan } from '../../../src/spark/plan/compile.js';
 import { tenantPolicyError, wrapTenantLogic } from '../../../src/spark/policy/index.js';
 import { tempFiles } from '../../support/files.js';
@@ -64,6 +65,19 @@ tenants {
   });
 });
 
+/** Tenant logic of the tenant `other`, judged and run in a session bound to it: its rows, or the config's error. */
+async function judged(text: string): Promise<Record<string, unknown>[] | Error> {
+  const session = await runSession(platformSchema.parse({ catalogs: { lake: { format: 'iceberg' } } }), tenantContext(other.id, other.root));
+  try {
+    const r = await session.execute(compileRelationPlan(wrapTenantLogic(testQuery(text.replaceAll('{t}', other.id)).rel, ['transform.sql']), { reveal: true }));
+    return r.table ? arrowRows(r.table) : [];
+  } catch (x) {
+    return tenantPolicyError(x) ?? (x as Error);
+  } finally {
+    await releaseSession(session);
+  }
+}
+
 /** After each case: the shared server answers, and another tenant's run succeeds. */
 async function serverStillServes(): Promise<void> {
   const ping = await runCli(['ping', '--remote', remote()]);
@@ -88,20 +102,77 @@ describe('values and generated rows are bounded before anything runs', () => {
     ['LATERAL range(10^12)', `SELECT count(*) AS n FROM lake.{t}_silver.n, LATERAL range(1000000000000)`, /range\(…\) produces 1000000000000 rows/],
     ['format_string with a gigantic width', `SELECT format_string('%2000000000s', v) AS f FROM lake.{t}_silver.n`, /format_string's width/],
   ])('%s is refused (78)', async (_, text, reason) => {
-    const session = await runSession(platformSchema.parse({ catalogs: { lake: { format: 'iceberg' } } }), tenantContext(other.id, other.root));
-    try {
-      const e = await session
-        .execute(compileRelationPlan(wrapTenantLogic(testQuery(text.replaceAll('{t}', other.id)).rel, ['transform.sql']), { reveal: true }))
-        .then(
-          () => undefined,
-          (x: unknown) => tenantPolicyError(x) ?? x,
-        );
-      expect(e).toBeInstanceOf(ConfigError);
-      expect((e as ConfigError).message).toMatch(reason);
-    } finally {
-      await releaseSession(session);
-    }
+    const e = await judged(text);
+    expect(e).toBeInstanceOf(ConfigError);
+    expect((e as ConfigError).message).toMatch(reason);
   });
+});
+
+/**
+ * What the server's analysis and optimization build from a small text, and what one value, group
+ * or window frame costs, are bounded before analysis starts or before the plan runs. Each of these
+ * (before the bounds) held the shared server's driver in garbage collection until it died, or a
+ * core in one uninterruptible computation: 30 CTEs each reading the one before twice (2^30 nodes
+ * once Spark's analysis check inlines them), CUBE of 26 columns (2^26 grouping sets), a simple CASE
+ * nested 40 deep (its value repeated in each branch), approx_count_distinct at 0.0002 (3.3 million
+ * buffer fields), round to ten million digits (47 s of one core per value), a ten-million-row
+ * sliding frame (rows held outside Spark's memory manager), parentheses 3,000 deep (Spark's parser
+ * overflowed its stack: an internal error, now the tenant's 78).
+ */
+describe('what analysis builds and what a value, group or frame costs are bounded before anything runs', () => {
+  const nested = (depth: number, inner: string, wrap: (x: string) => string) => Array.from({ length: depth }).reduce<string>((x) => wrap(x), inner);
+  const ctes = Array.from({ length: 30 }, (_, i) => `a${i + 1} AS (SELECT * FROM a${i} UNION ALL SELECT * FROM a${i})`).join(', ');
+  const cube = Array.from({ length: 26 }, (_, i) => `c${i}`);
+  const expands = /the logic expands to (\d+|more than 9\.2e18) plan and expression nodes .*limits\.plan-nodes 100000/;
+  it.each([
+    ['CTEs doubling thirty times', `WITH a0 AS (SELECT k FROM lake.{t}_silver.n), ${ctes} SELECT count(*) AS n FROM a30`, expands],
+    [
+      'GROUP BY CUBE of 26 columns',
+      `SELECT count(*) AS n FROM (SELECT ${cube.map((c) => `k % 2 AS ${c}`).join(', ')} FROM lake.{t}_silver.n) GROUP BY CUBE(${cube.join(', ')})`,
+      expands,
+    ],
+    ['a simple CASE nested 40 deep', `SELECT ${nested(40, 'k', (x) => `CASE ${x} WHEN 1 THEN 1 WHEN 2 THEN 2 END`)} AS c FROM lake.{t}_silver.n`, expands],
+    [
+      'approx_count_distinct at a relative error of 0.0002',
+      `SELECT approx_count_distinct(v, 0.0002) AS n FROM lake.{t}_silver.n`,
+      /approx_count_distinct \(line 1, column \d+\).s relative error must be a literal of at least 0\.01 \(it is 2\.0E-4\)/,
+    ],
+    [
+      'round of a double to ten million digits',
+      `SELECT round(CAST(k AS DOUBLE) / 3, 10000000) AS r FROM lake.{t}_silver.n`,
+      /round's scale must be a literal between -400 and 400/,
+    ],
+    [
+      'a ten-million-row sliding frame',
+      `SELECT max(k) OVER (ORDER BY k ROWS BETWEEN 10000000 PRECEDING AND CURRENT ROW) AS m FROM lake.{t}_silver.n`,
+      /a ROWS frame of 10000001 rows/,
+    ],
+    ['parentheses 3,000 deep', `SELECT ${nested(3000, 'k', (x) => `(${x})`)} AS p FROM lake.{t}_silver.n`, /nested too deeply/],
+  ])('%s is refused (78)', async (_, text, reason) => {
+    const e = await judged(text);
+    expect(e, JSON.stringify(e)).toBeInstanceOf(ConfigError);
+    expect((e as ConfigError).exitCode).toBe(78);
+    expect((e as ConfigError).message).toMatch(reason);
+  });
+
+  it('within the bounds the same functions run and return what Spark computes', async () => {
+    const r = await judged(`
+      WITH a AS (SELECT k, v FROM lake.{t}_silver.n)
+      SELECT (SELECT approx_count_distinct(v, 0.01) FROM a) AS approx,
+             (SELECT count(*) FROM a x JOIN a y ON x.k = y.k) AS twice,
+             (SELECT count(*) FROM (SELECT k % 2 AS p, k % 3 AS q FROM a) GROUP BY CUBE(p, q) HAVING p IS NULL AND q IS NULL) AS total,
+             round(2.0D / 3, 4) AS r, bround(2.5D, 0) AS b, ceil(1.21D, 1) AS c,
+             (SELECT sum(s) FROM (SELECT sum(k) OVER (ORDER BY k ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) AS s FROM a WHERE k < 4)) AS sliding,
+             (SELECT max(s) FROM (SELECT sum(k) OVER (ORDER BY k RANGE BETWEEN 1 PRECEDING AND 1 FOLLOWING) AS s FROM a WHERE k < 4)) AS ranged`);
+    expect(r).not.toBeInstanceOf(Error);
+    const [row] = r as Record<string, unknown>[];
+    // 2,000 distinct values within 1 % (three standard errors of 0.01 at most 3 %).
+    expect(Math.abs(Number(row!.approx) - 2000)).toBeLessThan(60);
+    // Sliding sums of 0..3 over the last three rows: 0, 1, 3, 6; range sums over k ± 1: 1, 3, 6, 5.
+    expect({ ...row, approx: undefined }).toEqual({ approx: undefined, twice: 2000n, total: 2000n, r: 0.6667, b: 2, c: '1.3', sliding: 10n, ranged: 6n });
+  });
+
+  it('after them the shared server answers, and another tenant’s run succeeds', serverStillServes);
 });
 
 describe('the watchdog cancels an operation of a bound session while it runs', () => {

@@ -97,9 +97,9 @@ final class PluginMessages {
 
   /** lakehouse.jobs.Limits, by field number (index 0 unused). */
   private static long[] limitValues(ByteString value) {
-    long[] v = new long[8];
+    long[] v = new long[9];
     fields(value, (field, type, in) -> {
-      if (type != VARINT || field < 1 || field > 7) return false;
+      if (type != VARINT || field < 1 || field > 8) return false;
       v[field] = in.readInt64();
       return true;
     });
@@ -107,7 +107,7 @@ final class PluginMessages {
   }
 
   private static TenantBinding.Limits limits(long[] v) {
-    return TenantBinding.Limits.of(v[1], v[2], v[3], v[4], v[5], v[6], v[7]);
+    return TenantBinding.Limits.of(v[1], v[2], v[3], v[4], v[5], v[6], v[7], v[8]);
   }
 
   /** lakehouse.jobs.TenantLogic */

@@ -33,13 +33,16 @@ final class TenantBinding {
   }
 
   /** Limits; a zero or negative value sent is the default. */
-  record Limits(long valueChars, long valueFactor, long collectionElements, long generatedRows, long rowGrowth, long rowFloor, long stepSeconds) {
-    static final Limits DEFAULT = new Limits(1_000_000, 64, 100_000, 10_000_000, 1_000, 10_000_000, 3_600);
+  record Limits(
+      long valueChars, long valueFactor, long collectionElements, long generatedRows, long rowGrowth, long rowFloor, long stepSeconds, long planNodes) {
+    static final Limits DEFAULT = new Limits(1_000_000, 64, 100_000, 10_000_000, 1_000, 10_000_000, 3_600, 100_000);
 
-    static Limits of(long valueChars, long valueFactor, long collectionElements, long generatedRows, long rowGrowth, long rowFloor, long stepSeconds) {
+    static Limits of(
+        long valueChars, long valueFactor, long collectionElements, long generatedRows, long rowGrowth, long rowFloor, long stepSeconds, long planNodes) {
       return new Limits(
           or(valueChars, DEFAULT.valueChars), or(valueFactor, DEFAULT.valueFactor), or(collectionElements, DEFAULT.collectionElements),
-          or(generatedRows, DEFAULT.generatedRows), or(rowGrowth, DEFAULT.rowGrowth), or(rowFloor, DEFAULT.rowFloor), or(stepSeconds, DEFAULT.stepSeconds));
+          or(generatedRows, DEFAULT.generatedRows), or(rowGrowth, DEFAULT.rowGrowth), or(rowFloor, DEFAULT.rowFloor), or(stepSeconds, DEFAULT.stepSeconds),
+          or(planNodes, DEFAULT.planNodes));
     }
 
     private static long or(long v, long d) {

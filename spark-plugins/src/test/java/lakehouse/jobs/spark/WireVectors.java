@@ -56,7 +56,7 @@ public final class WireVectors {
         }
         if (b.limitsSent.length > 0) {
           ObjectNode l = o.putObject("limits");
-          String[] names = {"", "valueChars", "valueFactor", "collectionElements", "generatedRows", "rowGrowth", "rowFloor", "stepSeconds"};
+          String[] names = {"", "valueChars", "valueFactor", "collectionElements", "generatedRows", "rowGrowth", "rowFloor", "stepSeconds", "planNodes"};
           // protobuf's JSON writes an int64 as a string, and leaves zeros out.
           for (int i = 1; i < names.length; i++) if (b.limitsSent[i] != 0) l.put(names[i], Long.toString(b.limitsSent[i]));
         }

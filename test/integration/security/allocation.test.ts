@@ -172,6 +172,19 @@ describe('what analysis builds and what a value, group or frame costs are bounde
     expect({ ...row, approx: undefined }).toEqual({ approx: undefined, twice: 2000n, total: 2000n, r: 0.6667, b: 2, c: '1.3', sliding: 10n, ranged: 6n });
   });
 
+  it('a join side of exploded literal sequences (estimated one row, really 9.6 million of 450 characters) is not broadcast: the query answers', async () => {
+    // Spark estimates a generator's output as its input's size; broadcast, this side filled the
+    // driver's heap and ended the server (before GeneratedSides). Shuffled, it is an ordinary join.
+    const r = await judged(`
+      SELECT count(*) AS n, max(length(concat(a.v, b.pad))) AS l FROM lake.{t}_silver.n a
+      JOIN (SELECT x, concat(CAST(y AS STRING), repeat('x', 450)) AS pad
+            FROM (SELECT explode(sequence(1, 20000)) AS x) CROSS JOIN (SELECT explode(sequence(1, 480)) AS y)) b ON a.k = b.x`);
+    expect(r).not.toBeInstanceOf(Error);
+    // Keys 1..1999 of the table meet 480 rows each; the longest concatenation is v of 1999 (its four
+    // digits 20 times) + '480' + 450 x's.
+    expect(r).toEqual([{ n: 1999n * 480n, l: 80 + 3 + 450 }]);
+  });
+
   it('after them the shared server answers, and another tenant’s run succeeds', serverStillServes);
 });
 

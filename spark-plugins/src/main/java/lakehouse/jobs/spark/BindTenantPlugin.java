@@ -1,8 +1,12 @@
 package lakehouse.jobs.spark;
 
+import java.util.List;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.rules.Rule;
 import org.apache.spark.sql.connect.planner.SparkConnectPlanner;
 import org.apache.spark.sql.connect.plugin.CommandPlugin;
 import org.sparkproject.connect.protobuf.Any;
+import scala.jdk.javaapi.CollectionConverters;
 
 /**
  * A command (`spark.connect.extensions.command.classes`): lakehouse.jobs.BindTenant binds the
@@ -20,9 +24,19 @@ public final class BindTenantPlugin implements CommandPlugin {
     boolean judged = Scala.list(planner.session().sessionState().analyzer().extendedCheckRules()).stream().anyMatch(r -> r instanceof TenantBoundary);
     if (!judged)
       throw TenantPolicyException.refused(
-          "the server does not judge plans against the tenant (add lakehouse.jobs.spark.TenantPolicyExtensions to spark.sql.extensions)", java.util.List.of());
+          "the server does not judge plans against the tenant (add lakehouse.jobs.spark.TenantPolicyExtensions to spark.sql.extensions)", List.of());
     Bindings.bind(planner.sessionHolder().sessionId(), planner.session(), binding);
+    neverBroadcastGenerated(planner.session());
     Watchdog.ensureStarted(planner.session().sparkContext());
     return true;
+  }
+
+  /** The session's last optimizer rule (after subqueries became joins): GeneratedSides. */
+  private static void neverBroadcastGenerated(org.apache.spark.sql.classic.SparkSession session) {
+    var experimental = session.experimental();
+    List<Rule<LogicalPlan>> rules = Scala.list(experimental.extraOptimizations());
+    if (rules.stream().anyMatch(r -> r instanceof GeneratedSides)) return;
+    rules.add(new GeneratedSides());
+    experimental.extraOptimizations_$eq(CollectionConverters.asScala(rules).toSeq());
   }
 }

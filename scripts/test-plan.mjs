@@ -39,7 +39,8 @@ export const NEEDS = {
   'spark-cluster': {
     script: 'scripts/spark-connect',
     install: [['install']],
-    start: ['start', '--cluster'],
+    // With its History Server: the cluster files read their application back from its REST API.
+    start: ['start', '--cluster', '--history'],
     exports: 'SPARK_REMOTE',
     keep: 'LAKEHOUSE_KEEP_SPARK',
     server: 'cluster',
@@ -231,6 +232,8 @@ export const GROUP_PORTS = {
   OBJECT_STORE_PORT: { default: 18333, stride: 2 },
   SCHEMA_REGISTRY_PORT: { default: 18091, stride: 2 },
   SPARK_MASTER_PORT: { default: 7077, stride: 4 },
+  // The cluster's History Server (scripts/spark-connect start --cluster --history).
+  SPARK_HISTORY_PORT: { default: 18080, stride: 2 },
 };
 
 /** The environment of group `k`: its ports and, past the first group, a lake home of its own. */

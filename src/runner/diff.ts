@@ -277,7 +277,15 @@ export async function writeDetail(cmd: Cmd, run: DiffRun): Promise<{ replaces?: 
     return { replaces, rowsReplaced: Number(rows[0]?.rows ?? 0) };
   }
   if (cmd.kind !== 'write' || cmd.path === undefined || cmd.mode !== 'overwrite') return undefined;
-  if (optionText(cmd.options.partitionOverwriteMode) !== 'dynamic' || cmd.partitionBy.length === 0) return { replaces: `every file at ${cmd.path}` };
+  if (optionText(cmd.options.partitionOverwriteMode) !== 'dynamic' || cmd.partitionBy.length === 0) {
+    // A static overwrite replaces the folder whole (parquet bronze's date folder): the rows there now.
+    const replaces = `every file at ${cmd.path}`;
+    const files = Query.read(cmd.format, { paths: [cmd.path] });
+    if (run.stale(files.rel).length) return { replaces };
+    if (!(await pathExists(run, cmd.path))) return { replaces, rowsReplaced: 0 };
+    const { rows } = await run.rows(count(files).rel, { reveal: false });
+    return { replaces, rowsReplaced: Number(rows[0]?.rows ?? 0) };
+  }
   // The partitions the rows fall in: what a dynamic overwrite replaces, and nothing else.
   const values = await run.rows(
     Query.of(cmd.input)

@@ -3,6 +3,7 @@ Usage: read_delta.py <table-path>          rows as JSON lines
        read_delta.py <table-path> history  the latest commit's info as JSON
        read_delta.py --many <path> <path>...  one JSON object: each table's rows by path (one start for many)
        read_delta.py --shape <path> <path>... each table's partition columns and configuration by path
+       read_delta.py --log <path>            one JSON object: every commit of its log (version, operation) and its rows
 A table on the object store (s3a:// or s3://) is read through delta-rs' own S3 client, from
 LAKEHOUSE_S3_ENDPOINT with the key in AWS_ACCESS_KEY_ID / AWS_SECRET_ACCESS_KEY."""
 import json
@@ -32,6 +33,12 @@ if sys.argv[1] == "--shape":
         m = open_table(p).metadata()
         out[p] = {"partitionColumns": list(m.partition_columns), "configuration": dict(m.configuration)}
     print(json.dumps(out, sort_keys=True))
+    sys.stdout.flush()
+    os._exit(0)
+if sys.argv[1] == "--log":
+    t = open_table(sys.argv[2])
+    commits = sorted(({"version": c["version"], "operation": c.get("operation")} for c in t.history()), key=lambda c: c["version"])
+    print(json.dumps({"commits": commits, "rows": t.to_pyarrow_table().to_pylist()}, default=str, sort_keys=True))
     sys.stdout.flush()
     os._exit(0)
 if sys.argv[1] == "--many":

@@ -78,7 +78,11 @@ export function useClusterRemote(set: (remote: string) => void): void {
     } catch {
       running = false;
     }
-    const out = execFileSync('bash', [script, 'start', '--cluster', '--port', port], { stdio: ['ignore', 'pipe', 'inherit'], timeout: 900_000 }).toString();
+    // With its History Server, as the spark-cluster need starts it (scripts/test-plan.mjs).
+    const out = execFileSync('bash', [script, 'start', '--cluster', '--history', '--port', port], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+      timeout: 900_000,
+    }).toString();
     if (!running) started = port;
     set(out.trim().split('\n').pop()!);
   }, 900_000);
@@ -253,6 +257,11 @@ export function deltaShapesWithDeltaRs(paths: readonly string[]): Record<string,
 /** The current snapshot's summary of an Iceberg table, read by PyIceberg. */
 export function icebergSnapshotSummary(namespace: string, table: string, catalog = 'lake'): Record<string, string> {
   return JSON.parse(pyTool('read_iceberg.py', pyIcebergCatalog(catalog), namespace, table, 'summary')) as Record<string, string>;
+}
+
+/** Every commit of a Delta table's log (version, operation), oldest first, and its rows, read by delta-rs in one process. */
+export function deltaLogWithDeltaRs(path: string): { commits: { version: number; operation: string }[]; rows: Record<string, unknown>[] } {
+  return JSON.parse(pyTool('read_delta.py', '--log', deltaPath(path))) as never;
 }
 
 /** The latest commit info of a Delta table, read by delta-rs. */

@@ -464,6 +464,24 @@ export const platformSchema = z
       .default({ allow: [] }),
     lineage: lineageSchema.optional(),
     ledger: ledgerSchema.optional().describe("Append every run's status document to a platform table (off without this key)."),
+    /**
+     * Which log store the platform's Spark servers give Delta for s3:// and s3a:// tables
+     * (docs/object-storage.md, "Delta on S3"): Delta's default `single-driver` makes a commit safe
+     * only against the commits of the same server (JVM); `dynamodb` (S3DynamoDBLogStore on every
+     * server) makes it safe across servers. The runner refuses what would have several servers
+     * commit to one Delta table on S3 under `single-driver`.
+     */
+    delta: z
+      .object({
+        's3-log-store': z
+          .enum(['single-driver', 'dynamodb'])
+          .default('single-driver')
+          .describe(
+            "The log store of the platform's Spark servers for Delta tables on s3:// and s3a://: Delta's default single-driver (commits safe within one server only) or dynamodb (S3DynamoDBLogStore on every server).",
+          ),
+      })
+      .strict()
+      .default({ 's3-log-store': 'single-driver' }),
     limits: limitsSchema.describe("What tenants' logic may allocate and how long its operations may run (tenants.<id>.limits overrides)."),
     /**
      * Table maintenance (the table-maintenance template): no snapshot, removed file or orphan younger
@@ -509,7 +527,7 @@ export type PlatformConfig = z.infer<typeof platformSchema>;
  * tenant's read grant.
  */
 function ledgerProblems(
-  p: Pick<z.infer<typeof platformSchema>, 'catalogs' | 'tenants'>,
+  p: Pick<z.infer<typeof platformSchema>, 'catalogs' | 'tenants' | 'delta'>,
   ledger: LedgerConfig,
 ): { path: (string | number)[]; message: string }[] {
   const out: { path: (string | number)[]; message: string }[] = [];
@@ -517,6 +535,17 @@ function ledgerProblems(
     out.push({
       path: ['ledger', 'catalog'],
       message: `"${ledger.catalog}" is not a catalog of this platform config (catalogs: ${Object.keys(p.catalogs).join(', ')})`,
+    });
+  // Every run appends on its own remote: with tenants on servers of their own, several servers
+  // commit to the ledger, which Delta's single-driver log store on S3 does not make safe (a commit
+  // of one server can replace another's at the same version: a run's row silently lost).
+  const ownServers = Object.entries(p.tenants ?? {})
+    .filter(([, t]) => t.spark)
+    .map(([id]) => id);
+  if (p.catalogs[ledger.catalog]?.format === 'delta' && /^s3a?:\/\//i.test(ledger.location) && ownServers.length && p.delta['s3-log-store'] === 'single-driver')
+    out.push({
+      path: ['ledger', 'catalog'],
+      message: `is a Delta catalog and the ledger is on S3 (${ledger.location}), where Delta's default log store makes a commit safe only against the same Spark server's, and the runs of tenants ${ownServers.join(', ')} append to it from servers of their own: a row could be lost. Put the ledger in an Iceberg catalog, or give every server Delta's DynamoDB log store and set delta.s3-log-store = dynamodb (docs/object-storage.md, "Delta on S3")`,
     });
   const namespace = `${ledger.catalog}.${ledger.table.split('.')[0]}`.toLowerCase();
   for (const [id, t] of Object.entries(p.tenants ?? {})) {

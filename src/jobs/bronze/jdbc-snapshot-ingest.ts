@@ -16,7 +16,10 @@ import {
   bronzeFormatKeys,
   bronzeOutput,
   bronzeRef,
+  bronzeShape,
+  bronzeShapeKeys,
   checkBronzeCatalog,
+  checkBronzePartitionBy,
   readBronze,
   stampBronze,
   writeBronze,
@@ -94,11 +97,14 @@ function checkPartitionBy(t: { 'partition-by': string[] }, ctx: z.RefinementCtx)
 const TARGET = 'The bronze snapshot to write.';
 const targetV1 = targetBase.superRefine(checkPartitionBy).describe(TARGET);
 
-/** v2: the bronze layer may be an Iceberg or Delta table instead of bare parquet. */
+/**
+ * v2: the bronze layer may be an Iceberg or Delta table instead of bare parquet, partitioned and
+ * given properties as silver and gold tables are (docs/table-shape.md), `_snapshot_date` first.
+ */
 const targetV2 = targetBase
-  .extend(bronzeFormatKeys)
+  .extend({ ...bronzeFormatKeys, ...bronzeShapeKeys })
   .superRefine((t, ctx) => {
-    checkPartitionBy(t, ctx);
+    checkBronzePartitionBy(t, ctx);
     checkBronzeCatalog(t, ctx);
   })
   .describe(TARGET);
@@ -298,7 +304,7 @@ function plan(ctx: JobContext, config: JdbcSnapshotIngestSpec): JobPlan {
       probe,
       ...writeBronze(bronze, stamped, {
         snapshotDate: target['snapshot-date'],
-        partitionBy: target['partition-by'],
+        shape: bronzeShape(bronze, target),
         origin,
         configPath: 'target.table',
         ...(source.where !== undefined ? { untrusted: ['source.where'] } : {}),

@@ -9,8 +9,18 @@ import { Query, sqlCommand } from '../../spark/plan/query.js';
 import { sql } from '../../spark/plan/sql.js';
 import type { JobContext, JobPlan, StreamProgress } from '../template.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
-import { createNamespaceStep, bronzeTableProperties } from '../tables.js';
-import { BRONZE_SESSION_CONF, BRONZE_STAMPS, SNAPSHOT_DATE, bronzeOutput, bronzeRef } from '../layers/bronze.js';
+import { createNamespaceStep } from '../tables.js';
+import {
+  BRONZE_SESSION_CONF,
+  BRONZE_STAMPS,
+  SNAPSHOT_DATE,
+  bronzeOutput,
+  bronzeRef,
+  bronzeShape,
+  bronzeShapeKeys,
+  checkBronzePartitionBy,
+  createBronzeTable,
+} from '../layers/bronze.js';
 import { TOPIC_GLOB, type TopicSelection, checkGrant, connectionOptions, subscription, topicChecks } from './kafka-source.js';
 import { type AvroDecoder, avroRecordFields, decodeAvro, readerIssues } from './kafka-avro.js';
 import type { RegisteredSchema } from '../steps.js';
@@ -217,8 +227,10 @@ const target = z
     ),
     format: z.enum(['iceberg', 'delta']).describe('The bronze table format (a streaming sink needs a table: parquet files are not offered).'),
     catalog: catalogName().optional().describe("The platform's catalog (default: its default catalog); it must hold tables of this format."),
+    ...bronzeShapeKeys,
   })
   .strict()
+  .superRefine(checkBronzePartitionBy)
   .describe('The bronze table the records are appended to.');
 
 const v1 = defineVersion(1, { sections: { source, target } });
@@ -370,6 +382,7 @@ function plan(ctx: JobContext, spec: KafkaBronzeIngestSpec): JobPlan {
   const bronze = bronzeRef(ctx, target, 'target');
   if (bronze.kind !== 'table') throw new ConfigError([{ path: 'target.format', message: 'must be iceberg or delta' }]);
   const parts = tableParts(bronze.table);
+  const shape = bronzeShape(bronze, target);
   const checkpoint = checkpointLocation(ctx, target.table);
   const origin = `kafka:${cluster.name}/${'topics' in topics ? topics.topics.join(',') : topics.pattern}`;
   const connection = connectionOptions(cluster);
@@ -431,13 +444,8 @@ function plan(ctx: JobContext, spec: KafkaBronzeIngestSpec): JobPlan {
         table: bronze.table,
         location: bronze.location,
         configPath: 'target.table',
-        create: bronzeRows(empty, spec, stamps)
-          .limit(0)
-          .writeTo(parts, 'create', {
-            provider: target.format,
-            partitionBy: [col(SNAPSHOT_DATE)],
-            properties: bronzeTableProperties(target.format, bronze.location),
-          }),
+        create: createBronzeTable(bronze, bronzeRows(empty, spec, stamps), shape),
+        shape,
       },
       {
         kind: 'compareSchemas',

@@ -4,9 +4,12 @@ import { type TableName, displayTable, tableParts } from '../../core/naming.js';
 import { catalogName } from '../../core/config/validate.js';
 import { alias, col, eq, fn, isIn, lit } from '../../spark/plan/expressions.js';
 import { Query } from '../../spark/plan/query.js';
+import type { Cmd } from '../../spark/plan/commands.js';
 import type { JobContext, OutputReport, Step } from '../template.js';
 import { createNamespaceStep, tableCatalog, bronzeTableProperties } from '../tables.js';
 import { queryStep } from '../steps.js';
+import { type TableShape, parsePartitionField, partitionExpr, partitionText } from '../partition-spec.js';
+import { type TableShapeSpec, tableShape, tableShapeKeys } from '../table-shape.js';
 
 /**
  * The bronze layer's contract (docs/contracts.md): what every bronze row carries and where bronze
@@ -37,6 +40,66 @@ export const bronzeFormatKeys = {
 export function checkBronzeCatalog(s: { format: BronzeFormat; catalog?: string | undefined }, ctx: z.RefinementCtx): void {
   if (s.format === 'parquet' && s.catalog !== undefined)
     ctx.addIssue({ code: 'custom', path: ['catalog'], message: 'applies to iceberg and delta tables; parquet files need no catalog' });
+}
+
+/**
+ * `target.partition-by` and `target.table-properties` of a bronze writer (docs/table-shape.md,
+ * "Bronze"): the keys silver and gold take, with bronze's own rule that `_snapshot_date` is always
+ * the first partition field, so a stamp column cannot be named.
+ */
+export const bronzeShapeKeys = {
+  'partition-by': tableShapeKeys['partition-by'].describe(
+    'Partition fields after _snapshot_date (always first): columns, and for Iceberg tables years(c), months(c), days(c), hours(c), bucket(N, c). Parquet bronze and Delta tables take columns only. An existing table partitioned otherwise is refused (78); see docs/table-shape.md.',
+  ),
+  'table-properties': tableShapeKeys['table-properties'].describe(
+    'Iceberg or Delta table properties from the allow-list of docs/table-shape.md (not for parquet bronze). Set when the table is created; on an existing table a differing one is set by the run (format-version: refused, 78).',
+  ),
+};
+
+/** A refinement of a section holding `partition-by`: no bronze stamp in it (`_snapshot_date` always comes first). */
+export function checkBronzePartitionBy(s: { 'partition-by'?: readonly string[] | undefined }, ctx: z.RefinementCtx): void {
+  (s['partition-by'] ?? []).forEach((text, i) => {
+    const f = parsePartitionField(text);
+    if ('problem' in f || !(BRONZE_STAMPS as readonly string[]).includes(f.column.toLowerCase())) return;
+    ctx.addIssue({ code: 'custom', path: ['partition-by', i], message: `"${text}" names a bronze metadata column (${SNAPSHOT_DATE} always comes first)` });
+  });
+}
+
+/**
+ * The shape a bronze write lays its data out in: `_snapshot_date` first, then the configured fields.
+ * Parquet bronze is folders, `_snapshot_date=<date>/<column>=<value>/`: it takes columns only (a
+ * transform has no folder Spark's file writer makes) and no properties (there is no table to hold
+ * them), 78 at their paths. A table takes the silver and gold rules (tableShape).
+ */
+export function bronzeShape(ref: BronzeRef, spec: TableShapeSpec, section = 'target'): TableShape {
+  const first = { field: { kind: 'identity', column: SNAPSHOT_DATE } as const, path: `${section}.table` };
+  if (ref.kind === 'table') {
+    const shape = tableShape(spec, ref.format, [], section);
+    return Object.freeze({ ...shape, partitionBy: Object.freeze([first, ...shape.partitionBy]) });
+  }
+  const issues: { path: string; message: string }[] = [];
+  const fields = (spec['partition-by'] ?? []).map((text, i) => {
+    const field = parsePartitionField(text);
+    if ('problem' in field) throw new Error(`unchecked partition field ${text}`); // the schema refused it
+    if (field.kind !== 'identity')
+      issues.push({
+        path: `${section}.partition-by[${i}]`,
+        message: `${partitionText(field)} is a partition transform, and parquet bronze is laid out in folders per value of a column (${SNAPSHOT_DATE}=<date>/<column>=<value>/): partition by a column, or write a table (format = iceberg takes transforms)`,
+      });
+    return { field, path: `${section}.partition-by[${i}]` };
+  });
+  for (const key of Object.keys(spec['table-properties'] ?? {}))
+    issues.push({
+      path: `${section}.table-properties.${key}`,
+      message: 'is a table property, and parquet bronze is files with no table to hold it: write a table (format = iceberg or delta) to set properties',
+    });
+  if (issues.length) throw new ConfigError(issues);
+  return Object.freeze({
+    partitionBy: Object.freeze([first, ...fields]),
+    partitionByConfigured: spec['partition-by'] !== undefined,
+    properties: Object.freeze({}),
+    propertiesPath: `${section}.table-properties`,
+  });
 }
 
 export type BronzeRef =
@@ -79,34 +142,43 @@ export function stampBronze(rows: Query, s: { tenant: string; origin: string; sn
 }
 
 /**
- * The steps that replace one snapshot date of bronze with `stamped` (rows carrying the stamps):
- * a rerun of the date leaves no duplicates and other dates untouched.
+ * The steps that replace one snapshot date of bronze with `stamped` (rows carrying the stamps), laid
+ * out in `shape` (bronzeShape): a rerun of the date leaves no duplicates and other dates untouched.
  */
 export function writeBronze(
   ref: BronzeRef,
   stamped: Query,
-  w: { snapshotDate: string; partitionBy: readonly string[]; origin: string; configPath: string; untrusted?: readonly string[] },
+  w: { snapshotDate: string; shape: TableShape; origin: string; configPath: string; untrusted?: readonly string[] },
 ): Step[] {
   const date = lit({ date: w.snapshotDate });
   // Steps whose plan carries the tenant's logic (e.g. source.where) are checked by the tenant policy.
   const untrusted = w.untrusted?.length ? { untrusted: w.untrusted } : {};
-  if (ref.kind === 'files')
-    return [
-      filesOnly(ref),
-      {
-        kind: 'command',
-        id: 'write-snapshot',
-        ...untrusted,
-        title: `Write the ${w.snapshotDate} snapshot of ${w.origin} to ${ref.location}`,
-        // Overwrite with dynamic partition overwrite replaces only the partitions this write
-        // produces (this snapshot date), so a rerun leaves no duplicates and other dates untouched.
-        command: stamped.writeFiles(ref.location, 'parquet', {
-          mode: 'overwrite',
-          partitionBy: [SNAPSHOT_DATE, ...w.partitionBy],
-          options: { partitionOverwriteMode: 'dynamic' },
-        }),
-      },
-    ];
+  if (ref.kind === 'files') {
+    const columns = w.shape.partitionBy.map((f) => f.field.column).filter((c) => c !== SNAPSHOT_DATE);
+    const write: Step = {
+      kind: 'command',
+      id: 'write-snapshot',
+      ...untrusted,
+      title: `Write the ${w.snapshotDate} snapshot of ${w.origin} to ${ref.location}`,
+      command: columns.length
+        ? // The date's folder replaced whole, its column folders in it: a dynamic overwrite would
+          // replace only the (date, value) folders this write produces, and leave a value the source
+          // no longer has in the date. The date comes back as a column from its folder's name.
+          stamped.drop(SNAPSHOT_DATE).writeFiles(`${ref.location}/${SNAPSHOT_DATE}=${w.snapshotDate}`, 'parquet', {
+            mode: 'overwrite',
+            partitionBy: columns,
+            options: { partitionOverwriteMode: 'static' },
+          })
+        : // Overwrite with dynamic partition overwrite replaces only the partitions this write
+          // produces (this snapshot date), so a rerun leaves no duplicates and other dates untouched.
+          stamped.writeFiles(ref.location, 'parquet', {
+            mode: 'overwrite',
+            partitionBy: [SNAPSHOT_DATE],
+            options: { partitionOverwriteMode: 'dynamic' },
+          }),
+    };
+    return [filesOnly(ref), write];
+  }
   const parts = tableParts(ref.table);
   return [
     createNamespaceStep(ref.table),
@@ -118,11 +190,8 @@ export function writeBronze(
       table: ref.table,
       location: ref.location,
       configPath: w.configPath,
-      create: stamped.limit(0).writeTo(parts, 'create', {
-        provider: ref.format,
-        partitionBy: [col(SNAPSHOT_DATE), ...w.partitionBy.map((c) => col(c))],
-        properties: bronzeTableProperties(ref.format, ref.location),
-      }),
+      create: createBronzeTable(ref, stamped, w.shape),
+      shape: w.shape,
     },
     {
       kind: 'command',
@@ -133,6 +202,18 @@ export function writeBronze(
       command: stamped.writeTo(parts, 'overwrite', { overwriteCondition: eq(col(SNAPSHOT_DATE), date) }),
     },
   ];
+}
+
+/**
+ * The create of a bronze table from `rows`' columns (no rows): partitioned by `shape` (its first
+ * field `_snapshot_date`), bronze's default properties under the configured ones, at the layout's location.
+ */
+export function createBronzeTable(ref: Extract<BronzeRef, { kind: 'table' }>, rows: Query, shape: TableShape): Cmd {
+  return rows.limit(0).writeTo(tableParts(ref.table), 'create', {
+    provider: ref.format,
+    partitionBy: shape.partitionBy.map((f) => partitionExpr(f.field)),
+    properties: { ...bronzeTableProperties(ref.format, ref.location), ...shape.properties, location: ref.location },
+  });
 }
 
 export interface BronzeRead {

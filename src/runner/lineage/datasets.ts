@@ -83,12 +83,18 @@ function touchDatasets(t: Touch, role: 'read' | 'write', naming: NamingContext):
         return jdbc ? [jdbc] : [];
       }
       if (t.format === 'kafka') return kafka(t.options, naming, role === 'read' ? 'subscribe' : 'topic');
-      // Partitions read under a base path are one dataset: the directory the table's files live in.
+      // Partitions read under a base path are one dataset: the directory the table's files live in;
+      // so is a partition's folder written whole (parquet bronze's `<table>/_snapshot_date=<date>`).
       const base = role === 'read' ? plain(t.options.basePath) : undefined;
       const fields = t.schema ? ddlFields(t.schema) : undefined;
-      return (base !== undefined ? [base] : t.paths).map((p) => pathDataset(p, t.format, fields));
+      return (base !== undefined ? [base] : role === 'write' ? t.paths.map(partitionedRoot) : t.paths).map((p) => pathDataset(p, t.format, fields));
     }
   }
+}
+
+/** The folder a Hive-style partition folder (`…/<column>=<value>`, nested or not) belongs to. */
+function partitionedRoot(path: string): string {
+  return path.replace(/(\/[A-Za-z_][A-Za-z0-9_]*=[^/]*)+\/?$/, '');
 }
 
 /** A string option; a secret (never a name) or a missing one is `undefined`. */

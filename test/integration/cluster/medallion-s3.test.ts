@@ -12,6 +12,7 @@ import {
   freshTenant,
   objectsUnder,
   queryWithDuckDb,
+  deltaLogWithDeltaRs,
   readDeltaWithDeltaRs,
   readIcebergWithPyIceberg,
   repoRoot,
@@ -30,7 +31,8 @@ needs('spark-install', 'iceberg-rest', 'object-store', 'py-tools');
  * and the project's plugins shipped to them). jdbc → cdc → scd2 → vault → gold → maintenance →
  * zero-copy for the quickstart's two days; every result is read back over S3 by PyIceberg, delta-rs
  * or DuckDB, never by our client. The platform names the tenant's root `s3://…`, the job configs
- * `s3a://…`: one root.
+ * `s3a://…`: one root. The cluster runs the History Server (--history): a run's jobs and SQL
+ * executions are read back from its REST API.
  */
 
 const tenant = freshTenant('s3');
@@ -38,6 +40,8 @@ const ns = (layer: string) => `${tenant.id}_${layer}`;
 const DAYS = ['2026-07-05', '2026-07-06'] as const;
 let remote = '';
 let dir = '';
+/** The run id of the second test's gold-publish run, whose jobs the History Server must show. */
+const GOLD_RUN = `it-gold-${Date.now()}`;
 useClusterRemote((r) => (remote = r));
 
 const header = (template: string, version = 1) =>
@@ -50,6 +54,9 @@ tenants { ${tenant.id} { storage-roots = ["${tenant.root.replace(/^s3a:/, 's3:')
 maintenance { retention-floor-hours = 0 }`,
   'ingest.conf': `${header('jdbc-snapshot-ingest')}source { table = "orders_cdc", url = "jdbc:sqlite:${db}", driver = "org.sqlite.JDBC" }
 target { table = "orders_cdc", snapshot-date = "${DAYS[0]}" }`,
+  // Delta bronze on S3, written by runs at once through the one Connect server.
+  'delta-bronze.conf': `${header('jdbc-snapshot-ingest', 2)}source { table = "orders_cdc", url = "jdbc:sqlite:${db}", driver = "org.sqlite.JDBC" }
+target { table = "orders_delta", snapshot-date = "2026-07-01", format = delta, catalog = "spark_catalog" }`,
   'merge.conf': `${header('cdc-silver-merge')}source { table = "orders_cdc", where = "_snapshot_date = '${DAYS[0]}'" }
 cdc { primary-key = ["id"], sequence-by = "ts", op-column = "op", delete-values = ["d"] }
 target { table = "orders", catalog = "lake" }`,
@@ -107,6 +114,24 @@ const EXPECTED = [
 ];
 const parquetUnder = (uri: string) => objectsUnder(uri).filter((o) => o.path.endsWith('.parquet'));
 
+/** GET a History Server REST path (under /api/v1), as JSON. */
+async function api(base: string, path: string): Promise<unknown> {
+  const r = await fetch(`${base}/api/v1${path}`);
+  if (!r.ok) throw new Error(`${base}/api/v1${path}: ${r.status} ${await r.text()}`);
+  return r.json();
+}
+
+/** The first value `probe` gives within `ms`, asked every second. */
+async function until<T>(ms: number, probe: () => Promise<T | undefined | 0 | false>): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const v = await probe().catch(() => undefined);
+    if (v) return v;
+    if (Date.now() > deadline) throw new Error(`not there after ${ms / 1000} s`);
+    await new Promise((r) => setTimeout(r, 1000));
+  }
+}
+
 beforeAll(() => {
   dir = tempFiles({});
   for (const [name, text] of Object.entries(configs(join(dir, 'sources/shop.db')))) writeFileSync(join(dir, name), text);
@@ -150,7 +175,7 @@ describe('the medallion chain on S3 through the standalone cluster', () => {
     expect(objectsUnder(`${tenant.root}/silver/orders_rest/metadata`).some((o) => o.path.endsWith('.metadata.json'))).toBe(true);
     expect((await ok('scd2.conf')).outputs[0]).toMatchObject({ table: `lake.${ns('gold')}.dim_order_status`, format: 'iceberg' });
     expect(byId(readIcebergWithPyIceberg(ns('gold'), 'dim_order_status').filter((r) => r._scd_current === true))).toEqual(EXPECTED);
-    expect((await ok('gold.conf', ['--logical-date', DAYS[1]])).outputs[0]).toMatchObject({
+    expect((await ok('gold.conf', ['--logical-date', DAYS[1], '--run-id', GOLD_RUN])).outputs[0]).toMatchObject({
       table: `spark_catalog.${ns('gold')}.orders_current`,
       format: 'delta',
     });
@@ -207,6 +232,54 @@ describe('the medallion chain on S3 through the standalone cluster', () => {
     expect(refused.status.error.message).toContain('outside its location');
     expect(parquetUnder(`${tenant.root}/silver/orders_2025`)).toEqual(shared);
   }, 900_000);
+  it('Delta on S3 through one Connect server: runs at once commit one after the other or exit 75, never losing a commit (delta-rs reads the log)', async () => {
+    // Delta's S3 log store makes a commit safe against the other commits of its own JVM (docs/object-storage.md):
+    // three runs at once, two of them replacing the same date, through the one server.
+    const rows = QUICKSTART_ORDERS[DAYS[1]].length; // the source holds the second day's events since the first test
+    const path = `${tenant.root}/bronze/orders_delta`;
+    await ok('delta-bronze.conf');
+    const before = deltaLogWithDeltaRs(path).commits.length;
+    const dates = ['2026-07-02', '2026-07-03', '2026-07-02'];
+    const runs = await Promise.all(
+      dates.map((d) => runJob(join(dir, 'delta-bronze.conf'), join(dir, 'platform.conf'), ['--set', `target.snapshot-date=${d}`], remote)),
+    );
+    for (const r of runs) expect([0, 75], r.stderr).toContain(r.code);
+    const log = deltaLogWithDeltaRs(path);
+    // One commit per run that succeeded, versions without a gap: no commit was overwritten by another.
+    expect(log.commits.length - before).toBe(runs.filter((r) => r.code === 0).length);
+    expect(log.commits.map((c) => c.version)).toEqual(log.commits.map((_, i) => i));
+    // Each date holds its snapshot once: a date whose every run exited 75 holds nothing, and a 75 is retryable.
+    const succeeded = new Set(['2026-07-01', ...dates.filter((_, i) => runs[i]!.code === 0)]);
+    const perDate: Record<string, number> = {};
+    for (const r of log.rows) perDate[String(r._snapshot_date)] = (perDate[String(r._snapshot_date)] ?? 0) + 1;
+    expect(perDate).toEqual(Object.fromEntries([...succeeded].sort().map((d) => [d, rows])));
+    for (const r of runs.filter((x) => x.code === 75)) expect(r.status.error.retryable).toBe(true);
+  }, 900_000);
+
+  it('the History Server shows the server’s application while it runs, with a run’s Spark jobs (by its tag) and their SQL executions', async () => {
+    const port = /:(\d+)/.exec(remote)![1]!;
+    const history = execFileSync('bash', [join(repoRoot, 'scripts/spark-connect'), 'history-url', '--port', port])
+      .toString()
+      .trim();
+    // The gold-publish run of the second test: its jobs carry its run's tag.
+    const tag = `lakehouse-jobs_${GOLD_RUN}`;
+    // The History Server scans the event log folder every 5 s: wait for the run's jobs to be there.
+    const found = await until(120_000, async () => {
+      const apps = (await api(history, '/applications')) as { id: string; name: string; attempts: { completed: boolean }[] }[];
+      const app = apps.find((a) => a.name === `lakehouse-jobs Spark Connect :${port}`);
+      if (!app) return undefined;
+      const jobs = (await api(history, `/applications/${app.id}/jobs`)) as { jobId: number; status: string; jobTags?: string[] }[];
+      const mine = jobs.filter((j) => (j.jobTags ?? []).some((t) => t.includes(tag)));
+      return mine.length && mine.every((j) => j.status !== 'RUNNING') ? { app, mine } : undefined;
+    });
+    // The Connect server runs on: its application is listed as it runs, not only once it ends.
+    expect(found.app.attempts[0]!.completed).toBe(false);
+    expect(found.mine.map((j) => j.status)).toEqual(found.mine.map(() => 'SUCCEEDED'));
+    const executions = (await api(history, `/applications/${found.app.id}/sql?details=false&length=100000`)) as { id: number; successJobIds: number[] }[];
+    const ids = new Set(found.mine.map((j) => j.jobId));
+    expect(executions.filter((e) => e.successJobIds.some((j) => ids.has(j))).length).toBeGreaterThan(0);
+  }, 600_000);
+
   it('ran on a master and two workers: the server’s executors on both, each given the stack’s jars and the project’s plugins', () => {
     // The workers' folders (scripts/spark-connect start --cluster): one executor of this server each.
     const port = /:(\d+)/.exec(remote)![1];

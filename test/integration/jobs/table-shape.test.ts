@@ -1,14 +1,18 @@
+import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileRelationPlan } from '../../../src/spark/plan/compile.js';
 import { tempFiles } from '../../support/files.js';
+import { createTopic, kafkaBootstrap, produce } from '../../support/kafka.js';
 import { needs } from '../../support/needs.js';
 import { testQuery } from '../../support/sql.js';
 import {
   connect,
   deltaShapesWithDeltaRs,
+  readDeltaTablesWithDeltaRs,
+  readIcebergTablesWithPyIceberg,
   freshTenant,
   icebergShapesWithPyIceberg,
   icebergSnapshotSummary,
@@ -17,7 +21,7 @@ import {
   runJob,
 } from '../../support/stack.js';
 
-needs('spark', 'py-tools');
+needs('spark', 'kafka', 'py-tools');
 
 /**
  * target.partition-by and target.table-properties on the real server (docs/table-shape.md): each
@@ -26,8 +30,9 @@ needs('spark', 'py-tools');
  * back from the tables' own metadata by PyIceberg (spec, properties) and delta-rs (partition
  * columns, configuration), never by Spark. Then an existing table: `diff` predicts the property the
  * run sets, the run sets it (read back), and a configured spec the table does not have is 78 naming
- * both, nothing written. The refusals that need no server are unit tests
- * (test/unit/jobs/table-shape.test.ts).
+ * both, nothing written. The bronze templates (jdbc-snapshot-ingest from a SQLite file,
+ * kafka-bronze-ingest from the real broker) the same way, `_snapshot_date` first. The refusals that
+ * need no server are unit tests (test/unit/jobs/table-shape.test.ts, jdbc-snapshot-ingest.test.ts).
  */
 vi.setConfig({ testTimeout: 1_800_000 });
 
@@ -188,7 +193,9 @@ beforeAll(async () => {
   client = connect();
   dir = tempFiles({
     'platform.conf': `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }
-tenants { ${tenant.id} { storage-roots = ["${tenant.root}"] } }`,
+tenants { ${tenant.id} { storage-roots = ["${tenant.root}"] } }
+jdbc { inline-urls = allow }
+kafka.clusters.local { bootstrap-servers = "${kafkaBootstrap()}", tenants { ${tenant.id} { topic-prefixes = ["${tenant.id}."] } } }`,
   });
   // The test's own reads see every commit: Iceberg's catalog would serve a table cached up to 30 s.
   await client.config.set({ 'spark.sql.catalog.lake.cache-enabled': 'false' });
@@ -289,6 +296,105 @@ describe('an existing table', () => {
       }
       expect(snapshot()).toBe(before);
     }
+  });
+});
+
+describe('the bronze templates: _snapshot_date first, then the configured fields', () => {
+  const topic = `${tenant.id}.shape-events`;
+  const db = () => join(dir, 'shop.db');
+  const jdbc = (table: string, format: Format, target: string) => `${head('jdbc-snapshot-ingest', 2, table)}
+source { table = "orders", url = "jdbc:sqlite:${db()}", driver = "org.sqlite.JDBC" }
+target { table = "${table}", snapshot-date = "2026-07-05", format = ${format}, catalog = "${catalogOf(format)}", ${target} }`;
+  const kafka = (table: string, format: Format, target: string) => `${head('kafka-bronze-ingest', 1, table)}
+source { topics = ["${topic}"] }
+target { table = "${table}", format = ${format}, catalog = "${catalogOf(format)}", ${target} }`;
+  const BRONZE = [
+    {
+      table: 'jdbc_iceberg',
+      format: 'iceberg',
+      config: jdbc,
+      target: `partition-by = ["bucket(4, id)", "status"], table-properties { write.merge.mode = merge-on-read, format-version = 2 }`,
+      spec: ['_snapshot_date identity', 'id bucket[4]', 'status identity'],
+      props: { 'write.merge.mode': 'merge-on-read' },
+    },
+    {
+      table: 'jdbc_delta',
+      format: 'delta',
+      config: jdbc,
+      target: `partition-by = ["status"], table-properties { delta.dataSkippingNumIndexedCols = 8 }`,
+      spec: ['_snapshot_date', 'status'],
+      // The change data feed incremental readers need stays on beside the configured property.
+      props: { 'delta.dataSkippingNumIndexedCols': '8', 'delta.enableChangeDataFeed': 'true' },
+    },
+    {
+      table: 'kafka_iceberg',
+      format: 'iceberg',
+      config: kafka,
+      target: `partition-by = ["_kafka_topic", "hours(_kafka_timestamp)"], table-properties { write.distribution-mode = none }`,
+      spec: ['_snapshot_date identity', '_kafka_topic identity', '_kafka_timestamp hour'],
+      props: { 'write.distribution-mode': 'none' },
+    },
+    {
+      table: 'kafka_delta',
+      format: 'delta',
+      config: kafka,
+      target: `partition-by = ["_kafka_partition"], table-properties { delta.checkpointInterval = 3 }`,
+      spec: ['_snapshot_date', '_kafka_partition'],
+      props: { 'delta.checkpointInterval': '3', 'delta.enableChangeDataFeed': 'true' },
+    },
+  ] as const;
+  const write = (b: (typeof BRONZE)[number], target: string = b.target) => {
+    const file = join(dir, `${b.table}-${Math.random().toString(36).slice(2, 8)}.conf`);
+    writeFileSync(file, b.config(b.table, b.format, target));
+    return file;
+  };
+
+  it('jdbc-snapshot-ingest and kafka-bronze-ingest create Iceberg and Delta bronze in the configured shape; PyIceberg and delta-rs read spec, properties and rows', async () => {
+    execFileSync('python3', [
+      '-c',
+      `import sqlite3, sys\ndb = sqlite3.connect(sys.argv[1])\ndb.execute("CREATE TABLE orders (id INTEGER, status TEXT)")\ndb.executemany("INSERT INTO orders VALUES (?, ?)", [(1, "NEW"), (2, "PAID"), (3, "NEW")])\ndb.commit()`,
+      db(),
+    ]);
+    createTopic(topic, 2);
+    produce(topic, [
+      { key: 'a', partition: 0, value: { n: 1 } },
+      { key: 'b', partition: 1, value: { n: 2 } },
+    ]);
+    for (const b of BRONZE) {
+      const r = await run(write(b));
+      expect(r.code, `${b.table}\n${r.stderr}`).toBe(0);
+    }
+    const ns = `${tenant.id}_bronze`;
+    const ice = icebergShapesWithPyIceberg(ns, ['jdbc_iceberg', 'kafka_iceberg']);
+    const iceRows = readIcebergTablesWithPyIceberg(ns, ['jdbc_iceberg', 'kafka_iceberg']);
+    const deltaPaths = ['jdbc_delta', 'kafka_delta'].map((t) => `${tenant.root}/bronze/${t}`);
+    const delta = deltaShapesWithDeltaRs(deltaPaths);
+    const deltaRows = readDeltaTablesWithDeltaRs(deltaPaths);
+    const found: Record<string, unknown> = {};
+    const wanted: Record<string, unknown> = {};
+    for (const b of BRONZE) {
+      const rows = b.format === 'iceberg' ? iceRows[b.table]! : deltaRows[`${tenant.root}/bronze/${b.table}`]!;
+      if (b.format === 'iceberg') {
+        const shape = ice[b.table]!;
+        found[b.table] = { spec: shape.spec.map((f) => `${f.column} ${f.transform}`), props: pick(shape.properties, b.props), rows: rows.length };
+      } else {
+        const shape = delta[`${tenant.root}/bronze/${b.table}`]!;
+        found[b.table] = { spec: shape.partitionColumns, props: pick(shape.configuration, b.props), rows: rows.length };
+      }
+      wanted[b.table] = { spec: [...b.spec], props: b.props, rows: b.config === jdbc ? 3 : 2 };
+    }
+    expect(found).toEqual(wanted);
+  });
+
+  it('an existing bronze table partitioned otherwise is 78 naming both specs, nothing written', async () => {
+    const b = BRONZE[0];
+    const before = icebergSnapshotSummary(`${tenant.id}_bronze`, b.table).snapshot_id;
+    const r = await run(write(b, `partition-by = ["status"]`));
+    expect(r.code, r.stderr).toBe(78);
+    expect(r.stderr).toContain(
+      `target.partition-by: table lake.${tenant.id}_bronze.${b.table} exists partitioned by [_snapshot_date, bucket(4, id), status], not by [_snapshot_date, status]`,
+    );
+    expect(icebergSnapshotSummary(`${tenant.id}_bronze`, b.table).snapshot_id).toBe(before);
   });
 });
 

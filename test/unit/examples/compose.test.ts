@@ -29,8 +29,8 @@ const spark = compose.services['spark-connect']!;
 const jars = compose.services['spark-jars']!;
 /** Compose turns `$$` into `$` before the shell sees it. */
 const script = (s: Service) => s.command![2]!.replaceAll('$$', '$');
-// The compose stack is the cluster: the local stack's settings, then its cluster settings.
-const stackConf = readFileSync(join(repo, 'scripts/stack/spark-connect.conf'), 'utf8') + readFileSync(join(repo, 'scripts/stack/spark-cluster.conf'), 'utf8');
+// The compose stack is the cluster with its History Server: the local stack's settings, then its cluster's and the event log's.
+const stackConf = ['spark-connect.conf', 'spark-cluster.conf', 'spark-history.conf'].map((f) => readFileSync(join(repo, 'scripts/stack', f), 'utf8')).join('');
 const versions = readFileSync(join(repo, 'scripts/stack/versions.env'), 'utf8');
 
 function settings(text: string): Map<string, string> {

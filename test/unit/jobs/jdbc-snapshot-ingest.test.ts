@@ -6,6 +6,7 @@ import { loadJob } from '../../../src/runner/load-job.js';
 import { describeUrl } from '../../../src/jobs/bronze/jdbc-snapshot-ingest.js';
 import type { Step } from '../../../src/jobs/template.js';
 import { compileCommandPlan, compileRelationPlan } from '../../../src/spark/plan/compile.js';
+import { formatExpr } from '../../../src/spark/plan/format.js';
 import { PlanSchema } from '../../../src/spark/proto/gen/spark/connect/base_pb.js';
 import { tempFiles } from '../../support/files.js';
 import { configIssues, loadConfig } from '../../support/load.js';
@@ -259,8 +260,8 @@ tenants { acme { storage-roots = ["file:///lake/acme"] }, globex { storage-roots
 });
 
 describe('jdbc-snapshot-ingest v1 plans', () => {
-  it('reads through JDBC, stamps, and overwrites only its snapshot date, partitioned', async () => {
-    const job = await load(valid.replace('partition-by = []', 'partition-by = ["region"]'), { env: { SHOP_PW: PASSWORD } });
+  it('reads through JDBC, stamps, and overwrites only its snapshot date', async () => {
+    const job = await load(valid, { env: { SHOP_PW: PASSWORD } });
     const [probe, write, count] = planned(job).map((s) => compile(s, false));
     expect(probe).toContain('"format":"jdbc"');
     expect(probe).toContain('"dbtable":"public.orders"');
@@ -269,13 +270,26 @@ describe('jdbc-snapshot-ingest v1 plans', () => {
     expect(write).toContain('"mode":"SAVE_MODE_OVERWRITE"');
     // Without dynamic partition overwrite, mode overwrite would delete every other snapshot date.
     expect(write).toContain('"options":{"partitionOverwriteMode":"dynamic"}');
-    expect(write).toContain('"partitioningColumns":["_snapshot_date","region"]');
+    expect(write).toContain('"partitioningColumns":["_snapshot_date"]');
     expect(write).toContain('"name":["_lake_tenant"]');
     expect(write).toContain('"string":"db.example:5432/shop/public.orders"');
     expect(write).toContain('"functionName":"current_timestamp"');
     expect(write).toContain('"date":20639'); // 2026-07-05 in days since the epoch
     expect(count).toContain('"paths":["file:///lake/acme/bronze/orders"]');
     expect(count).toContain('"date":20639');
+  });
+
+  it('with partition-by, replaces the date folder whole, its column folders in it', async () => {
+    const job = await load(valid.replace('partition-by = []', 'partition-by = ["region"]'), { env: { SHOP_PW: PASSWORD } });
+    const write = compile(step(job, 'write-snapshot'), false);
+    // A dynamic overwrite would replace only the (date, region) folders written, and leave a region
+    // the source no longer has in the date: the date's folder is overwritten instead, statically.
+    expect(write).toContain('"path":"file:///lake/acme/bronze/orders/_snapshot_date=2026-07-05"');
+    expect(write).toContain('"mode":"SAVE_MODE_OVERWRITE"');
+    expect(write).toContain('"options":{"partitionOverwriteMode":"static"}');
+    expect(write).toContain('"partitioningColumns":["region"]');
+    // The date is the folder's name, not a column of the files.
+    expect(write).toContain('"columnNames":["_snapshot_date"]');
   });
 
   it('sends where as plan expression nodes and query as the JDBC query option, never building SQL', async () => {
@@ -388,6 +402,62 @@ tenants.acme { storage-roots = ["file:///lake/acme"], secrets.env = ["SHOP_PW"] 
     expect(write).toContain('"tableName":"`lake`.`acme_bronze`.`orders`"');
     expect(write).toContain('"mode":"MODE_OVERWRITE"');
     expect(write).toContain('"overwriteCondition"');
+  });
+
+  it('creates the table partitioned by _snapshot_date, then the configured fields, with bronze properties under the configured ones', async () => {
+    const create = (job: Awaited<ReturnType<typeof load>>) => {
+      const s = job.plan.steps.find((x) => x.id === 'create-table');
+      if (s?.kind !== 'ensureTable' || s.create.kind !== 'writeV2') throw new Error('no create-table step');
+      return { step: s, create: s.create };
+    };
+    const ice = create(
+      await load(v2('format = iceberg, partition-by = ["days(updated_at)", "bucket(8, id)"], table-properties { write.merge.mode = merge-on-read }'), {
+        platform: catalogs,
+      }),
+    );
+    expect(ice.create.partitionBy.map(formatExpr)).toEqual(['_snapshot_date', 'days(updated_at)', 'bucket(8, id)']);
+    expect(ice.create.properties).toEqual({ location: 'file:///lake/acme/bronze/orders', 'format-version': '2', 'write.merge.mode': 'merge-on-read' });
+    expect(ice.step.shape?.partitionByConfigured).toBe(true);
+    expect(ice.step.shape?.properties).toEqual({ 'write.merge.mode': 'merge-on-read' });
+    const delta = create(
+      await load(v2('format = delta, catalog = "spark_catalog", partition-by = ["country"], table-properties { delta.checkpointInterval = 5 }'), {
+        platform: catalogs,
+      }),
+    );
+    expect(delta.create.partitionBy.map(formatExpr)).toEqual(['_snapshot_date', 'country']);
+    // The change data feed incremental readers need stays on unless the config says otherwise.
+    expect(delta.create.properties).toMatchObject({ 'delta.enableChangeDataFeed': 'true', 'delta.checkpointInterval': '5' });
+    const plain = create(await load(v2('format = iceberg'), { platform: catalogs }));
+    expect(plain.create.partitionBy.map(formatExpr)).toEqual(['_snapshot_date']);
+    expect(plain.step.shape?.partitionByConfigured).toBe(false);
+  });
+
+  it.each([
+    [
+      'format = delta, catalog = "spark_catalog", partition-by = ["days(updated_at)"]',
+      'target.partition-by[0]',
+      /Delta tables are partitioned by columns only/,
+    ],
+    ['partition-by = ["days(updated_at)"]', 'target.partition-by[0]', /parquet bronze is laid out in folders per value of a column/],
+    ['partition-by = ["bucket(4, id)"]', 'target.partition-by[0]', /parquet bronze is laid out in folders/],
+    ['table-properties { write.merge.mode = merge-on-read }', 'target.table-properties.write.merge.mode', /parquet bronze is files with no table to hold it/],
+    ['format = iceberg, table-properties { delta.enableDeletionVectors = true }', 'target.table-properties.delta.enableDeletionVectors', /of delta tables/],
+  ])('refuses, for the format, %s (78 at %s)', async (target, path, message) => {
+    const err = await load(v2(target), { platform: catalogs }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
+    expect((err as ConfigError).exitCode).toBe(78);
+    expect((err as ConfigError).issues).toContainEqual(expect.objectContaining({ path, message: expect.stringMatching(message) }));
+  });
+
+  it.each([
+    ['format = iceberg, partition-by = ["days(_snapshot_date)"]', 'target.partition-by[0]', /names a bronze metadata column/],
+    ['format = iceberg, partition-by = ["_lake_source"]', 'target.partition-by[0]', /names a bronze metadata column/],
+    ['format = iceberg, partition-by = ["id", "ID"]', 'target.partition-by[1]', /repeats partition-by\[0\]/],
+    ['format = iceberg, table-properties { location = "file:///elsewhere" }', 'target.table-properties.location', /not a table property a job may set/],
+  ])('refuses %s (78 at %s)', async (target, path, message) => {
+    expect(await configIssues(v2(target), { platform: catalogs })).toContainEqual(expect.objectContaining({ path, message: expect.stringMatching(message) }));
   });
 
   it('keeps parquet as the default, refuses a catalog for parquet and a format the catalog does not hold', async () => {

@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { loadJob } from '../../../src/runner/load-job.js';
 import { configIssues as refusedIssues } from '../../support/load.js';
 import { formatStep } from '../../../src/app/plan-view.js';
+import { formatExpr } from '../../../src/spark/plan/format.js';
 import { endOffsets } from '../../../src/jobs/bronze/kafka-bronze-ingest.js';
 import { globToJavaRegex, grantIssues } from '../../../src/jobs/bronze/kafka-source.js';
 import type { Step } from '../../../src/jobs/template.js';
@@ -161,6 +162,30 @@ describe('kafka-bronze-ingest: plan', () => {
       '"startingOffsets":"latest"',
     ])
       expect(text).toContain(s);
+  });
+
+  it('creates the table partitioned by _snapshot_date then the configured fields, with its properties (docs/table-shape.md)', async () => {
+    const created = async (target: string) => {
+      const s = (await load(config('topics = ["acme.orders"]', target))).plan.steps.find((x) => x.id === 'create-table');
+      if (s?.kind !== 'ensureTable' || s.create.kind !== 'writeV2') throw new Error('no create-table step');
+      return { partitionBy: s.create.partitionBy.map(formatExpr), properties: s.create.properties, shape: s.shape };
+    };
+    const ice = await created(
+      'target { table = "t", format = iceberg, partition-by = ["_kafka_topic", "hours(_kafka_timestamp)"], table-properties { write.distribution-mode = none } }',
+    );
+    expect(ice.partitionBy).toEqual(['_snapshot_date', '_kafka_topic', 'hours(_kafka_timestamp)']);
+    expect(ice.properties).toEqual({ location: 'file:///lake/acme/bronze/t', 'format-version': '2', 'write.distribution-mode': 'none' });
+    expect(ice.shape?.partitionByConfigured).toBe(true);
+    const delta = await created('target { table = "t", format = delta, catalog = "spark_catalog", partition-by = ["_kafka_partition"] }');
+    expect(delta.partitionBy).toEqual(['_snapshot_date', '_kafka_partition']);
+    expect(delta.properties).toMatchObject({ 'delta.enableChangeDataFeed': 'true' });
+    expect((await created('target { table = "t", format = iceberg }')).partitionBy).toEqual(['_snapshot_date']);
+    for (const [target, path] of [
+      ['target { table = "t", format = iceberg, partition-by = ["_snapshot_date"] }', 'target.partition-by[0]'],
+      ['target { table = "t", format = iceberg, table-properties { write.data.path = "file:///elsewhere" } }', 'target.table-properties.write.data.path'],
+      ['target { table = "t", format = delta, catalog = "spark_catalog", partition-by = ["bucket(4, _kafka_key)"] }', 'target.partition-by[0]'],
+    ])
+      expect((await issues(config('topics = ["acme.orders"]', target))).map((i) => i.path)).toEqual([path]);
   });
 
   it('checks each listed topic first, reading none of its records; a glob by one record of what it matches; a topic the cluster lacks is 66 at its path', async () => {

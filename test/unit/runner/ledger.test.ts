@@ -118,3 +118,30 @@ describe('planRollback', () => {
     expect(p.report.tables[0]).toMatchObject({ from: '3', to: '0', mode: 'restore', state: 'would-roll-back' });
   });
 });
+
+describe('the ledger on S3 in a Delta catalog (docs/object-storage.md, "Delta on S3")', () => {
+  const base = {
+    'tenant-binding': 'required',
+    catalogs: { lake: { format: 'iceberg', default: true }, spark_catalog: { format: 'delta' } },
+    tenants: { acme: { 'storage-roots': ['s3a://lake/acme'] }, beta: { 'storage-roots': ['s3a://lake/beta'], spark: { remote: 'sc://beta-spark:15002' } } },
+  };
+  const ledger = (catalog: string, location: string) => ({ catalog, table: 'platform.job_runs', location });
+  const issues = (p: object) => {
+    const r = platformSchema.safeParse(p);
+    return r.success ? [] : r.error.issues.map((i) => ({ path: i.path.join('.'), message: i.message }));
+  };
+
+  it('is refused (78) when tenants append from servers of their own under Delta’s single-driver log store', () => {
+    expect(issues({ ...base, ledger: ledger('spark_catalog', 's3a://platform/job_runs') })).toEqual([
+      { path: 'ledger.catalog', message: expect.stringMatching(/the runs of tenants beta append to it from servers of their own: a row could be lost/) },
+    ]);
+    expect(issues({ ...base, ledger: ledger('spark_catalog', 's3://platform/job_runs') }).map((i) => i.path)).toEqual(['ledger.catalog']);
+  });
+
+  it('is accepted on Iceberg, off S3, with one server, or with the DynamoDB log store declared', () => {
+    expect(issues({ ...base, ledger: ledger('lake', 's3a://platform/job_runs') })).toEqual([]);
+    expect(issues({ ...base, ledger: ledger('spark_catalog', 'file:///platform/job_runs') })).toEqual([]);
+    expect(issues({ ...base, tenants: { acme: base.tenants.acme }, ledger: ledger('spark_catalog', 's3a://platform/job_runs') })).toEqual([]);
+    expect(issues({ ...base, delta: { 's3-log-store': 'dynamodb' }, ledger: ledger('spark_catalog', 's3a://platform/job_runs') })).toEqual([]);
+  });
+});

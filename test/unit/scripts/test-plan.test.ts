@@ -269,6 +269,7 @@ describe('groups', () => {
     expect(Number(groupEnv(1, env, '/l').SPARK_CONNECT_PORT) - Number(env.SPARK_CONNECT_PORT)).toBe(3);
     expect(Number(groupEnv(1, env, '/l').KAFKA_PORT)).toBeGreaterThan(Number(env.KAFKA_PORT) + 1);
     expect(Number(groupEnv(1, {}, '/l').SPARK_MASTER_PORT) - 7077).toBe(4);
+    expect(Number(groupEnv(1, {}, '/l').SPARK_HISTORY_PORT) - 18080).toBe(2);
     expect(groupEnv(1, { KAFKA_CONNECT_PORT: '18350' }, '/l').KAFKA_CONNECT_PORT).toBe('18352');
   });
 });

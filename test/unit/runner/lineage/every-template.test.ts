@@ -138,7 +138,9 @@ function lists(a: Access, dataset: string): boolean {
       return dataset.endsWith(` @ ${catalog}:${rest.join('.')}`) && (!a.location || dataset.startsWith(`${a.location.replace(/^file:\/\//, 'file ')} @`));
     }
     case 'path':
-      return dataset === a.path.replace(/^file:\/\//, 'file ');
+      // A partition's folder (parquet bronze's `_snapshot_date=<date>`, written whole) is listed by
+      // its path; lineage names the dataset it belongs to.
+      return dataset === a.path.replace(/^file:\/\//, 'file ').replace(/(\/[A-Za-z_][A-Za-z0-9_]*=[^/]*)+$/, '');
     case 'jdbc':
       return dataset === `${a.at} ${a.table}`;
     case 'topic':

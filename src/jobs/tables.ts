@@ -34,6 +34,24 @@ export function createNamespaceStep(table: TableName): Step {
   };
 }
 
+/**
+ * A list of tables names each at most once (`{ catalog, layer, table }`, the catalog as written):
+ * an issue at `tables[i]` for each repeat, saying what the template `does` to it.
+ */
+export function eachTableOnce(
+  tables: readonly { catalog?: string | undefined; layer: string; table: string }[],
+  ctx: { addIssue(issue: { code: 'custom'; path: (string | number)[]; message: string }): void },
+  does: string,
+): void {
+  const seen = new Map<string, number>();
+  tables.forEach((t, i) => {
+    const key = `${t.catalog ?? ''}/${t.layer}/${t.table}`;
+    const first = seen.get(key);
+    if (first !== undefined) ctx.addIssue({ code: 'custom', path: ['tables', i], message: `${does} the same table as tables[${first}]` });
+    else seen.set(key, i);
+  });
+}
+
 /** A table lives at its layer's path under the tenant's storage root; Iceberg tables are format v2. */
 export function tableProperties(format: 'iceberg' | 'delta', location: string): Record<string, string> {
   return format === 'iceberg' ? { location, 'format-version': '2' } : { location };

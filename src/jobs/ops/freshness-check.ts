@@ -8,7 +8,7 @@ import { alias, cast, coalesce, col, eq, fn, lit } from '../../spark/plan/expres
 import { Query } from '../../spark/plan/query.js';
 import { sql } from '../../spark/plan/sql.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
-import { tableCatalog } from '../tables.js';
+import { eachTableOnce, tableCatalog } from '../tables.js';
 import type { CatalogRef, JobContext, JobPlan, Step, TypedRow } from '../template.js';
 import { type QueryStep, queryStep } from '../steps.js';
 
@@ -39,15 +39,7 @@ const v1 = defineVersion(1, {
   sections: {
     tables: z.array(tableSpec).min(1).max(100).describe('the tables to check, 1 to 100, each with its own max-age; a table at most once'),
   },
-  refine: (c, ctx) => {
-    const seen = new Map<string, number>();
-    c.tables.forEach((t, i) => {
-      const key = `${t.catalog ?? ''}/${t.layer}/${t.table}`;
-      const first = seen.get(key);
-      if (first !== undefined) ctx.addIssue({ code: 'custom', path: ['tables', i], message: `checks the same table as tables[${first}]` });
-      else seen.set(key, i);
-    });
-  },
+  refine: (c, ctx) => eachTableOnce(c.tables, ctx, 'checks'),
 });
 
 export type FreshnessCheckSpec = SpecOf<typeof v1.sections>;

@@ -8,7 +8,7 @@ import { alias, and, cast, coalesce, col, desc, fn, gt, lit, not, or, over } fro
 import { Query, sqlCommand } from '../../spark/plan/query.js';
 import { type SqlText, sql } from '../../spark/plan/sql.js';
 import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
-import { tableCatalog } from '../tables.js';
+import { eachTableOnce, tableCatalog } from '../tables.js';
 import type { CatalogRef, Facts, JobContext, JobPlan, Step } from '../template.js';
 import { type RowsStep, queryStep } from '../steps.js';
 
@@ -141,15 +141,7 @@ const v1 = defineVersion(1, {
       .describe('measure and list what would be done (orphan files, files VACUUM would delete, snapshots past the retention) and change nothing'),
     tables: z.array(tableSpec).min(1).max(50).describe('the tables to maintain, 1 to 50, each with its own policy; a table at most once'),
   },
-  refine: (c, ctx) => {
-    const seen = new Map<string, number>();
-    c.tables.forEach((t, i) => {
-      const key = `${t.catalog ?? ''}/${t.layer}/${t.table}`;
-      const first = seen.get(key);
-      if (first !== undefined) ctx.addIssue({ code: 'custom', path: ['tables', i], message: `maintains the same table as tables[${first}]` });
-      else seen.set(key, i);
-    });
-  },
+  refine: (c, ctx) => eachTableOnce(c.tables, ctx, 'maintains'),
 });
 
 export type TableMaintenanceSpec = SpecOf<typeof v1.sections>;

@@ -119,30 +119,30 @@ function encoding(t: Json, ns: string | undefined, named: Named): FieldEncoding 
   const name = connectName ?? (logical ? LOGICAL_NAMES[logical] : undefined);
   const params = isObject(props['connect.parameters']) ? props['connect.parameters'] : {};
   const scale = typeof params.scale === 'string' ? params.scale : logical === 'decimal' ? String(typeof props.scale === 'number' ? props.scale : 0) : undefined;
-  const named_ = { ...(name === undefined ? {} : { name }), ...(scale === undefined ? {} : { scale }) };
+  const naming = { ...(name === undefined ? {} : { name }), ...(scale === undefined ? {} : { scale }) };
   switch (type) {
     case 'string':
     case 'enum':
-      return { kind: 'string', ...named_ };
+      return { kind: 'string', ...naming };
     case 'bytes':
     case 'fixed':
-      return { kind: 'bytes', ...named_ };
+      return { kind: 'bytes', ...naming };
     case 'boolean':
     case 'int':
     case 'long':
     case 'float':
     case 'double':
     case 'null':
-      return { kind: 'scalar', ...named_ };
+      return { kind: 'scalar', ...naming };
     case 'record': {
       const fields = Array.isArray(props.fields) ? props.fields.filter(isObject) : [];
       const isVariableScale =
         connectName === VARIABLE_SCALE ||
         (fields.length === 2 && fields.some((f) => f.name === 'scale' && f.type === 'int') && fields.some((f) => f.name === 'value' && f.type === 'bytes'));
-      return isVariableScale ? { kind: 'variable-scale', name: VARIABLE_SCALE } : { kind: 'complex', ...named_ };
+      return isVariableScale ? { kind: 'variable-scale', name: VARIABLE_SCALE } : { kind: 'complex', ...naming };
     }
     default:
-      return { kind: 'complex', ...named_ };
+      return { kind: 'complex', ...naming };
   }
 }
 

@@ -154,6 +154,36 @@ function primitive(t: string, logical: string | undefined): { type?: string; pro
   }
 }
 
+/**
+ * The reader schema one writer version is resolved into: the latest version, except that a field
+ * the writer wrote as a decimal of another precision or scale keeps the writer's type. Avro's
+ * resolution matches bytes to bytes whatever their logical type, and spark-avro reads the
+ * unscaled value at the reader's scale: 120.50 written at scale 2 would land as 12.050 under a
+ * latest version of scale 3. Read at its own scale, it is cast into the declared column, which
+ * must hold it exactly (readerIssues).
+ */
+export function readerFor(writer: string, latest: string): string {
+  const w = JSON.parse(writer) as Json;
+  const r = JSON.parse(latest) as Json;
+  if (!isObject(w) || !isObject(r) || !Array.isArray(w.fields) || !Array.isArray(r.fields)) return latest;
+  const written = new Map(w.fields.filter(isObject).map((f) => [f.name, f] as const));
+  const decimalOf = (t: Json | undefined): string | undefined => {
+    const branches = Array.isArray(t) ? t.filter((b) => b !== 'null') : [t];
+    const b = branches.length === 1 ? branches[0] : undefined;
+    return isObject(b) && b.logicalType === 'decimal' ? `${String(b.precision)},${String(b.scale ?? 0)}` : undefined;
+  };
+  let changed = false;
+  const fields = r.fields.map((f) => {
+    const wf = isObject(f) ? written.get(f.name) : undefined;
+    if (!isObject(f) || !wf) return f;
+    const [from, to] = [decimalOf(wf.type), decimalOf(f.type)];
+    if (from === undefined || to === undefined || from === to) return f;
+    changed = true;
+    return { ...f, type: wf.type ?? null };
+  });
+  return changed ? JSON.stringify({ ...r, fields }) : latest;
+}
+
 const DECIMAL = /^decimal\((\d+),(\d+)\)$/;
 
 /** Whether every value of Spark type `from` lands exactly in `to` (a cast that never rounds nor overflows). */

@@ -12,7 +12,7 @@ import { type SpecOf, defineTemplate, defineVersion } from '../kit.js';
 import { createNamespaceStep, bronzeTableProperties } from '../tables.js';
 import { BRONZE_SESSION_CONF, BRONZE_STAMPS, SNAPSHOT_DATE, bronzeOutput, bronzeRef } from '../layers/bronze.js';
 import { TOPIC_GLOB, type TopicSelection, checkGrant, connectionOptions, subscription, topicChecks } from './kafka-source.js';
-import { type AvroDecoder, avroRecordFields, decodeAvro, readerIssues } from './kafka-avro.js';
+import { type AvroDecoder, avroRecordFields, decodeAvro, readerFor, readerIssues } from './kafka-avro.js';
 import { type RowFields, debeziumEnvelope, decodeDebeziumAvro, envelopeIssues } from './kafka-debezium-avro.js';
 import type { RegisteredSchema } from '../steps.js';
 import { CDC_LSN, CDC_OP, CDC_TS, CDC_UNAVAILABLE, DECODE_METRICS, type DebeziumSettings, UNDECODED, decodeValue, observeDecoding } from './kafka-values.js';
@@ -321,7 +321,22 @@ export function registryDecoders(spec: KafkaBronzeIngestSpec, found: readonly Re
       continue;
     }
     issues.push(...readerIssues(reader.fields!, spec.source['value-schema'] ?? {}, what));
-    for (const v of versions) out.push({ writer: v.schema, ...(v.id === latest.id ? {} : { reader: latest.schema }), id: v.id, ...forTopic });
+    for (const v of versions) {
+      if (v.id === latest.id) {
+        out.push({ writer: v.schema, id: v.id, ...forTopic });
+        continue;
+      }
+      // A decimal an older version wrote at another scale is read at its own (readerFor), and must fit too.
+      const own = readerFor(v.schema, latest.schema);
+      if (own !== latest.schema)
+        for (const i of readerIssues(
+          avroRecordFields(own).fields!,
+          spec.source['value-schema'] ?? {},
+          `subject ${subject}'s version ${v.version} (id ${v.id})`,
+        ))
+          if (!issues.some((x) => x.path === i.path)) issues.push(i);
+      out.push({ writer: v.schema, reader: own, id: v.id, ...forTopic });
+    }
   }
   if (spec.source['value-format'] === 'debezium-avro' && !issues.length) {
     const subjects = topics.map(subjectOf);

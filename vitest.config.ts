@@ -25,17 +25,6 @@ export default defineConfig({
           setupFiles: ['test/support/needs-default.ts'],
         },
       },
-      {
-        // scripts/demo end to end (about 8 minutes): not in scripts/test's default run (test/README.md).
-        test: {
-          name: 'demo',
-          include: ['test/demo/**/*.test.ts'],
-          fileParallelism: false,
-          testTimeout: 1_800_000,
-          hookTimeout: 600_000,
-          globalSetup: ['test/integration/global-setup.ts'],
-        },
-      },
     ],
   },
 });

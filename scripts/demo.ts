@@ -14,6 +14,8 @@ const kafkaPort = process.env.KAFKA_PORT ?? '19092';
 const env = { ...process.env, KAFKA_PORT: kafkaPort };
 
 const say = (m: string) => process.stderr.write(`demo: ${m}\n`);
+/** Seconds since `t` (performance.now()), for the lines that say where the time goes. */
+const since = (t: number) => `${((performance.now() - t) / 1000).toFixed(1)} s`;
 const script = (name: string, ...args: string[]) =>
   execFileSync('bash', [join(root, 'scripts', name), ...args], { env, encoding: 'utf8', stdio: ['pipe', 'pipe', 'inherit'], timeout: 900_000 }).trim();
 const psql = (sql: string) =>
@@ -24,11 +26,13 @@ const psql = (sql: string) =>
   }).trim();
 
 say('starting PostgreSQL (logical decoding), Kafka, Kafka Connect with Debezium, Spark Connect');
+const started = performance.now();
 const jdbcUrl = script('postgres', 'start', '--logical').split('\n').pop()!;
 script('kafka', 'start');
 script('kafka-connect', 'start');
 script('spark-connect', 'start');
 const lake = script('spark-connect', 'warehouse');
+say(`servers up in ${since(started)}`);
 
 const stamp = new Date().toISOString().replace(/\D/g, '').slice(0, 14);
 const tenant = `shop_${stamp}`;
@@ -107,6 +111,7 @@ interface Run {
 function job(name: string): Run {
   const statusFile = join(dir, `${name}.status.json`);
   say(`running ${name} (${configs[name]!.split('\n')[0]!.match(/template = "([^"]+)"/)![1]})`);
+  const t = performance.now();
   const r = spawnSync(
     process.execPath,
     [
@@ -125,17 +130,27 @@ function job(name: string): Run {
     { cwd: root, env, stdio: ['ignore', 'ignore', 'pipe'], encoding: 'utf8', timeout: 900_000 },
   );
   const status = JSON.parse(readFileSync(statusFile, 'utf8')) as Run['status'];
-  say(`  ${name}: exit ${r.status}${status.error ? ` (${status.error.message})` : ''}`);
+  say(`  ${name}: exit ${r.status} in ${since(t)}${status.error ? ` (${status.error.message})` : ''}`);
   return { code: r.status ?? -1, status };
 }
 
 type Row = Record<string, unknown>;
-const readLake = (...args: string[]): Row[] =>
-  execFileSync('bash', [join(root, 'scripts/py-tools'), 'python', join(root, 'scripts/stack/read_lake.py'), lake, ...args], { encoding: 'utf8' })
+/**
+ * The tables read back without Spark (scripts/stack/read_lake.py), several requests in one Python
+ * start: `rows:<ns>.<table>[@<snapshot>]` (PyIceberg), `duckdb:<ns>.<table>` (DuckDB),
+ * `snapshots:<ns>.<table>` (snapshot ids, oldest first).
+ */
+function readLake(...requests: string[]): unknown[] {
+  const t = performance.now();
+  const out = execFileSync('bash', [join(root, 'scripts/py-tools'), 'python', join(root, 'scripts/stack/read_lake.py'), lake, ...requests], {
+    encoding: 'utf8',
+  })
     .split('\n')
     .filter(Boolean)
-    .map((l) => JSON.parse(l) as Row);
-const snapshots = (ns: string, table: string) => readLake('snapshots', ns, table)[0] as unknown as string[];
+    .map((l) => JSON.parse(l) as unknown);
+  say(`read back ${requests.map((r) => r.split(':')[0]).join(', ')} without Spark in ${since(t)}`);
+  return out;
+}
 
 // Rows as comparable text: PostgreSQL's and the lake's spelling of the same values.
 const order = (r: Row) =>
@@ -197,6 +212,7 @@ const initial = pgOrders();
 const secret = join(dir, 'pg.properties');
 writeFileSync(secret, `password=${script('postgres', 'password')}\n`, { mode: 0o600 });
 const pg = new URL(jdbcUrl.replace(/^jdbc:/, ''));
+const captured = performance.now();
 execFileSync('bash', [join(root, 'scripts/kafka-connect'), 'register', tenant], {
   env,
   stdio: ['pipe', 'ignore', 'inherit'],
@@ -222,26 +238,23 @@ execFileSync('bash', [join(root, 'scripts/kafka-connect'), 'register', tenant], 
     'key.converter.schemas.enable': 'false',
   }),
 });
-const topicRecords = () =>
-  Object.values(JSON.parse(script('kafka', 'tool', 'end-offsets', topic) || '{}') as Record<string, number>).reduce((a, b) => a + b, 0);
-function waitForTopic(n: number): void {
-  const deadline = Date.now() + 180_000;
-  while (topicRecords() < n) {
-    if (Date.now() > deadline) throw new Error(`${topic} did not reach ${n} records`);
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
-  }
+/** Wait (one process asking the broker) until the topic holds `n` records. */
+function waitForTopic(n: number, what: string): void {
+  const t = performance.now();
+  script('kafka', 'tool', 'wait-records', '180', `${topic}=${n}`);
+  say(`${what}: ${n} records in ${topic} after ${since(t)}`);
 }
-waitForTopic(7);
+waitForTopic(7, `connector registered in ${since(captured)}, its snapshot`);
 
-const pipeline = () => ({ bronze: job('bronze'), silver: job('silver'), gold: job('gold') });
-const first = pipeline();
+// Each check runs only the jobs it needs: gold is published once, after the changes, and checked then.
 const ns = (layer: string) => `${tenant}_${layer}`;
-const silverBefore = snapshots(ns('silver'), 'orders').pop()!;
-check(
-  'first run',
-  first.bronze.code === 0 && first.silver.code === 0 && first.gold.code === 0,
-  `exit codes ${first.bronze.code}, ${first.silver.code}, ${first.gold.code}`,
-);
+const bronzeTable = `${ns('bronze')}.orders_cdc`;
+const silverTable = `${ns('silver')}.orders`;
+const goldTable = `${ns('gold')}.daily_revenue`;
+const first = { bronze: job('bronze'), silver: job('silver') };
+// The silver snapshot of this run, as its status names it (read back at the end, by PyIceberg).
+const silverBefore = first.silver.status.outputs?.[0]?.snapshotId ?? '';
+check('first run', first.bronze.code === 0 && first.silver.code === 0, `exit codes ${first.bronze.code}, ${first.silver.code} (bronze, silver)`);
 
 // 2. The day's changes: pay one, delete one, add one.
 psql(`
@@ -249,15 +262,20 @@ UPDATE ${schema}.orders SET status = 'PAID' WHERE order_id = 'o-1002';
 DELETE FROM ${schema}.orders WHERE order_id = 'o-1005';
 INSERT INTO ${schema}.orders VALUES ('o-1008', 'c-6', 'PAID', 64.00, 'EUR', '2026-11-05 09:10:00');
 `);
-waitForTopic(11); // 7 snapshot rows, an update, a delete and its tombstone, an insert
-const second = pipeline();
+waitForTopic(11, 'the changes'); // 7 snapshot rows, an update, a delete and its tombstone, an insert
+const second = { bronze: job('bronze'), silver: job('silver'), gold: job('gold') };
 check(
   'second run',
   second.bronze.code === 0 && second.silver.code === 0 && second.gold.code === 0,
-  `exit codes ${second.bronze.code}, ${second.silver.code}, ${second.gold.code}`,
+  `exit codes ${second.bronze.code}, ${second.silver.code}, ${second.gold.code} (bronze, silver, gold)`,
 );
 
-const bronze = readLake('rows', ns('bronze'), 'orders_cdc');
+const [bronze, silverAfter, goldAfter, silverNow] = readLake(
+  `rows:${bronzeTable}`,
+  `rows:${silverTable}`,
+  `duckdb:${goldTable}`,
+  `snapshots:${silverTable}`,
+) as [Row[], Row[], Row[], string[]];
 const ops = bronze.map((r) => String(r.op ?? 'tombstone')).sort();
 const offsets = new Set(bronze.map((r) => `${String(r._kafka_partition)}/${String(r._kafka_offset)}`));
 check(
@@ -265,27 +283,30 @@ check(
   bronze.length === 11 && offsets.size === 11 && same(ops, ['c', 'd', 'r', 'r', 'r', 'r', 'r', 'r', 'r', 'tombstone', 'u']),
   `${bronze.length} records, ${offsets.size} distinct offsets, ops ${ops.join(' ')} (PyIceberg)`,
 );
-const silverRows = sorted(readLake('rows', ns('silver'), 'orders').map(order));
+const silverRows = sorted(silverAfter.map(order));
 check('silver equals PostgreSQL', same(silverRows, pgOrders()), `${silverRows.length} orders, each as SELECT on PostgreSQL returns it (PyIceberg)`);
-const goldRows = sorted(readLake('duckdb', ns('gold'), 'daily_revenue').map(revenue));
+const goldRows = sorted(goldAfter.map(revenue));
 check('gold equals SQL on PostgreSQL', same(goldRows, pgRevenue()), `daily revenue ${goldRows.join(', ')} (DuckDB)`);
 
-// 3. A rerun processes nothing twice.
-const silverNow = snapshots(ns('silver'), 'orders').pop();
-const again = pipeline();
+// 3. A rerun processes nothing twice: the ingest finds nothing new, the merge changes no row.
+const again = { bronze: job('bronze'), silver: job('silver') };
 const merged = again.silver.status.outputs?.[0]?.metrics ?? {};
+const [bronzeAgain, silverAgain, travelled] = readLake(`rows:${bronzeTable}`, `snapshots:${silverTable}`, `rows:${silverTable}@${silverBefore}`) as [
+  Row[],
+  string[],
+  Row[],
+];
 check(
   'a rerun processes nothing twice',
   again.bronze.code === 99 &&
-    readLake('rows', ns('bronze'), 'orders_cdc').length === 11 &&
+    bronzeAgain.length === 11 &&
     (again.silver.code === 99 || (again.silver.code === 0 && !merged.inserted && !merged.updated && !merged.deleted)) &&
-    snapshots(ns('silver'), 'orders').pop() === silverNow &&
-    same(sorted(readLake('duckdb', ns('gold'), 'daily_revenue').map(revenue)), pgRevenue()),
-  `bronze exit ${again.bronze.code} (nothing new), silver exit ${again.silver.code} (${JSON.stringify(merged)}), no new silver snapshot, gold unchanged`,
+    silverAgain.pop() === silverNow.pop(),
+  `bronze exit ${again.bronze.code} (nothing new), silver exit ${again.silver.code} (${JSON.stringify(merged)}), no new silver snapshot`,
 );
 
 // 4. Time travel: silver as it was before the changes.
-const before = sorted(readLake('rows', ns('silver'), 'orders', silverBefore).map(order));
+const before = sorted(travelled.map(order));
 check(
   'the silver snapshot from before the changes is still readable',
   same(before, initial),
@@ -294,11 +315,10 @@ check(
 
 // 5. Maintenance, then the tables still answer the same.
 const maintenance = job('maintenance');
+const [silverMaintained, travelledMaintained] = readLake(`rows:${silverTable}`, `rows:${silverTable}@${silverBefore}`) as [Row[], Row[]];
 check(
   'maintenance runs',
-  maintenance.code === 0 &&
-    same(sorted(readLake('rows', ns('silver'), 'orders').map(order)), pgOrders()) &&
-    same(sorted(readLake('rows', ns('silver'), 'orders', silverBefore).map(order)), initial),
+  maintenance.code === 0 && same(sorted(silverMaintained.map(order)), pgOrders()) && same(sorted(travelledMaintained.map(order)), initial),
   `exit ${maintenance.code}; silver still equals PostgreSQL, the old snapshot is still readable`,
 );
 

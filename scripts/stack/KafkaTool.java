@@ -6,6 +6,10 @@
 //                                            (key/value strings or null; "valueBase64" for a binary value); stdout: one JSON line per record,
 //                                            {"topic", "partition", "offset"}, in input order
 //   KafkaTool <bootstrap> end-offsets <topic>   stdout: {"<partition>": <end offset>, ...} (nothing yet: {})
+//   KafkaTool <bootstrap> wait-records <seconds> <topic>=<count>...
+//                                            wait until each topic holds at least its count of records (its
+//                                            partitions' end offsets summed), asking every 200 ms in this one process;
+//                                            stdout: {"<topic>": <records>, ...}; exit 1 if the time runs out first
 //   KafkaTool <bootstrap> delete-records <topic> <partition> <before-offset>
 //                                            the partition's records before the offset are gone (as retention
 //                                            would remove them): a consumer behind it has lost data
@@ -39,6 +43,10 @@ public class KafkaTool {
       case "create-topic" -> createTopic(bootstrap, args[2], args.length > 3 ? Integer.parseInt(args[3]) : 1);
       case "produce" -> produce(bootstrap, args[2]);
       case "end-offsets" -> endOffsets(bootstrap, args[2]);
+      case "wait-records" -> {
+        if (args.length < 4) usage();
+        waitRecords(bootstrap, Long.parseLong(args[2]), java.util.Arrays.copyOfRange(args, 3, args.length));
+      }
       case "delete-records" -> {
         if (args.length < 5) usage();
         deleteRecords(bootstrap, args[2], Integer.parseInt(args[3]), Long.parseLong(args[4]));
@@ -48,7 +56,8 @@ public class KafkaTool {
   }
 
   static void usage() {
-    System.err.println("usage: KafkaTool <bootstrap> create-topic <name> [partitions] | produce <topic> | end-offsets <topic> | delete-records <topic> <partition> <before-offset>");
+    System.err.println(
+        "usage: KafkaTool <bootstrap> create-topic <name> [partitions] | produce <topic> | end-offsets <topic> | wait-records <seconds> <topic>=<count>... | delete-records <topic> <partition> <before-offset>");
     System.exit(2);
   }
 
@@ -75,6 +84,39 @@ public class KafkaTool {
       }
     }
     System.out.println(new ObjectMapper().writeValueAsString(out));
+  }
+
+  static void waitRecords(String bootstrap, long seconds, String[] wanted) throws Exception {
+    Map<String, Long> want = new java.util.TreeMap<>();
+    for (String w : wanted) {
+      int eq = w.lastIndexOf('=');
+      if (eq <= 0) usage();
+      want.put(w.substring(0, eq), Long.parseLong(w.substring(eq + 1)));
+    }
+    Properties p = new Properties();
+    p.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+    long deadline = System.nanoTime() + seconds * 1_000_000_000L;
+    Map<String, Long> have = new java.util.TreeMap<>();
+    try (Admin admin = Admin.create(p)) {
+      for (;;) {
+        var names = admin.listTopics().names().get();
+        Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> ask = new java.util.HashMap<>();
+        List<String> present = want.keySet().stream().filter(names::contains).toList();
+        for (String t : want.keySet()) have.put(t, 0L);
+        if (!present.isEmpty())
+          admin.describeTopics(present).allTopicNames().get().forEach((t, d) -> d.partitions()
+              .forEach(part -> ask.put(new TopicPartition(t, part.partition()), org.apache.kafka.clients.admin.OffsetSpec.latest())));
+        if (!ask.isEmpty()) admin.listOffsets(ask).all().get().forEach((tp, r) -> have.merge(tp.topic(), r.offset(), Long::sum));
+        if (want.entrySet().stream().allMatch(e -> have.get(e.getKey()) >= e.getValue())) break;
+        if (System.nanoTime() > deadline) {
+          System.out.println(new ObjectMapper().writeValueAsString(have));
+          System.err.println("wait-records: not all topics hold their records after " + seconds + " s: " + have + ", wanted " + want);
+          System.exit(1);
+        }
+        Thread.sleep(200);
+      }
+    }
+    System.out.println(new ObjectMapper().writeValueAsString(have));
   }
 
   static void deleteRecords(String bootstrap, String topic, int partition, long beforeOffset) throws Exception {

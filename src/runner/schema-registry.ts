@@ -1,12 +1,13 @@
 import { ExitCode, UnavailableError, InputMissingError, LakehouseError } from '../core/errors.js';
 import { registerSecretValue } from '../core/secrets.js';
 import type { RegisteredSchema } from '../jobs/steps.js';
+import { inlineReferences } from '../jobs/bronze/kafka-avro.js';
 import type { SchemaRegistryRef } from '../jobs/template.js';
 
 /**
  * The runner's client of a schema registry (the Confluent Schema Registry API: Confluent's,
  * Apicurio's `/apis/ccompat/v7`, Karapace): every version of a subject, with its schema id and
- * writer schema, asked before the run's first step (executor.ts). The URL and password are revealed here
+ * writer schema (its references inlined), asked before the run's first step (executor.ts). The URL and password are revealed here
  * only; an error names the registry by its platform name, never its URL.
  */
 
@@ -50,7 +51,7 @@ export async function subjectSchemas(
   const headers: Record<string, string> = { accept: 'application/vnd.schemaregistry.v1+json, application/json' };
   if (auth) headers.authorization = `Basic ${Buffer.from(auth, 'utf8').toString('base64')}`;
   const where = `schema registry "${ref.name}"`;
-  const get = async (path: string, subject: string): Promise<unknown> => {
+  const get = async (path: string, subject: string, hint = "the topic's values are registered as <topic>-value"): Promise<unknown> => {
     let res: Response;
     try {
       const signal = opts.signal ? AbortSignal.any([opts.signal, AbortSignal.timeout(REQUEST_MS)]) : AbortSignal.timeout(REQUEST_MS);
@@ -63,13 +64,51 @@ export async function subjectSchemas(
     }
     if (res.status === 401 || res.status === 403)
       throw new RegistryAuthError(`${configPath}: ${where} refused the platform's credentials (HTTP ${res.status})`);
-    if (res.status === 404)
-      throw new InputMissingError(`${configPath}: subject "${subject}" does not exist in ${where} (the topic's values are registered as <topic>-value)`);
+    if (res.status === 404) throw new InputMissingError(`${configPath}: subject "${subject}" does not exist in ${where} (${hint})`);
     if (!res.ok) throw new RegistryUnavailableError(`${configPath}: ${where} answered HTTP ${res.status} for subject "${subject}"`);
     try {
       return await res.json();
     } catch {
       throw new RegistryUnavailableError(`${configPath}: ${where} answered subject "${subject}" with something that is not JSON`);
+    }
+  };
+  // A version's references (the Confluent API's `references`: schemas of other subjects it names),
+  // each read once and inlined, so every schema handed on is self-contained.
+  const docs = new Map<string, Promise<string>>();
+  const resolved = (subject: string, version: number, chain: readonly string[]): Promise<string> => {
+    const key = `${subject}\u0000${version}`;
+    if (chain.includes(key))
+      throw new RegistryUnavailableError(`${configPath}: ${where} has schemas that reference each other in a cycle (subject "${subject}")`);
+    if (chain.length > MAX_REFERENCE_DEPTH)
+      throw new RegistryUnavailableError(`${configPath}: ${where} has references nested deeper than ${MAX_REFERENCE_DEPTH} (subject "${subject}")`);
+    let doc = docs.get(key);
+    if (!doc) {
+      doc = (async () => {
+        const d = (await get(
+          `/subjects/${encodeURIComponent(subject)}/versions/${version}`,
+          subject,
+          'a schema of the topic references it',
+        )) as VersionDoc | null;
+        if (!d || typeof d.schema !== 'string')
+          throw new RegistryUnavailableError(`${configPath}: ${where} answered version ${version} of subject "${subject}" without a schema`);
+        return inline(d, [...chain, key]);
+      })();
+      docs.set(key, doc);
+    }
+    return doc;
+  };
+  const inline = async (d: VersionDoc, chain: readonly string[]): Promise<string> => {
+    const refs = Array.isArray(d.references) ? d.references : [];
+    const named = new Map<string, string>();
+    for (const r of refs) {
+      if (!r || typeof r.name !== 'string' || typeof r.subject !== 'string' || !Number.isInteger(r.version))
+        throw new RegistryUnavailableError(`${configPath}: ${where} answered a reference without a name, a subject and a version`);
+      named.set(r.name, await resolved(r.subject, r.version as number, chain));
+    }
+    try {
+      return inlineReferences(d.schema as string, named);
+    } catch {
+      throw new RegistryUnavailableError(`${configPath}: ${where} answered a schema that is not JSON`);
     }
   };
   const out: RegisteredSchema[] = [];
@@ -79,12 +118,23 @@ export async function subjectSchemas(
     if (!Array.isArray(versions) || !versions.every((v) => Number.isInteger(v)))
       throw new RegistryUnavailableError(`${configPath}: ${where} answered the versions of subject "${subject}" with something that is not a list of versions`);
     for (const v of [...(versions as number[])].sort((a, b) => a - b)) {
-      const doc = (await get(`/subjects/${s}/versions/${v}`, subject)) as { id?: unknown; schema?: unknown; schemaType?: unknown } | null;
+      const doc = (await get(`/subjects/${s}/versions/${v}`, subject)) as VersionDoc | null;
       if (!doc || !Number.isInteger(doc.id) || typeof doc.schema !== 'string')
         throw new RegistryUnavailableError(`${configPath}: ${where} answered version ${v} of subject "${subject}" without an id and a schema`);
       if (doc.schemaType !== undefined && doc.schemaType !== 'AVRO') continue;
-      out.push({ subject, version: v, id: doc.id as number, schema: doc.schema });
+      out.push({ subject, version: v, id: doc.id as number, schema: await inline(doc, [`${subject}\u0000${v}`]) });
     }
   }
   return out;
 }
+
+/** A subject's version as the registry answers it. */
+interface VersionDoc {
+  readonly id?: unknown;
+  readonly schema?: unknown;
+  readonly schemaType?: unknown;
+  readonly references?: readonly ({ readonly name?: unknown; readonly subject?: unknown; readonly version?: unknown } | null)[];
+}
+
+/** How deep references may nest (a schema naming one naming one …). */
+const MAX_REFERENCE_DEPTH = 16;

@@ -1,6 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { schemaRegistryUrl } from './avro.js';
 import { kafkaBootstrap } from './kafka.js';
 import { requireNeed } from './needs.js';
 import { type Postgres, startPostgres } from './postgres.js';
@@ -26,9 +27,27 @@ export interface DebeziumSource {
 }
 
 /**
+ * Kafka Connect's Avro converter for keys or values (`key.converter` or `value.converter`), writing
+ * the Confluent wire format to the stack's schema registry, as docs/schema-registry.md configures
+ * Apicurio's converter: the registry's own API (auto-registering each new schema), the 4-byte
+ * header of Confluent's serializers, and the content id, the schema id the Confluent API answers.
+ */
+export function avroConverter(prefix: 'key.converter' | 'value.converter'): Record<string, string> {
+  const api = schemaRegistryUrl().replace(/\/apis\/ccompat\/v7\/?$/, '/apis/registry/v2');
+  return {
+    [prefix]: 'io.apicurio.registry.utils.converter.AvroConverter',
+    [`${prefix}.apicurio.registry.url`]: api,
+    [`${prefix}.apicurio.registry.auto-register`]: 'true',
+    [`${prefix}.apicurio.registry.as-confluent`]: 'true',
+    [`${prefix}.apicurio.registry.use-id`]: 'contentId',
+  };
+}
+
+/**
  * Register a Debezium PostgreSQL connector named `name` (lower snake case: it is also the slot's and
  * the publication's name) for `tables` of the test database, with the JSON converter (`schemas`:
- * with or without its schema/payload wrapper) and `settings` on top (e.g. decimal.handling.mode).
+ * with or without its schema/payload wrapper) or with Apicurio's Avro converter (`avro`: keys and
+ * values in Avro, the file needs the schema registry), and `settings` on top (e.g. decimal.handling.mode).
  * Returns once the connector and its task run; its snapshot may still be under way.
  */
 export function debeziumSource(
@@ -36,7 +55,7 @@ export function debeziumSource(
   dir: string,
   name: string,
   tables: string[],
-  opts: { schemas?: boolean; settings?: Record<string, string> } = {},
+  opts: { schemas?: boolean; avro?: boolean; settings?: Record<string, string> } = {},
 ): DebeziumSource {
   requireNeed('a Debezium connector (the Kafka Connect worker)', 'kafka-connect');
   const secret = join(dir, `${name}.properties`);
@@ -59,10 +78,14 @@ export function debeziumSource(
     'table.include.list': tables.map((t) => `public.${t}`).join(','),
     'topic.creation.default.replication.factor': '1',
     'topic.creation.default.partitions': '1',
-    'key.converter': 'org.apache.kafka.connect.json.JsonConverter',
-    'key.converter.schemas.enable': String(opts.schemas ?? true),
-    'value.converter': 'org.apache.kafka.connect.json.JsonConverter',
-    'value.converter.schemas.enable': String(opts.schemas ?? true),
+    ...(opts.avro
+      ? { ...avroConverter('key.converter'), ...avroConverter('value.converter') }
+      : {
+          'key.converter': 'org.apache.kafka.connect.json.JsonConverter',
+          'key.converter.schemas.enable': String(opts.schemas ?? true),
+          'value.converter': 'org.apache.kafka.connect.json.JsonConverter',
+          'value.converter.schemas.enable': String(opts.schemas ?? true),
+        }),
     ...opts.settings,
   };
   execFileSync('bash', [connect, 'register', name], { env: env(), input: JSON.stringify(config), stdio: ['pipe', 'ignore', 'inherit'], timeout: 300_000 });

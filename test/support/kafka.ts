@@ -32,14 +32,26 @@ export function endOffsets(topic: string): Record<string, number> {
   return JSON.parse(tool(['end-offsets', topic]).trim().split('\n').pop() ?? '{}') as Record<string, number>;
 }
 
-/** Wait until the topic holds at least `count` records (all partitions), or fail after `ms`. */
+/** Wait until the topic holds at least `count` records (all partitions), or fail after `ms`: its records then. */
 export function waitForRecords(topic: string, count: number, ms = 180_000): number {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const n = Object.values(endOffsets(topic)).reduce((a, b) => a + b, 0);
-    if (n >= count) return n;
-    if (Date.now() > deadline) throw new Error(`${topic} holds ${n} records after ${ms / 1000} s, expected ${count}`);
-    Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 500);
+  return waitForTopics({ [topic]: count }, ms)[topic]!;
+}
+
+/**
+ * Wait until each topic holds at least its count of records, or fail after `ms`: one process asks
+ * the broker until then (a JVM start per question would cost seconds each on a loaded machine).
+ */
+export function waitForTopics(counts: Record<string, number>, ms = 180_000): Record<string, number> {
+  const wanted = Object.entries(counts).map(([t, n]) => `${t}=${n}`);
+  try {
+    return JSON.parse(
+      tool(['wait-records', String(Math.ceil(ms / 1000)), ...wanted])
+        .trim()
+        .split('\n')
+        .pop()!,
+    ) as Record<string, number>;
+  } catch (e) {
+    throw new Error(`the topics did not reach their records within ${ms / 1000} s (wanted ${wanted.join(', ')}): ${(e as Error).message}`);
   }
 }
 

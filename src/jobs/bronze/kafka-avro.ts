@@ -1,5 +1,5 @@
 import type { ConfigIssue } from '../../core/errors.js';
-import { and, cast, coalesce, col, eq, fn, isNotNull, lit, not, or } from '../../spark/plan/expressions.js';
+import { type Expr, and, cast, coalesce, col, eq, fn, isNotNull, lit, not, or } from '../../spark/plan/expressions.js';
 import type { Query } from '../../spark/plan/query.js';
 import { UNDECODED } from './kafka-values.js';
 
@@ -35,7 +35,8 @@ export interface AvroDecoder {
 /** A record schema's fields as Spark types: name -> Spark SQL type, or why it has none we accept. */
 export type AvroFields = ReadonlyMap<string, { readonly type?: string; readonly problem?: string }>;
 
-type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+/** An Avro schema's JSON. */
+export type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
 /** Parse a writer or reader schema: a record, whose fields are mapped to Spark types as spark-avro maps them. */
 export function avroRecordFields(text: string): { fields?: AvroFields; name?: string; problem?: string } {
@@ -56,7 +57,54 @@ export function avroRecordFields(text: string): { fields?: AvroFields; name?: st
   return { fields, name: schema.name };
 }
 
-const isObject = (v: Json): v is { [k: string]: Json } => typeof v === 'object' && v !== null && !Array.isArray(v);
+export const isObject = (v: Json | undefined): v is { [k: string]: Json } => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** Avro's primitive type names, and the types that have a name of their own. */
+export const PRIMITIVES = new Set(['null', 'boolean', 'int', 'long', 'float', 'double', 'bytes', 'string']);
+export const NAMED = new Set(['record', 'error', 'enum', 'fixed']);
+/** An Avro name in a namespace (a name with a dot is full already), and a full name's namespace. */
+export const fullName = (name: string, ns: string | undefined) => (name.includes('.') || !ns ? name : `${ns}.${name}`);
+export const namespaceOf = (full: string) => (full.includes('.') ? full.slice(0, full.lastIndexOf('.')) : undefined);
+/** The full name a named type's definition gives it inside namespace `ns` (its own `namespace` wins; "" is the null namespace). */
+export const definedName = (t: { readonly name: string; readonly namespace?: Json | undefined }, ns: string | undefined) =>
+  fullName(t.name, typeof t.namespace === 'string' ? t.namespace || undefined : ns);
+
+/**
+ * A schema with its references inlined (the Confluent API's `references`: other subjects' schemas
+ * a schema names by their full names; Apicurio's converter registers Debezium's `Source` record so):
+ * each referenced type's definition replaces the first use of its name, later uses keep the name.
+ * spark-avro reads one self-contained schema. `references`: full name -> that schema (inlined already).
+ */
+export function inlineReferences(text: string, references: ReadonlyMap<string, string>): string {
+  if (!references.size) return text;
+  const refs = new Map([...references].map(([n, t]) => [n, JSON.parse(t) as Json]));
+  const defined = new Set<string>();
+  const walk = (t: Json, ns: string | undefined): Json => {
+    if (Array.isArray(t)) return t.map((b) => walk(b, ns));
+    if (typeof t === 'string') {
+      if (PRIMITIVES.has(t)) return t;
+      for (const n of [fullName(t, ns), t])
+        if (refs.has(n) && !defined.has(n)) {
+          const def = refs.get(n)!;
+          // Its own namespace, not the one it is inlined into (a definition without one is in the null namespace).
+          return walk(isObject(def) && def.namespace === undefined && !String(def.name).includes('.') ? { ...def, namespace: '' } : def, undefined);
+        }
+      return t;
+    }
+    if (!isObject(t)) return t;
+    if (typeof t.type === 'string' && NAMED.has(t.type) && typeof t.name === 'string') {
+      const full = definedName({ name: t.name, namespace: t.namespace }, ns);
+      defined.add(full);
+      if (!Array.isArray(t.fields)) return t;
+      return { ...t, fields: t.fields.map((f) => (isObject(f) ? { ...f, type: walk(f.type ?? null, namespaceOf(full)) } : f)) };
+    }
+    if (t.type === 'array') return { ...t, items: walk(t.items ?? null, ns) };
+    if (t.type === 'map') return { ...t, values: walk(t.values ?? null, ns) };
+    if (typeof t.type !== 'string' || !PRIMITIVES.has(t.type)) return { ...t, type: walk(t.type ?? null, ns) };
+    return t;
+  };
+  return JSON.stringify(walk(JSON.parse(text) as Json, undefined));
+}
 
 /** The Spark type spark-avro gives an Avro type (SchemaConverters), for the types a bronze column can take. */
 function sparkType(t: Json): { type?: string; problem?: string } {
@@ -106,6 +154,36 @@ function primitive(t: string, logical: string | undefined): { type?: string; pro
   }
 }
 
+/**
+ * The reader schema one writer version is resolved into: the latest version, except that a field
+ * the writer wrote as a decimal of another precision or scale keeps the writer's type. Avro's
+ * resolution matches bytes to bytes whatever their logical type, and spark-avro reads the
+ * unscaled value at the reader's scale: 120.50 written at scale 2 would land as 12.050 under a
+ * latest version of scale 3. Read at its own scale, it is cast into the declared column, which
+ * must hold it exactly (readerIssues).
+ */
+export function readerFor(writer: string, latest: string): string {
+  const w = JSON.parse(writer) as Json;
+  const r = JSON.parse(latest) as Json;
+  if (!isObject(w) || !isObject(r) || !Array.isArray(w.fields) || !Array.isArray(r.fields)) return latest;
+  const written = new Map(w.fields.filter(isObject).map((f) => [f.name, f] as const));
+  const decimalOf = (t: Json | undefined): string | undefined => {
+    const branches = Array.isArray(t) ? t.filter((b) => b !== 'null') : [t];
+    const b = branches.length === 1 ? branches[0] : undefined;
+    return isObject(b) && b.logicalType === 'decimal' ? `${String(b.precision)},${String(b.scale ?? 0)}` : undefined;
+  };
+  let changed = false;
+  const fields = r.fields.map((f) => {
+    const wf = isObject(f) ? written.get(f.name) : undefined;
+    if (!isObject(f) || !wf) return f;
+    const [from, to] = [decimalOf(wf.type), decimalOf(f.type)];
+    if (from === undefined || to === undefined || from === to) return f;
+    changed = true;
+    return { ...f, type: wf.type ?? null };
+  });
+  return changed ? JSON.stringify({ ...r, fields }) : latest;
+}
+
 const DECIMAL = /^decimal\((\d+),(\d+)\)$/;
 
 /** Whether every value of Spark type `from` lands exactly in `to` (a cast that never rounds nor overflows). */
@@ -120,7 +198,7 @@ export function fitsExactly(from: string, to: string): boolean {
 }
 
 /** The reader field a declared column reads: its own name, else the one field equal to it ignoring case. */
-export function readerField(fields: AvroFields, column: string): string | undefined {
+export function readerField(fields: ReadonlyMap<string, unknown>, column: string): string | undefined {
   if (fields.has(column)) return column;
   const matches = [...fields.keys()].filter((f) => f.toLowerCase() === column.toLowerCase());
   return matches.length === 1 ? matches[0] : undefined;
@@ -146,7 +224,8 @@ export function readerIssues(fields: AvroFields, schema: Record<string, string>,
 
 /** Intermediate columns (dropped before the table sees the rows). */
 const ID = '__lake_avro_id';
-const decoderColumn = (k: number) => `__lake_avro_${k}`;
+/** The column of decoder k's record (a struct of its reader schema's fields; NULL where the record is not its). */
+export const decodedColumn = (k: number) => `__lake_avro_${k}`;
 
 /**
  * A field the reader schema gains, which no writer has: Avro's resolution fills it with its
@@ -160,18 +239,19 @@ function withSentinel(reader: string): string {
 }
 
 /**
- * Decode `_kafka_value` into the declared columns with the decoders (whose reader schemas were
- * checked by readerIssues), plus `_kafka_undecoded`. With no decoder every present value is undecodable
- * (the plan as `plan` shows it before the registry was asked).
+ * Each decoder's reading of `_kafka_value` in a column of its own (`decodedColumn(k)`): from the
+ * Confluent header (magic byte 0, the schema id as 4 big-endian bytes) the records whose id (and
+ * topic) are the decoder's, read by spark-avro's from_avro with its writer schema and resolved into
+ * its reader schema. Returns the rows, whether decoder k read the row (`read(k)`: its header named
+ * it and its body decoded), and the columns to drop once the caller has read them.
  */
-export function decodeAvro(records: Query, schema: Record<string, string>, decoders: readonly AvroDecoder[]): Query {
+export function withDecoders(records: Query, decoders: readonly AvroDecoder[]): { rows: Query; read: (k: number) => Expr; drop: string[] } {
   const value = col('_kafka_value');
   // The header: magic byte 0 and the schema id (unsigned, big-endian); NULL when it is not one.
   const framed = and(fn('>=', fn('octet_length', value), lit(5)), eq(fn('hex', fn('substr', value, lit(1), lit(1))), lit('00')));
   const id = fn('if', framed, cast(fn('conv', fn('hex', fn('substr', value, lit(2), lit(4))), lit(16), lit(10)), 'bigint'), lit(null));
   let rows = records.withColumns([[ID, id]]);
   const body = fn('substr', value, lit(6));
-  const readerFields = decoders.map((d) => avroRecordFields(d.reader ?? d.writer).fields ?? new Map());
   if (decoders.length)
     rows = rows.withColumns(
       decoders.map((d, k) => {
@@ -182,19 +262,29 @@ export function decodeAvro(records: Query, schema: Record<string, string>, decod
         );
         // PERMISSIVE: a body that does not decode (truncated, another schema) is a row of NULLs, not a failed run.
         const options = [lit('mode'), lit('PERMISSIVE'), lit('avroSchema'), lit(withSentinel(d.reader ?? d.writer))];
-        return [decoderColumn(k), fn('if', matches, fn('from_avro', body, lit(d.writer), fn('map', ...options)), lit(null))] as const;
+        return [decodedColumn(k), fn('if', matches, fn('from_avro', body, lit(d.writer), fn('map', ...options)), lit(null))] as const;
       }),
     );
+  return { rows, read: (k) => isNotNull(col(decodedColumn(k), DECODED)), drop: [ID, ...decoders.map((_, k) => decodedColumn(k))] };
+}
+
+/**
+ * Decode `_kafka_value` into the declared columns with the decoders (whose reader schemas were
+ * checked by readerIssues), plus `_kafka_undecoded`. With no decoder every present value is undecodable
+ * (the plan as `plan` shows it before the registry was asked).
+ */
+export function decodeAvro(records: Query, schema: Record<string, string>, decoders: readonly AvroDecoder[]): Query {
+  const value = col('_kafka_value');
+  const { rows, read, drop } = withDecoders(records, decoders);
+  const readerFields = decoders.map((d) => avroRecordFields(d.reader ?? d.writer).fields ?? new Map());
   const columns = Object.entries(schema).map(([c, type]) => {
     const reads = decoders.flatMap((_, k) => {
       const f = readerField(readerFields[k]!, c);
-      return f === undefined ? [] : [cast(col(decoderColumn(k), f), type)];
+      return f === undefined ? [] : [cast(col(decodedColumn(k), f), type)];
     });
     return [c, reads.length === 0 ? cast(lit(null), type) : reads.length === 1 ? reads[0]! : coalesce(...reads)] as const;
   });
-  const decoded = decoders.length ? or(...decoders.map((_, k) => isNotNull(col(decoderColumn(k), DECODED)))) : lit(false);
+  const decoded = decoders.length ? or(...decoders.map((_, k) => read(k))) : lit(false);
   const undecodable = and(isNotNull(value), not(decoded));
-  return rows
-    .withColumns([...columns, [UNDECODED, fn('if', undecodable, fn('array', lit('_kafka_value')), cast(fn('array'), 'array<string>'))]])
-    .drop(ID, ...decoders.map((_, k) => decoderColumn(k)));
+  return rows.withColumns([...columns, [UNDECODED, fn('if', undecodable, fn('array', lit('_kafka_value')), cast(fn('array'), 'array<string>'))]]).drop(...drop);
 }

@@ -22,7 +22,8 @@ import {
   createBronzeTable,
 } from '../layers/bronze.js';
 import { TOPIC_GLOB, type TopicSelection, checkGrant, connectionOptions, subscription, topicChecks } from './kafka-source.js';
-import { type AvroDecoder, avroRecordFields, decodeAvro, readerIssues } from './kafka-avro.js';
+import { type AvroDecoder, avroRecordFields, decodeAvro, readerFor, readerIssues } from './kafka-avro.js';
+import { type RowFields, debeziumEnvelope, decodeDebeziumAvro, envelopeIssues } from './kafka-debezium-avro.js';
 import type { RegisteredSchema } from '../steps.js';
 import { CDC_LSN, CDC_OP, CDC_TS, CDC_UNAVAILABLE, DECODE_METRICS, type DebeziumSettings, UNDECODED, decodeValue, observeDecoding } from './kafka-values.js';
 import type { SchemaDiff } from '../template.js';
@@ -34,9 +35,9 @@ import type { SchemaDiff } from '../template.js';
  *
  * Every record keeps its raw key, value, headers, topic, partition, offset and timestamp (the
  * `_kafka_*` columns), and the bronze stamps. `_snapshot_date` is the UTC date of the record's
- * Kafka timestamp: a replayed record gets the same row. Values may also be parsed: JSON with a
- * declared schema, or Debezium's change-event envelope into the row's columns plus `op` and
- * `_cdc_ts_ms`, the columns cdc-silver-merge v2 resolves.
+ * Kafka timestamp: a replayed record gets the same row. Values may also be parsed: JSON or Avro
+ * with a declared schema, or Debezium's change-event envelope (JSON or Avro) into the row's columns
+ * plus `op`, `_cdc_ts_ms` and `_cdc_lsn`, the columns cdc-silver-merge v2 resolves.
  *
  * Exactly once: the query's checkpoint (`<storage-root>/_checkpoints/<table>`) records the offsets
  * of each micro-batch before it is written, and Iceberg's and Delta's streaming sinks commit a
@@ -98,10 +99,10 @@ const source = z
       .default(true)
       .describe('Fail (65) when offsets the checkpoint expects are gone (retention, a recreated topic); false skips them.'),
     'value-format': z
-      .enum(['raw', 'json', 'debezium-json', 'avro'])
+      .enum(['raw', 'json', 'debezium-json', 'avro', 'debezium-avro'])
       .default('raw')
       .describe(
-        'raw: bytes only; json: parse with value-schema; debezium-json: a Debezium change event; avro: Avro in the Confluent wire format (source.avro says where the writer schemas are).',
+        "raw: bytes only; json: parse with value-schema; debezium-json: a Debezium change event (Kafka Connect's JSON converter); avro: Avro in the Confluent wire format (source.avro says where the writer schemas are); debezium-avro: a Debezium change event in Avro (an Avro converter writing the Confluent wire format; source.avro as for avro).",
       ),
     avro: z
       .object({
@@ -124,12 +125,12 @@ const source = z
       })
       .strict()
       .optional()
-      .describe('Where the writer schemas of value-format avro come from: exactly one of registry and schema.'),
+      .describe('Where the writer schemas of value-format avro and debezium-avro come from: exactly one of registry and schema.'),
     'value-schema': z
       .record(columnName(), columnType())
       .optional()
       .describe(
-        "The columns to parse out of the value (json), or of the envelope's row (debezium-json): column name -> type. Columns may be added later (the bronze table gains them), never removed or retyped.",
+        "The columns to parse out of the value (json, avro), or of the envelope's row (debezium-json, debezium-avro): column name -> type. Columns may be added later (the bronze table gains them), never removed or retyped.",
       ),
     'bad-values': z
       .enum(['fail', 'set-null'])
@@ -141,15 +142,15 @@ const source = z
       .object({
         'decimal-handling-mode': z
           .enum(['precise', 'string', 'double'])
-          .default('precise')
+          .optional()
           .describe(
-            "The connector's decimal.handling.mode, for events without schemas (with schemas, each event's schema says): precise = base64 bytes of the unscaled value at the declared column's scale.",
+            "The connector's decimal.handling.mode, for JSON events without schemas (with schemas, and in Avro, each event's schema says): precise (the default) = base64 bytes of the unscaled value at the declared column's scale.",
           ),
         'time-precision-mode': z
           .enum(['adaptive', 'adaptive_time_microseconds', 'connect'])
-          .default('adaptive')
+          .optional()
           .describe(
-            "The connector's time.precision.mode, for events without schemas: a numeric timestamp is microseconds (adaptive: PostgreSQL's timestamp(4..6)) or milliseconds (connect).",
+            "The connector's time.precision.mode, for JSON events without schemas: a numeric timestamp is microseconds (adaptive, the default: PostgreSQL's timestamp(4..6)) or milliseconds (connect).",
           ),
         'unavailable-value-placeholder': z
           .string()
@@ -160,7 +161,7 @@ const source = z
       })
       .strict()
       .optional()
-      .describe('How the Debezium connector encodes values (value-format debezium-json): its settings of the same names.'),
+      .describe('How the Debezium connector encodes values (value-format debezium-json or debezium-avro): its settings of the same names.'),
   })
   .strict()
   .superRefine((s, ctx) => {
@@ -171,9 +172,14 @@ const source = z
       if (s.topics!.indexOf(t) !== i) issue(['topics', i], `"${t}" appears twice`);
     });
     const schema = s['value-schema'];
-    if (s.debezium !== undefined && s['value-format'] !== 'debezium-json') issue(['debezium'], 'needs value-format debezium-json');
+    if (s.debezium !== undefined && !isDebezium(s['value-format'])) issue(['debezium'], 'needs value-format debezium-json or debezium-avro');
+    if (s['value-format'] === 'debezium-avro')
+      for (const k of ['decimal-handling-mode', 'time-precision-mode'] as const)
+        if (s.debezium?.[k] !== undefined)
+          issue(['debezium', k], "is for JSON events without schemas: an Avro event's schema names each field's encoding (leave it out)");
     avroIssues(s, issue);
-    if (s['value-format'] === 'raw' && schema !== undefined) issue(['value-schema'], 'needs value-format json or debezium-json');
+    if (s['value-format'] === 'raw' && schema !== undefined)
+      issue(['value-schema'], 'needs a parsed value-format (json, debezium-json, avro or debezium-avro)');
     if (s['value-format'] !== 'raw' && (schema === undefined || Object.keys(schema).length === 0))
       issue(['value-schema'], `is required with value-format ${s['value-format']} (the columns to parse)`);
     const seen = new Set<string>();
@@ -185,6 +191,9 @@ const source = z
     }
   })
   .describe('The Kafka records to read: the cluster, the topics, where the first run starts, how the value is parsed.');
+
+const isDebezium = (format: string) => format === 'debezium-json' || format === 'debezium-avro';
+const isAvro = (format: string) => format === 'avro' || format === 'debezium-avro';
 
 /** The writer schema of `source.avro.schema` as JSON text. */
 const inlineSchema = (s: string | Record<string, unknown>): string => (typeof s === 'string' ? s : JSON.stringify(s));
@@ -199,21 +208,28 @@ function avroIssues(
   issue: (path: (string | number)[], message: string) => void,
 ): void {
   const a = s.avro;
-  if (s['value-format'] !== 'avro') {
-    if (a !== undefined) issue(['avro'], 'needs value-format avro');
+  const format = s['value-format'];
+  if (!isAvro(format)) {
+    if (a !== undefined) issue(['avro'], 'needs value-format avro or debezium-avro');
     return;
   }
   if (a === undefined || (a.registry === undefined) === (a.schema === undefined)) {
     issue(
       ['avro'],
-      'value-format avro needs exactly one writer schema source: avro.registry (a schema registry of the platform config) or avro.schema (the writer schema)',
+      `value-format ${format} needs exactly one writer schema source: avro.registry (a schema registry of the platform config) or avro.schema (the writer schema)`,
     );
     return;
   }
   if (a['schema-id'] !== undefined && a.schema === undefined) issue(['avro', 'schema-id'], 'needs avro.schema (with a registry the records name their schema)');
   if (a.registry !== undefined && s.topics === undefined)
     issue(['topic-pattern'], "cannot be combined with avro.registry: the writer schemas are each topic's subject <topic>-value; list source.topics");
-  if (a.schema !== undefined) {
+  if (a.schema !== undefined && format === 'debezium-avro') {
+    const parsed = debeziumEnvelope(inlineSchema(a.schema));
+    if (parsed.problem) issue(['avro', 'schema'], parsed.problem);
+    else
+      for (const i of envelopeIssues([parsed.envelope!.row], s['value-schema'] ?? {}, 'avro.schema'))
+        issue(i.path.replace(/^source\./, '').split('.'), i.message);
+  } else if (a.schema !== undefined) {
     const parsed = avroRecordFields(inlineSchema(a.schema));
     if (parsed.problem) issue(['avro', 'schema'], parsed.problem);
     else for (const i of readerIssues(parsed.fields!, s['value-schema'] ?? {}, 'avro.schema')) issue(i.path.replace(/^source\./, '').split('.'), i.message);
@@ -259,8 +275,10 @@ export function bronzeRows(
   const format = spec.source['value-format'];
   const schema = spec.source['value-schema'] ?? {};
   let rows = records.select(...KAFKA_COLUMNS.map(([from, to]) => alias(col(from), to)));
+  const badValues = spec.source['bad-values'];
   if (format === 'avro') rows = decodeAvro(rows, schema, decoders);
-  else if (format !== 'raw') rows = decodeValue(rows, { format, schema, debezium: debeziumSettings(spec), badValues: spec.source['bad-values'] });
+  else if (format === 'debezium-avro') rows = decodeDebeziumAvro(rows, { schema, decoders, debezium: debeziumSettings(spec)!, badValues });
+  else if (format !== 'raw') rows = decodeValue(rows, { format, schema, debezium: debeziumSettings(spec), badValues });
   return rows.withColumns([
     ['_lake_tenant', lit(s.tenant)],
     ['_lake_source', lit(s.origin)],
@@ -273,31 +291,74 @@ export function bronzeRows(
 /** The inline writer schema's decoder (none without one: a registry's come when the run starts). */
 function inlineDecoders(spec: KafkaBronzeIngestSpec): AvroDecoder[] {
   const a = spec.source.avro;
-  if (spec.source['value-format'] !== 'avro' || a?.schema === undefined) return [];
+  if (!isAvro(spec.source['value-format']) || a?.schema === undefined) return [];
   return [{ writer: inlineSchema(a.schema), ...(a['schema-id'] === undefined ? {} : { id: a['schema-id'] }) }];
 }
 
 /**
  * A registry's decoders: per topic, every version of its subject `<topic>-value`, each resolved
  * into the subject's latest version (the reader), which must fill the declared columns exactly.
+ * Debezium's envelope (debezium-avro) is read with each version's own schema instead: its latest
+ * version must be an envelope, and each declared column a field of some version's row.
  */
 export function registryDecoders(spec: KafkaBronzeIngestSpec, found: readonly RegisteredSchema[]): AvroDecoder[] {
   const out: AvroDecoder[] = [];
   const issues = [];
-  for (const topic of spec.source.topics ?? []) {
+  const topics = spec.source.topics ?? [];
+  // Debezium's rows, of every version of every topic: a declared column may be one table's only.
+  const rows: RowFields[] = [];
+  for (const topic of topics) {
     const subject = subjectOf(topic);
     const versions = found.filter((f) => f.subject === subject).sort((a, b) => a.version - b.version);
     const latest = versions[versions.length - 1];
     if (!latest) continue;
     const what = `subject ${subject}'s latest schema (version ${latest.version}, id ${latest.id})`;
+    const forTopic = topics.length > 1 ? { topic } : {};
+    if (spec.source['value-format'] === 'debezium-avro') {
+      const envelopes = versions.map((v) => debeziumEnvelope(v.schema));
+      const last = envelopes[envelopes.length - 1]!;
+      if (last.problem) issues.push({ path: 'source.avro.registry', message: `${what} ${last.problem}` });
+      // A version that is not an envelope has no decoder: its records are kept raw, counted undecodable.
+      for (const [i, v] of versions.entries()) {
+        const e = envelopes[i]!.envelope;
+        if (!e) continue;
+        rows.push(e.row);
+        out.push({ writer: v.schema, id: v.id, ...forTopic });
+      }
+      continue;
+    }
     const reader = avroRecordFields(latest.schema);
     if (reader.problem) {
       issues.push({ path: 'source.avro.registry', message: `${what} ${reader.problem}` });
       continue;
     }
     issues.push(...readerIssues(reader.fields!, spec.source['value-schema'] ?? {}, what));
-    for (const v of versions)
-      out.push({ writer: v.schema, ...(v.id === latest.id ? {} : { reader: latest.schema }), id: v.id, ...(spec.source.topics!.length > 1 ? { topic } : {}) });
+    for (const v of versions) {
+      if (v.id === latest.id) {
+        out.push({ writer: v.schema, id: v.id, ...forTopic });
+        continue;
+      }
+      // A decimal an older version wrote at another scale is read at its own (readerFor), and must fit too.
+      const own = readerFor(v.schema, latest.schema);
+      if (own !== latest.schema)
+        for (const i of readerIssues(
+          avroRecordFields(own).fields!,
+          spec.source['value-schema'] ?? {},
+          `subject ${subject}'s version ${v.version} (id ${v.id})`,
+        ))
+          if (!issues.some((x) => x.path === i.path)) issues.push(i);
+      out.push({ writer: v.schema, reader: own, id: v.id, ...forTopic });
+    }
+  }
+  if (spec.source['value-format'] === 'debezium-avro' && !issues.length) {
+    const subjects = topics.map(subjectOf);
+    issues.push(
+      ...envelopeIssues(
+        rows,
+        spec.source['value-schema'] ?? {},
+        subjects.length === 1 ? `no version of subject ${subjects[0]}` : `no version of subjects ${subjects.join(', ')}`,
+      ),
+    );
   }
   if (issues.length) throw new ConfigError(issues);
   return out;
@@ -307,7 +368,7 @@ export function registryDecoders(spec: KafkaBronzeIngestSpec, found: readonly Re
 export const subjectOf = (topic: string): string => `${topic}-value`;
 
 function debeziumSettings(spec: KafkaBronzeIngestSpec): DebeziumSettings | undefined {
-  if (spec.source['value-format'] !== 'debezium-json') return undefined;
+  if (!isDebezium(spec.source['value-format'])) return undefined;
   const d = spec.source.debezium;
   return {
     decimalHandlingMode: d?.['decimal-handling-mode'] ?? 'precise',
@@ -419,7 +480,7 @@ function plan(ctx: JobContext, spec: KafkaBronzeIngestSpec): JobPlan {
       ...(target.format === 'iceberg' ? { options: { 'fanout-enabled': 'true', 'check-ordering': 'false' } } : { format: 'delta' }),
     });
   const registry =
-    spec.source['value-format'] === 'avro' && spec.source.avro?.registry !== undefined
+    isAvro(spec.source['value-format']) && spec.source.avro?.registry !== undefined
       ? {
           ref: ctx.schemaRegistry(spec.source.avro.registry, 'source.avro.registry'),
           subjects: (spec.source.topics ?? []).map(subjectOf),
@@ -479,7 +540,7 @@ export const kafkaBronzeIngest = defineTemplate({
   name: TEMPLATE,
   layer: 'bronze',
   summary:
-    "Copy Kafka topics (the tenant's granted topics) into a bronze Iceberg or Delta table with Structured Streaming (availableNow): raw key, value, headers and offsets, optionally parsed JSON or Debezium events; every offset lands exactly once.",
+    "Copy Kafka topics (the tenant's granted topics) into a bronze Iceberg or Delta table with Structured Streaming (availableNow): raw key, value, headers and offsets, optionally parsed JSON, Avro or Debezium events (JSON or Avro); every offset lands exactly once.",
   stability: 'experimental',
   newest: v1,
   plan,

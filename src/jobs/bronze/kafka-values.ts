@@ -219,6 +219,78 @@ export interface DecodeOptions {
   readonly schema: Record<string, string>;
   readonly debezium?: DebeziumSettings | undefined;
   readonly badValues: 'fail' | 'set-null';
+  /**
+   * The value already parsed by another decoder into the struct from_json gives (valueStruct of
+   * the format: Debezium's Avro envelope, envelopeValue), instead of reading `_kafka_value` as JSON.
+   */
+  readonly parsed?: Expr;
+}
+
+/** One image of a Debezium event (before, after): its declared columns as text, and the encoding its schema names for each. */
+export interface EnvelopeImage {
+  /** A struct of the declared columns' text, in the order of the declared schema (NULL: the event has no such image). */
+  readonly text: Expr;
+  /** Per declared column the writer field has: its logical type name and `scale` parameter, as the JSON converter's schema names them. */
+  readonly fields: readonly { readonly column: string; readonly name?: string | undefined; readonly scale?: string | undefined }[];
+}
+
+/**
+ * A Debezium event that another decoder parsed (Avro), as the struct from_json gives for a JSON
+ * event with schemas (valueStruct('debezium-json')): decodeValue then reads it exactly as it reads
+ * JSON, one decoding of Debezium's encodings for both.
+ */
+export function envelopeValue(
+  schema: Record<string, string>,
+  e: { readonly before: EnvelopeImage; readonly after: EnvelopeImage; readonly op: Expr; readonly tsMs: Expr; readonly sourceTsMs: Expr; readonly lsn: Expr },
+): Expr {
+  const fieldType = 'struct<field: string, name: string, parameters: map<string, string>>';
+  const image = (side: string, i: EnvelopeImage) =>
+    cast(
+      fn(
+        'named_struct',
+        str('field'),
+        str(side),
+        str('fields'),
+        fn(
+          'array',
+          ...i.fields.map((f) =>
+            cast(
+              fn(
+                'named_struct',
+                str('field'),
+                str(f.column),
+                str('name'),
+                f.name === undefined ? lit(null) : str(f.name),
+                str('parameters'),
+                f.scale === undefined ? fn('map') : fn('map', str('scale'), str(f.scale)),
+              ),
+              fieldType,
+            ),
+          ),
+        ),
+      ),
+      `struct<field: string, fields: array<${fieldType}>>`,
+    );
+  const value = fn(
+    'named_struct',
+    str('schema'),
+    fn('named_struct', str('fields'), fn('array', image('before', e.before), image('after', e.after))),
+    str('payload'),
+    lit(null),
+    str('before'),
+    e.before.text,
+    str('after'),
+    e.after.text,
+    str('op'),
+    e.op,
+    str('ts_ms'),
+    e.tsMs,
+    str('source'),
+    fn('named_struct', str('ts_ms'), e.sourceTsMs, str('lsn'), e.lsn),
+    str(CORRUPT),
+    lit(null),
+  );
+  return cast(value, valueStruct('debezium-json', schema));
 }
 
 /**
@@ -227,13 +299,15 @@ export interface DecodeOptions {
  * fails the query with a message naming the record and the column (`bad-values = fail`), or leaves
  * the column NULL, listed in `_kafka_undecoded` (`null`). A value that does not decode at all
  * (not JSON; a Debezium value without `op`) keeps NULL columns and `_kafka_undecoded = [_kafka_value]`.
+ * With `parsed` (Debezium's Avro envelope) a value its decoder could not read is NULL there, so undecodable too.
  */
 export function decodeValue(records: Query, o: DecodeOptions): Query {
   const fields = Object.entries(o.schema);
   let rows = records.withColumns([
     [
       VALUE,
-      fn('from_json', cast(col('_kafka_value'), 'string'), lit(valueStruct(o.format, o.schema)), fn('map', lit('columnNameOfCorruptRecord'), lit(CORRUPT))),
+      o.parsed ??
+        fn('from_json', cast(col('_kafka_value'), 'string'), lit(valueStruct(o.format, o.schema)), fn('map', lit('columnNameOfCorruptRecord'), lit(CORRUPT))),
     ],
   ]);
   const dbz = o.format === 'debezium-json' ? o.debezium : undefined;

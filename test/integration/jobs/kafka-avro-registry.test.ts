@@ -125,6 +125,31 @@ describe('kafka-bronze-ingest value-format avro with a schema registry', () => {
     expect(again.code, again.stderr).toBe(99);
   }, 420_000);
 
+  it("a decimal whose scale a later version changed lands at the scale its record was written with (Avro's resolution alone would read 120.50 as 12.050)", async () => {
+    const rescaled = `${tenant.id}.rescaled`;
+    const at = (scale: number) => ({
+      ...v1,
+      name: 'Rescaled',
+      fields: [v1.fields[0]!, { name: 'amount', type: { type: 'bytes', logicalType: 'decimal', precision: 12, scale } }],
+    });
+    createTopic(rescaled, 1);
+    const [old, now] = [await registerSchema(`${rescaled}-value`, at(2)), await registerSchema(`${rescaled}-value`, at(3))];
+    produce(rescaled, [
+      { key: '1', value: confluentAvro(old, at(2), { id: 1, amount: decimalBytes(12050n) }) },
+      { key: '2', value: confluentAvro(now, at(3), { id: 2, amount: decimalBytes(1234n) }) },
+    ]);
+    const r = await runJob(
+      write(job('id = bigint, amount = "decimal(13,3)"', 'orders_rescaled').replace(`"${topic}"`, `"${rescaled}"`)),
+      join(dir, 'platform.conf'),
+    );
+    expect(r.code, r.stderr).toBe(0);
+    const rows = readIcebergWithPyIceberg(`${tenant.id}_bronze`, 'orders_rescaled').sort((a, b) => Number(a.id) - Number(b.id));
+    expect(rows.map((x) => [x.id, x.amount, x._kafka_undecoded])).toEqual([
+      [1, '120.500', []],
+      [2, '1.234', []],
+    ]);
+  }, 300_000);
+
   it("refuses a declared column the subject's latest version does not have (78 at its path, naming the subject), and a subject the registry lacks (66)", async () => {
     const r = await runJob(write(job('id = bigint, note = string', 'orders_note')), join(dir, 'platform.conf'));
     expect(r.code, r.stderr).toBe(78);

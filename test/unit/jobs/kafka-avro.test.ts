@@ -3,7 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { loadJob } from '../../../src/runner/load-job.js';
 import { configIssues } from '../../support/load.js';
 import { tempFiles } from '../../support/files.js';
-import { avroRecordFields, fitsExactly, readerIssues } from '../../../src/jobs/bronze/kafka-avro.js';
+import { avroRecordFields, fitsExactly, readerFor, readerIssues } from '../../../src/jobs/bronze/kafka-avro.js';
 import type { Step } from '../../../src/jobs/template.js';
 import { subjectSchemas } from '../../../src/runner/schema-registry.js';
 import { Secret } from '../../../src/core/secrets.js';
@@ -133,6 +133,42 @@ describe('kafka-bronze-ingest value-format avro: plan', () => {
 });
 
 describe('kafka-bronze-ingest value-format avro: several topics', () => {
+  it("a decimal an older version wrote at another scale is read at its own scale, not the latest's (Avro's resolution would read 120.50 as 12.050); it must fit the column too", async () => {
+    const at = (precision: number, scale: number) => ({
+      ...order,
+      fields: order.fields.map((f) => (f.name === 'amount' ? { ...f, type: { type: 'bytes', logicalType: 'decimal', precision, scale } } : f)),
+    });
+    const v2 = { ...at(14, 3), fields: [...at(14, 3).fields, { name: 'currency', type: 'string', default: 'EUR' }] };
+    const own = JSON.parse(readerFor(JSON.stringify(order), JSON.stringify(v2))) as { fields: { name: string; type: unknown }[] };
+    // The latest's fields (currency, with its default), with the writer's decimal.
+    expect(own.fields.map((f) => f.name)).toEqual(['id', 'amount', 'note', 'currency']);
+    expect(own.fields[1]!.type).toEqual({ type: 'bytes', logicalType: 'decimal', precision: 12, scale: 2 });
+    expect(readerFor(JSON.stringify(order), JSON.stringify({ ...order, fields: [...order.fields, { name: 'x', type: 'int', default: 0 }] }))).not.toContain(
+      '"scale":3',
+    );
+    const registry = async (declared: string) =>
+      stream(
+        (await load(config(`topics = ["acme.orders"], avro { registry = shop_registry }, value-schema { id = bigint, amount = "${declared}" }`))).plan.steps,
+      ).registry!;
+    const versions = [
+      { subject: 'acme.orders-value', version: 1, id: 11, schema: JSON.stringify(order) },
+      { subject: 'acme.orders-value', version: 2, id: 12, schema: JSON.stringify(v2) },
+    ];
+    const built = JSON.stringify((await registry('decimal(14,3)')).build(versions));
+    expect(built).toContain(JSON.stringify(JSON.stringify({ type: 'bytes', logicalType: 'decimal', precision: 12, scale: 2 })).slice(1, -1));
+    // A version whose decimal does not land exactly in the declared column is 78, as the latest's would be.
+    const narrow = at(12, 4);
+    await expect(
+      (async () =>
+        (await registry('decimal(14,3)')).build([
+          { subject: 'acme.orders-value', version: 1, id: 11, schema: JSON.stringify(narrow) },
+          { subject: 'acme.orders-value', version: 2, id: 12, schema: JSON.stringify(v2) },
+        ]))(),
+    ).rejects.toThrow(
+      /source\.value-schema\.amount: subject acme\.orders-value's version 1 \(id 11\)'s field amount is read as decimal\(12,4\), which does not land exactly in decimal\(14,3\)/,
+    );
+  });
+
   it("each topic's records are read only with its own subject's versions (a schema id is global, the reader is the subject's)", async () => {
     const loaded = await load(config('topics = ["acme.a", "acme.b"], avro { registry = shop_registry }, value-schema { id = bigint }'));
     const s = stream(loaded.plan.steps);

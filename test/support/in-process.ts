@@ -28,10 +28,16 @@ export async function runInProcess(
   log?: (line: string) => void,
 ): Promise<Outcome> {
   const runId = req.runId ?? `it-${Math.random().toString(36).slice(2, 10)}`;
-  const loaded = await loadJob({ ...req, runId });
-  const client = await runSession(loaded.platform, loaded.tenant);
   const steps: string[] = [];
   const report = emptyReport();
+  let loaded: Awaited<ReturnType<typeof loadJob>>;
+  try {
+    loaded = await loadJob({ ...req, runId });
+  } catch (e) {
+    // A config the loader refuses ends the run before Spark, as the CLI exits (78, 66, 64).
+    return failed(e, steps, report);
+  }
+  const client = await runSession(loaded.platform, loaded.tenant);
   try {
     await client.config.set(sessionSettings(loaded, runId, req.logicalDate));
     await executePlan(loaded.plan, {
@@ -48,16 +54,20 @@ export async function runInProcess(
     });
     return { code: 0, steps, report: documented(report) };
   } catch (e) {
-    const error = asLakehouseError(e);
-    return {
-      code: error.exitCode,
-      steps,
-      report: documented(report),
-      error: { ...('code' in error ? { code: String(error.code) } : {}), message: error.message },
-    };
+    return failed(e, steps, report);
   } finally {
     await releaseSession(client);
   }
+}
+
+function failed(e: unknown, steps: string[], report: ExecutionReport): Outcome {
+  const error = asLakehouseError(e);
+  return {
+    code: error.exitCode,
+    steps,
+    report: documented(report),
+    error: { ...('code' in error ? { code: String(error.code) } : {}), message: error.message },
+  };
 }
 
 /** Every report a test gets is held to the documented metrics (src/core/metrics.ts). */

@@ -1,13 +1,10 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { loadJob } from '../../../src/runner/load-job.js';
-import { createLogger } from '../../../src/core/logger.js';
-import { executePlan } from '../../../src/runner/executor.js';
-import { commitMetadata } from '../../../src/runner/run.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { tempFiles } from '../../support/files.js';
-import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, releaseSession, runSession, useClient } from '../../support/stack.js';
+import { runInProcess } from '../../support/in-process.js';
+import { freshTenant, readDeltaWithDeltaRs, readIcebergWithPyIceberg, useClient } from '../../support/stack.js';
 import { mulberry32, shuffledIndices } from '../../support/random.js';
 import { testQuery } from '../../support/sql.js';
 import { needs } from '../../support/needs.js';
@@ -125,29 +122,15 @@ target { table = "state", format = ${format}, catalog = "${catalog}" }
   });
   // The batches arrive in a random order.
   const order = shuffledIndices(BATCHES, mulberry32(seed * 31));
-  const logger = createLogger('warn');
-  let session: SparkConnectClient | undefined;
-  try {
-    for (const b of order) {
-      const job = await loadJob({
-        configFile: join(dir, 'job.conf'),
-        envFile: join(dir, 'platform.conf'),
-        overrides: [`source.where="_snapshot_date = DATE'2026-01-0${b + 1}'"`],
-        env: {},
-        runId: `prop-${seed}-${b}`,
-      });
-      session ??= await runSession(job.platform, job.tenant);
-      await executePlan(job.plan, {
-        session,
-        logger,
-        tags: [`prop-${seed}`],
-        signal: new AbortController().signal,
-        // A step may stamp its own commit (the merge's batch fingerprint), as in a real run.
-        stamps: (extra) => commitMetadata(job, `prop-${seed}-${b}`, undefined, extra),
-      });
-    }
-  } finally {
-    await releaseSession(session);
+  for (const b of order) {
+    const o = await runInProcess({
+      configFile: join(dir, 'job.conf'),
+      envFile: join(dir, 'platform.conf'),
+      overrides: [`source.where="_snapshot_date = DATE'2026-01-0${b + 1}'"`],
+      env: {},
+      runId: `prop-${seed}-${b}`,
+    });
+    if (o.code !== 0) throw new Error(`batch ${b} of seed ${seed} ended ${o.code}: ${o.error?.message ?? ''}`);
   }
   const actual = format === 'iceberg' ? readIcebergWithPyIceberg(`${tenant.id}_silver`, 'state') : readDeltaWithDeltaRs(`${tenant.root}/silver/state`);
   return {

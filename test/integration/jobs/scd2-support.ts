@@ -1,14 +1,10 @@
 import { join } from 'node:path';
-import { loadJob } from '../../../src/runner/load-job.js';
-import { asLakehouseError } from '../../../src/core/errors.js';
-import { createLogger } from '../../../src/core/logger.js';
-import { executePlan } from '../../../src/runner/executor.js';
-import { commitMetadata } from '../../../src/runner/run.js';
 import type { Step } from '../../../src/jobs/template.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { tempFiles } from '../../support/files.js';
-import { readDeltaWithDeltaRs, readIcebergWithPyIceberg, releaseSession, runSession } from '../../support/stack.js';
+import { runInProcess } from '../../support/in-process.js';
+import { readDeltaWithDeltaRs, readIcebergWithPyIceberg } from '../../support/stack.js';
 import { testQuery, testCommand } from '../../support/sql.js';
 
 /** Helpers of the scd2-dim-load integration tests: a tenant's silver source, loads run in process, read-back by a second engine. */
@@ -40,42 +36,27 @@ export interface LoadResult {
   outputs: Record<string, unknown>[];
 }
 
-/** Run one load in process (plan, a session bound to the tenant, executor), as the runner does. */
+/** Run one load in process (the shared in-process runner: a session bound to the tenant, its settings, stamps and tags). */
 export async function load(
-  client: SparkConnectClient,
+  _client: SparkConnectClient,
   tenant: { id: string; root: string },
   config: string,
   opts: { set?: string[]; runId?: string; logicalDate?: string; beforeStep?: (step: Step) => Promise<void> } = {},
 ): Promise<LoadResult> {
   const dir = tempFiles({ 'job.conf': config, 'platform.conf': platformConf(tenant) });
-  let session: SparkConnectClient | undefined;
-  try {
-    const runId = opts.runId ?? 'it-scd2';
-    const job = await loadJob({
+  const o = await runInProcess(
+    {
       configFile: join(dir, 'job.conf'),
       envFile: join(dir, 'platform.conf'),
       overrides: opts.set ?? [],
       env: {},
-      runId,
+      runId: opts.runId ?? 'it-scd2',
       ...(opts.logicalDate ? { logicalDate: opts.logicalDate } : {}),
-    });
-    session = await runSession(job.platform, job.tenant);
-    const r = await executePlan(job.plan, {
-      session,
-      logger: createLogger((process.env.SCD2_LOG as 'info' | undefined) ?? 'warn'),
-      tags: ['it-scd2'],
-      signal: new AbortController().signal,
-      // The run's commit stamps, as a real run passes them (a CDC merge into Iceberg stamps its batch's fingerprint).
-      stamps: (extra) => commitMetadata(job, runId, opts.logicalDate, extra),
-      ...(opts.beforeStep ? { beforeStep: opts.beforeStep } : {}),
-    });
-    return { code: r.skipped ? 99 : 0, outputs: r.outputs as unknown as Record<string, unknown>[] };
-  } catch (e) {
-    const err = asLakehouseError(e);
-    return { code: err.exitCode, message: err.message, outputs: [] };
-  } finally {
-    await releaseSession(session);
-  }
+    },
+    opts.beforeStep,
+  );
+  if (o.error) return { code: o.code, message: o.error.message, outputs: [] };
+  return { code: o.report.skipped !== undefined ? 99 : 0, outputs: o.report.outputs as unknown as Record<string, unknown>[] };
 }
 
 /** The dimension's rows as a second engine reads them (PyIceberg or delta-rs), sorted by key and start. */

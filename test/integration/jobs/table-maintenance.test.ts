@@ -2,12 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { existsSync, readdirSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadJob } from '../../../src/runner/load-job.js';
-import { asLakehouseError } from '../../../src/core/errors.js';
-import { createLogger } from '../../../src/core/logger.js';
 import type { Step } from '../../../src/jobs/template.js';
-import { type ExecutionReport, emptyReport, executePlan } from '../../../src/runner/executor.js';
-import { commitMetadata, sessionSettings, tagFor } from '../../../src/runner/run.js';
+import type { ExecutionReport } from '../../../src/runner/executor.js';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { tempFiles } from '../../support/files.js';
@@ -22,8 +18,8 @@ import {
   readIcebergWithPyIceberg,
   repoRoot,
   runJob,
-  runSession,
 } from '../../support/stack.js';
+import { runInProcess } from '../../support/in-process.js';
 import { fileExists, filesUnder, writeFileAt } from '../../support/storage.js';
 import { testQuery, testCommand } from '../../support/sql.js';
 import { needs } from '../../support/needs.js';
@@ -43,7 +39,6 @@ needs('spark', 'object-store', 'py-tools');
  */
 let dir: string;
 let client: SparkConnectClient;
-const logger = createLogger('silent');
 
 const sql = (text: string) => client.execute(compileCommandPlan(testCommand(text), { reveal: true }));
 
@@ -405,8 +400,8 @@ const batches: Record<string, [number, number, string, string][]> = {
 };
 const oracle = [...range(6, 10).map((k) => ({ id: k, ts: 10, v: `upd-${k}` })), ...range(11, 20).map((k) => ({ id: k, ts: 1, v: `v1-${k}` }))];
 
-/** One job run in this process, as runJob executes it, with a hook before each step. */
-async function runInProcess(
+/** One job run in this process (the shared in-process runner), with a hook before each step. */
+async function inProcess(
   config: string,
   floor: number,
   set: string[],
@@ -415,29 +410,11 @@ async function runInProcess(
   const name = `inproc-${Math.random().toString(36).slice(2)}`;
   writeFileSync(join(dir, `${name}.conf`), config);
   writeFileSync(join(dir, `${name}.platform.conf`), platform(floor));
-  const runId = `it-maint-${name}`;
-  const loaded = await loadJob({ configFile: join(dir, `${name}.conf`), envFile: join(dir, `${name}.platform.conf`), overrides: set, env: {}, runId });
-  const session = await runSession(loaded.platform, loaded.tenant);
-  const report = emptyReport();
-  try {
-    await session.config.set(sessionSettings(loaded, runId, undefined));
-    await executePlan(loaded.plan, {
-      session,
-      logger,
-      tags: [tagFor(runId)],
-      signal: new AbortController().signal,
-      report,
-      // A step may stamp its own commit (the CDC merge's batch fingerprint), as in a real run.
-      stamps: (extra) => commitMetadata(loaded, runId, undefined, extra),
-      ...(beforeStep ? { beforeStep } : {}),
-    });
-    return { code: 0, report };
-  } catch (e) {
-    return { code: asLakehouseError(e).exitCode, report };
-  } finally {
-    await session.releaseSession().catch(() => undefined);
-    session.close();
-  }
+  const o = await runInProcess(
+    { configFile: join(dir, `${name}.conf`), envFile: join(dir, `${name}.platform.conf`), overrides: set, env: {}, runId: `it-maint-${name}` },
+    beforeStep,
+  );
+  return { code: o.code, report: o.report };
 }
 
 const mergeConfig = (format: 'iceberg' | 'delta', table: string) => `
@@ -448,7 +425,7 @@ cdc    { primary-key = ["id"], sequence-by = "ts", op-column = "op", delete-valu
 target { table = "${table}", format = ${format}, catalog = "${format === 'iceberg' ? 'lake' : 'spark_catalog'}" }
 `;
 const merge = (format: 'iceberg' | 'delta', table: string, date: string, beforeStep?: (s: Step) => Promise<void>) =>
-  runInProcess(mergeConfig(format, table), 1, [`source.where="_snapshot_date = DATE'${date}'"`], beforeStep);
+  inProcess(mergeConfig(format, table), 1, [`source.where="_snapshot_date = DATE'${date}'"`], beforeStep);
 
 const maintenanceConfig = (format: 'iceberg' | 'delta', table: string) =>
   `${header()}\ntables = [ ${[table, `${table}__cdc_tombstones`]
@@ -459,7 +436,7 @@ const maintenanceConfig = (format: 'iceberg' | 'delta', table: string) =>
     )
     .join(', ')} ]`;
 const maintain = (format: 'iceberg' | 'delta', table: string, beforeStep?: (s: Step) => Promise<void>) =>
-  runInProcess(maintenanceConfig(format, table), 1, [], beforeStep);
+  inProcess(maintenanceConfig(format, table), 1, [], beforeStep);
 
 function silverRows(format: 'iceberg' | 'delta', table: string) {
   const rows = format === 'iceberg' ? readIcebergWithPyIceberg(ns, table) : readDeltaWithDeltaRs(`${tenant.root}/silver/${table}`);

@@ -116,7 +116,8 @@ describe('values and generated rows are bounded before anything runs', () => {
  * once Spark's analysis check inlines them), CUBE of 26 columns (2^26 grouping sets), a simple CASE
  * nested 40 deep (its value repeated in each branch), approx_count_distinct at 0.0002 (3.3 million
  * buffer fields), round to ten million digits (47 s of one core per value), a ten-million-row
- * sliding frame (rows held outside Spark's memory manager), parentheses 3,000 deep (Spark's parser
+ * sliding frame (rows held outside Spark's memory manager), range over 50 million partitions (tasks
+ * the driver schedules), parentheses 3,000 deep (Spark's parser
  * overflowed its stack: an internal error, now the tenant's 78).
  */
 describe('what analysis builds and what a value, group or frame costs are bounded before anything runs', () => {
@@ -147,6 +148,7 @@ describe('what analysis builds and what a value, group or frame costs are bounde
       `SELECT max(k) OVER (ORDER BY k ROWS BETWEEN 10000000 PRECEDING AND CURRENT ROW) AS m FROM lake.{t}_silver.n`,
       /a ROWS frame of 10000001 rows/,
     ],
+    ['range over fifty million partitions', `SELECT count(*) AS n FROM range(0, 10, 1, 50000000)`, /range\(…\) asks for 50000000 partitions, more than 1000/],
     ['parentheses 3,000 deep', `SELECT ${nested(3000, 'k', (x) => `(${x})`)} AS p FROM lake.{t}_silver.n`, /nested too deeply/],
   ])('%s is refused (78)', async (_, text, reason) => {
     const e = await judged(text);

@@ -385,6 +385,8 @@ public final class TenantLogicPlugin implements RelationPlugin {
         if (p instanceof Range r && r.numElements().compare(scala.math.BigInt.apply(binding.limits.generatedRows())) > 0)
           problem("range(…) produces " + r.numElements() + " rows, more than the platform allows (limits.generated-rows " + binding.limits.generatedRows() + ")");
         if (p instanceof Generate g && !(g.generator() instanceof Generator)) problem("a generator that is not a built-in one");
+        String costly = WorkBounds.problem(p);
+        if (costly != null) problem(costly);
         for (Expression e : Scala.list(p.expressions())) {
           expression(e);
           try {

@@ -8,6 +8,8 @@ import org.apache.spark.sql.catalyst.expressions.SpecifiedWindowFrame;
 import org.apache.spark.sql.catalyst.expressions.UnboundedFollowing$;
 import org.apache.spark.sql.catalyst.expressions.UnboundedPreceding$;
 import org.apache.spark.sql.catalyst.expressions.aggregate.HyperLogLogPlusPlus;
+import org.apache.spark.sql.catalyst.plans.logical.LogicalPlan;
+import org.apache.spark.sql.catalyst.plans.logical.Range;
 
 /**
  * The arguments of allowed functions that set how much work or state one value, group or frame
@@ -28,10 +30,14 @@ import org.apache.spark.sql.catalyst.expressions.aggregate.HyperLogLogPlusPlus;
  *   memory manager counts (Spark's SlidingWindowFunctionFrame): a ROWS frame's offsets are
  *   literals whose width is at most limits.collection-elements. A RANGE frame's rows are the
  *   data's, like the size of a value the data holds.
+ * - range(start, end, step, partitions)'s partitions are tasks the driver creates and schedules:
+ *   50 million of them held the local server's driver for 40 s and failed with an error boxed
+ *   from its scheduler. At most 1,000 (a JDBC source may ask for 256).
  */
 final class WorkBounds {
   static final double MIN_RELATIVE_ERROR = 0.01;
   static final int MAX_ROUND_SCALE = 400;
+  static final int MAX_RANGE_PARTITIONS = 1_000;
 
   private WorkBounds() {}
 
@@ -56,6 +62,14 @@ final class WorkBounds {
         return "a ROWS frame of " + width + " rows is more than the platform allows (limits.collection-elements " + limits.collectionElements()
             + "): a frame bounded at both ends holds its rows in the shared server's memory (leave one end UNBOUNDED)";
     }
+    return null;
+  }
+
+  /** What makes plan node `p` cost more than its class may, or null. */
+  static String problem(LogicalPlan p) {
+    if (p instanceof Range r && r.numSlices().isDefined() && ((Integer) r.numSlices().get()) > MAX_RANGE_PARTITIONS)
+      return "range(…) asks for " + r.numSlices().get() + " partitions, more than " + MAX_RANGE_PARTITIONS
+          + ": each is a task the shared server's driver creates and schedules";
     return null;
   }
 

@@ -275,9 +275,18 @@ export interface CliResult {
   stderr: string;
 }
 
-/** Start the CLI as a real child process, as an orchestrator would. */
+/** The CLI's node flags (scripts/build/node-flags, one a line), as the image's entrypoint runs it. */
+const cliNodeFlags = readFileSync(join(repoRoot, 'scripts/build/node-flags'), 'utf8')
+  .split('\n')
+  .map((l) => l.trim())
+  .filter((l) => l !== '' && !l.startsWith('#'));
+
+/**
+ * Start the CLI as a real child process, as an orchestrator would: the bundle the image ships
+ * (dist/cli.mjs, kept current by the integration setup), with the image's node flags.
+ */
 export function spawnCli(args: string[], env: Record<string, string> = {}): { child: ChildProcess; done: Promise<CliResult> } {
-  const child = spawn(process.execPath, ['--import', `file://${repoRoot}node_modules/tsx/dist/loader.mjs`, join(repoRoot, 'src/cli.ts'), ...args], {
+  const child = spawn(process.execPath, [...cliNodeFlags, join(repoRoot, 'dist/cli.mjs'), ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -352,9 +352,9 @@ describe('producer → kafka-bronze-ingest → cdc-silver-merge → gold-publish
       // 1), at a random step of silver's merge: the job with the most commits in a run (tombstones,
       // the MERGE, the position alone, the repair of resurrected rows, expiry), so the one where a
       // server dying between two of them could skip or double-apply a batch. (The server killed
-      // mid-stream is kafka-bronze-ingest.test.ts's; a cold run on a restarted server costs half a
-      // minute or more, so one.) A kill that finds its run ended before its point (a run with
-      // nothing to do) moves on to the next run.
+      // mid-stream is kafka-bronze-ingest.test.ts's; the run on the server of this file's own is the
+      // first on a fresh server, half a minute or more on a loaded machine, so one.) A kill that
+      // finds its run ended before its point (a run with nothing to do) moves on to the next run.
       const plan = new Map<string, Kill>();
       const point = (target: Kill['target'], job: Job): Kill =>
         job === 'bronze'

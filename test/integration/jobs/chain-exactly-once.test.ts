@@ -35,8 +35,13 @@ const ROUNDS = 2;
 const TIMEOUT = 1_500_000;
 const JOBS = ['bronze', 'silver', 'gold'] as const;
 type Job = (typeof JOBS)[number];
-/** Steps each job starts in a round with new data, at least: a kill's step is drawn among them. */
+/**
+ * Steps each job starts in a round with new data, at least: a kill's step is drawn among all but the
+ * last (so that the run is still there when it lands, however fast the machine).
+ */
 const STEPS: Record<Job, number> = { bronze: 5, silver: 13, gold: 9 };
+/** The line after which a kill inside bronze's stream is timed: its micro-batches commit from here. */
+const STREAMING = 'streaming query started';
 
 const tenant = freshTenant();
 const TOPIC = `${tenant.id}.orders`;
@@ -98,7 +103,11 @@ interface Sent {
   record: KafkaRecord;
 }
 
-const FIRST_DAY = 20635; // 2026-07-01: five days of orders, so updates move orders between gold's days
+// Orders fall on 40 days from 2026-07-01 (days since 1970): updates move orders between gold's days,
+// and a round's changes touch some days and leave others, so gold's choice of the days to recompute
+// is what is proved (with a handful of days every round would touch them all).
+const FIRST_DAY = 20635;
+const DAYS = 40;
 const KEYS = 24;
 
 /** The seeded event source: each call gives the next change (a delete is followed by its tombstone). */
@@ -109,7 +118,7 @@ function eventSource(seed: number): () => Sent[] {
   const lastLsn = new Map<number, number>();
   const changes: Sent[] = [];
   let lsn = 0;
-  const randomRow = (id: number): Row => ({ id, customer: `c${int(3)}`, day: FIRST_DAY + int(5), cents: 100 + int(99_900) });
+  const randomRow = (id: number): Row => ({ id, customer: `c${int(3)}`, day: FIRST_DAY + int(DAYS), cents: 100 + int(99_900) });
   const wire = (row: Row) => ({ id: row.id, customer: row.customer, order_date: row.day, amount: debeziumDecimal((row.cents / 100).toFixed(2), 2) });
   const event = (kind: Sent['kind'], id: number, op: 'c' | 'u' | 'd', at: number, before: Row | null, after: Row | null): Sent => {
     const ts = 1_780_000_000_000 + at;
@@ -145,7 +154,12 @@ function eventSource(seed: number): () => Sent[] {
       e = event('change', id, 'd', lsn, before, null);
     } else {
       // An update: a new amount, sometimes another customer or day.
-      const row = { ...before, cents: 100 + int(99_900), ...(r() < 0.4 ? { day: FIRST_DAY + int(5) } : {}), ...(r() < 0.2 ? { customer: `c${int(3)}` } : {}) };
+      const row = {
+        ...before,
+        cents: 100 + int(99_900),
+        ...(r() < 0.4 ? { day: FIRST_DAY + int(DAYS) } : {}),
+        ...(r() < 0.2 ? { customer: `c${int(3)}` } : {}),
+      };
       alive.set(id, row);
       e = event('change', id, 'u', lsn, before, row);
     }
@@ -223,11 +237,17 @@ const sortGold = (rows: GoldRow[]) => rows.sort((a, b) => a.sale_date.localeComp
 
 // --- the runs, the kills -------------------------------------------------------------------------
 
-/** Where a kill lands: inside the n-th step the run starts (after a delay), or right after it is done. */
+/**
+ * Where a kill lands: inside the n-th step the run starts (a short delay after its line: the step's
+ * operation is on the server by then, a fast machine may already be in the next step), right after
+ * the n-th step is done, or inside bronze's stream (a delay after it started).
+ */
 interface Kill {
   target: 'runner' | 'server';
+  job: Job;
   step: number;
   after: boolean;
+  stream: boolean;
   delayMs: number;
 }
 
@@ -281,12 +301,16 @@ function attempt(job: Job, runId: string, on: string, kill?: Kill): Promise<Atte
       if (!kill || landed !== undefined || !line.startsWith('{')) continue;
       const l = JSON.parse(line) as { step?: string; msg?: string; durationMs?: number };
       if (!l.step) continue;
+      if (kill.stream && l.msg === STREAMING) {
+        setTimeout(() => fire(`${kill.delayMs} ms into the stream`), kill.delayMs);
+        continue;
+      }
       if (l.durationMs !== undefined && l.msg === `${l.step} done`) {
         finished.push(l.step);
         if (kill.after && finished.length === kill.step) fire(`step ${kill.step} done`);
       } else if (!started.includes(l.step) && !/ not needed/.test(l.msg ?? '')) {
         started.push(l.step);
-        if (!kill.after && started.length === kill.step) {
+        if (!kill.after && !kill.stream && started.length === kill.step) {
           const step = l.step;
           setTimeout(() => fire(`${kill.delayMs} ms into ${step}`), kill.delayMs);
         }
@@ -354,12 +378,12 @@ describe('producer → kafka-bronze-ingest → cdc-silver-merge → gold-publish
       // server dying between two of them could skip or double-apply a batch. (The server killed
       // mid-stream is kafka-bronze-ingest.test.ts's; the run on the server of this file's own is the
       // first on a fresh server, half a minute or more on a loaded machine, so one.) A kill that
-      // finds its run ended before its point (a run with nothing to do) moves on to the next run.
+      // finds its run ended before its point (a run with less to do) waits for the job's next run.
       const plan = new Map<string, Kill>();
       const point = (target: Kill['target'], job: Job): Kill =>
         job === 'bronze'
-          ? { target, step: STEPS.bronze, after: false, delayMs: int(2000) }
-          : { target, step: 1 + int(STEPS[job]), after: draw() < 0.5, delayMs: int(1500) };
+          ? { target, job, step: 0, after: false, stream: true, delayMs: int(400) }
+          : { target, job, step: 1 + int(STEPS[job] - 1), after: draw() < 0.5, stream: false, delayMs: int(300) };
       plan.set('2/silver', point('server', 'silver'));
       for (const job of JOBS) {
         let round = 1 + int(ROUNDS);
@@ -367,7 +391,7 @@ describe('producer → kafka-bronze-ingest → cdc-silver-merge → gold-publish
         plan.set(`${round}/${job}`, point('runner', job));
       }
       log(
-        `kill plan: ${[...plan.entries()].map(([slot, k]) => `${slot} ${k.target} ${k.after ? 'after' : 'inside'} step ${k.step}${k.after ? '' : ` +${k.delayMs} ms`}`).join('; ')}`,
+        `kill plan: ${[...plan.entries()].map(([slot, k]) => `${slot} ${k.target} ${k.stream ? 'in the stream' : `${k.after ? 'after' : 'inside'} step ${k.step}`}${k.after ? '' : ` +${k.delayMs} ms`}`).join('; ')}`,
       );
 
       // The producer: a change every second (a delete with its tombstone), from now until the last round is over.
@@ -382,13 +406,15 @@ describe('producer → kafka-bronze-ingest → cdc-silver-merge → gold-publish
       const timer = setInterval(tick, 1000);
       await producer.acked(1);
 
+      // Kills planned and not landed yet, the server's first.
       const queue: Kill[] = [];
       const kills: string[] = [];
       const runJob = async (round: number, job: Job) => {
         const runId = `proof-${round}-${job}`;
         const slot = plan.get(`${round}/${job}`);
         if (slot) queue.push(slot);
-        const kill = queue[0];
+        queue.sort((a, b) => Number(b.target === 'server') - Number(a.target === 'server'));
+        const kill = queue.find((k) => k.job === job);
         if (!kill) return settle(job, runId, remote());
         if (kill.target === 'server') await ownUp;
         const on = kill.target === 'server' ? OWN : remote();
@@ -399,7 +425,7 @@ describe('producer → kafka-bronze-ingest → cdc-silver-merge → gold-publish
           if (a.code !== 0 && a.code !== 99) throw new Error(`${job} (${runId}) exited ${a.code}:\n${tail(a.stderr)}`);
           return a;
         }
-        queue.shift();
+        queue.splice(queue.indexOf(kill), 1);
         const what = `round ${round} ${job}: ${kill.target} killed ${a.landed}${kill.target === 'server' ? `, the run exited ${a.code}` : ''}`;
         kills.push(what);
         log(what);
@@ -417,7 +443,7 @@ describe('producer → kafka-bronze-ingest → cdc-silver-merge → gold-publish
       };
 
       let round = 0;
-      while (round < ROUNDS || (queue.length > 0 && round < ROUNDS + 2)) {
+      while (round < ROUNDS || (queue.length > 0 && round < ROUNDS + 3)) {
         round++;
         const t0 = Date.now();
         const codes: string[] = [];

@@ -4,7 +4,8 @@
 //   KafkaTool <bootstrap> create-topic <name> [partitions]
 //   KafkaTool <bootstrap> produce <topic>    stdin: JSON lines {"key", "value", "partition", "headers": {name: value}}
 //                                            (key/value strings or null; "valueBase64" for a binary value); stdout: one JSON line per record,
-//                                            {"topic", "partition", "offset"}, in input order
+//                                            {"topic", "partition", "offset"}, in input order, each as soon as it and
+//                                            the records before it are acknowledged
 //   KafkaTool <bootstrap> end-offsets <topic>   stdout: {"<partition>": <end offset>, ...} (nothing yet: {})
 //   KafkaTool <bootstrap> wait-records <seconds> <topic>=<count>...
 //                                            wait until each topic holds at least its count of records (its
@@ -18,7 +19,6 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
@@ -139,7 +139,9 @@ public class KafkaTool {
     p.put(ProducerConfig.KEY_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
     p.put(ProducerConfig.VALUE_SERIALIZER_CLASS_CONFIG, ByteArraySerializer.class.getName());
     ObjectMapper json = new ObjectMapper();
-    List<Future<RecordMetadata>> sent = new ArrayList<>();
+    // Acknowledged records are printed as soon as they and every record before them are: a caller
+    // that keeps writing lines (a producer that runs beside a test) learns the offsets as it goes.
+    java.util.ArrayDeque<Future<RecordMetadata>> sent = new java.util.ArrayDeque<>();
     try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(p);
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8))) {
       String line;
@@ -154,12 +156,16 @@ public class KafkaTool {
           for (Map.Entry<String, JsonNode> h : r.get("headers").properties()) record.headers().add(h.getKey(), bytes(h.getValue()));
         }
         sent.add(producer.send(record));
+        while (!sent.isEmpty() && sent.peek().isDone()) printAck(json, sent.poll());
+        System.out.flush();
       }
       producer.flush();
-      for (Future<RecordMetadata> f : sent) {
-        RecordMetadata m = f.get();
-        System.out.println(json.writeValueAsString(Map.of("topic", m.topic(), "partition", m.partition(), "offset", m.offset())));
-      }
+      while (!sent.isEmpty()) printAck(json, sent.poll());
     }
+  }
+
+  static void printAck(ObjectMapper json, Future<RecordMetadata> f) throws Exception {
+    RecordMetadata m = f.get();
+    System.out.println(json.writeValueAsString(Map.of("topic", m.topic(), "partition", m.partition(), "offset", m.offset())));
   }
 }

@@ -86,7 +86,7 @@ export const positionKey = (source: TableName): string => `read.${displayTable(s
  */
 export const tableIdKey = (source: TableName): string => `${positionKey(source)}#table-id`;
 
-const POSITION_COLUMNS = ['head', 'stamps', 'latest_stamp', 'consumed', 'appends', 'rewrites'] as const;
+const POSITION_COLUMNS = ['head', 'stamps', 'latest_stamp', 'consumed', 'appends', 'rewrites', 'deletes'] as const;
 
 export interface IncrementalRead {
   /** The source's rows of the commits to read (bound when the position is known). */
@@ -284,6 +284,18 @@ function decide(r: Readonly<Record<(typeof POSITION_COLUMNS)[number], unknown>>,
       ),
     };
   if (consumed === head) return { skip: `nothing new in ${source} since snapshot ${consumed}, which ${target} already holds` };
+  // Iceberg's changelog scan refuses a range whose table state holds delete files (a merge-on-read
+  // source): the changes cannot be read, so everything is, as of the newest snapshot.
+  if (Number(r.deletes ?? 0) > 0 && reads === 'changes')
+    return {
+      read: {
+        source,
+        mode: 'full',
+        from: consumed,
+        to: head,
+        reason: `${source} holds delete files (merge-on-read) after snapshot ${consumed}, which Iceberg's changelog cannot read`,
+      },
+    };
   if (Number(r.rewrites ?? 0) > 0 && reads === 'changes') return { read: { source, mode: 'incremental', from: consumed, to: head } };
   if (Number(r.rewrites ?? 0) > 0)
     return {
@@ -299,18 +311,19 @@ const STAMP_ID = '__lake_stamp_id';
 const SID = '__lake_sid';
 const SAT = '__lake_sat';
 const OP = '__lake_op';
+const DELETE_FILES = '__lake_delete_files';
 
 /**
  * One row: the source's newest snapshot, how many of the target's commits carry a position, the
  * latest of them (target order), the one latest in the source's current history, and how many
- * appends and data-changing commits the source has after it.
+ * appends, data-changing commits and commits with delete files the source has after it.
  */
 function positionQuery(source: TableName, target: { table: TableName; format: 'iceberg' | 'delta' }, key: string): Query {
   const s = tableParts(source);
   const stamps = targetStamps(target, key);
   const history = () =>
     Query.sql(
-      sql`SELECT CAST(h.snapshot_id AS STRING) AS ${sql.id(SID)}, h.made_current_at AS ${sql.id(SAT)}, s.operation AS ${sql.id(OP)} FROM ${sql.table([...s, 'history'])} h JOIN ${sql.table([...s, 'snapshots'])} s ON h.snapshot_id = s.snapshot_id WHERE h.is_current_ancestor`,
+      sql`SELECT CAST(h.snapshot_id AS STRING) AS ${sql.id(SID)}, h.made_current_at AS ${sql.id(SAT)}, s.operation AS ${sql.id(OP)}, CAST(s.summary['total-delete-files'] AS BIGINT) AS ${sql.id(DELETE_FILES)} FROM ${sql.table([...s, 'history'])} h JOIN ${sql.table([...s, 'snapshots'])} s ON h.snapshot_id = s.snapshot_id WHERE h.is_current_ancestor`,
     );
   const found = stamps
     .filter(and(isNotNull(col(STAMP)), not(eq(col(STAMP), lit('')))))
@@ -333,6 +346,8 @@ function positionQuery(source: TableName, target: { table: TableName; format: 'i
       [
         alias(fn('count_if', eq(col('later', OP), lit('append'))), 'appends'),
         alias(fn('count_if', not(isIn(col('later', OP), [lit('append'), lit('replace')]))), 'rewrites'),
+        // Commits whose table state holds delete files (a replace commit is not read as changes).
+        alias(fn('count_if', and(not(eq(col('later', OP), lit('replace'))), gt(col('later', DELETE_FILES), lit(0)))), 'deletes'),
       ],
     )
     .as('a');
@@ -346,6 +361,7 @@ function positionQuery(source: TableName, target: { table: TableName; format: 'i
       alias(col('a', 'consumed'), 'consumed'),
       alias(col('a', 'appends'), 'appends'),
       alias(col('a', 'rewrites'), 'rewrites'),
+      alias(col('a', 'deletes'), 'deletes'),
     );
 }
 

@@ -1,4 +1,4 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import { join } from 'node:path';
 import { requireNeed } from './needs.js';
 import { repoRoot } from './stack.js';
@@ -74,10 +74,12 @@ export interface RecordId {
   offset: number;
 }
 
+/** One record as the tool reads it: a JSON line (a Buffer value as `valueBase64`). */
+const recordLine = (r: KafkaRecord) => JSON.stringify(Buffer.isBuffer(r.value) ? { ...r, value: undefined, valueBase64: r.value.toString('base64') } : r);
+
 /** Produce records (idempotent producer, acks=all); their (topic, partition, offset), in order. */
 export function produce(topic: string, records: readonly KafkaRecord[]): RecordId[] {
-  const line = (r: KafkaRecord) => JSON.stringify(Buffer.isBuffer(r.value) ? { ...r, value: undefined, valueBase64: r.value.toString('base64') } : r);
-  const out = tool(['produce', topic], records.map(line).join('\n') + '\n');
+  const out = tool(['produce', topic], records.map(recordLine).join('\n') + '\n');
   return out
     .split('\n')
     .filter(Boolean)
@@ -107,4 +109,57 @@ export function debeziumDecimal(value: string, scale: number): string {
     if ((v >= -128n && v < 128n && v < 0n === ((bytes[0]! & 0x80) !== 0)) || bytes.length > 32) break;
   }
   return Buffer.from(bytes).toString('base64');
+}
+
+/**
+ * A producer that keeps sending while a test runs: one kafka-clients process (`scripts/kafka tool
+ * produce`) fed line by line, so each record leaves as it is written (the client's linger is a few
+ * ms), not when the test is done. `acked(n)` resolves once the broker has acknowledged the first n
+ * records; `stop` ends its input and resolves with every record's (topic, partition, offset), in
+ * the order sent.
+ */
+export function startProducer(topic: string): {
+  send: (records: readonly KafkaRecord[]) => void;
+  acked: (n: number) => Promise<void>;
+  stop: () => Promise<RecordId[]>;
+} {
+  const port = kafkaBootstrap().split(':').pop()!;
+  const child = spawn('bash', [join(repoRoot, 'scripts/kafka'), 'tool', '--port', port, 'produce', topic], { stdio: ['pipe', 'pipe', 'inherit'] });
+  let out = '';
+  const ids: RecordId[] = [];
+  const waiting: { n: number; resolve: () => void }[] = [];
+  child.stdout.on('data', (b: Buffer) => {
+    out += b.toString();
+    const lines = out.split('\n');
+    out = lines.pop()!;
+    for (const l of lines.filter(Boolean)) ids.push(JSON.parse(l) as RecordId);
+    for (const w of [...waiting])
+      if (ids.length >= w.n) {
+        waiting.splice(waiting.indexOf(w), 1);
+        w.resolve();
+      }
+  });
+  const ended = new Promise<number | null>((resolve) => child.on('close', resolve));
+  let sent = 0;
+  return {
+    send: (records) => {
+      for (const r of records) child.stdin.write(`${recordLine(r)}\n`);
+      sent += records.length;
+    },
+    acked: (n) =>
+      ids.length >= n
+        ? Promise.resolve()
+        : Promise.race([
+            new Promise<void>((resolve) => waiting.push({ n, resolve })),
+            ended.then((code) => {
+              throw new Error(`the producer of ${topic} exited ${code} having acknowledged ${ids.length} of ${n} records`);
+            }),
+          ]),
+    stop: async () => {
+      child.stdin.end();
+      const code = await ended;
+      if (code !== 0 || ids.length !== sent) throw new Error(`the producer of ${topic} exited ${code} having acknowledged ${ids.length} of ${sent} records`);
+      return ids;
+    },
+  };
 }

@@ -1,7 +1,8 @@
 """Reads an Iceberg table of the local stack with PyIceberg (a second engine, no Spark).
 Usage: read_iceberg.py <catalog> <namespace> <table>          rows as JSON lines
        read_iceberg.py <catalog> <namespace> <table> summary  the current snapshot's summary as JSON
-       read_iceberg.py <catalog> <namespace> <t1>,<t2>,...    one JSON object: each table's rows (one start for many)
+       read_iceberg.py <catalog> <namespace> <t1>,<t2>,...    one JSON object: each table's rows (one start for many;
+                                                              <ns>.<t> names a table of another namespace)
        read_iceberg.py <catalog> <namespace> <t1>,<t2>,... shape  each table's partition spec and properties
 <catalog> is the lake home (the JDBC catalog "lake": its SQLite file) or the http:// URI of the
 stack's Iceberg REST catalog (scripts/iceberg-rest), read through the REST protocol.
@@ -40,7 +41,8 @@ if len(sys.argv) > 4 and sys.argv[4] == "shape":
     print(json.dumps(out, sort_keys=True))
     sys.exit(0)
 if "," in table:
-    rows = {t: catalog.load_table((namespace, t)).scan().to_arrow().to_pylist() for t in table.split(",")}
+    # A name with a dot is of its own namespace (<namespace>.<table>): tables of several layers in one start.
+    rows = {t: catalog.load_table(tuple(t.split(".", 1)) if "." in t else (namespace, t)).scan().to_arrow().to_pylist() for t in table.split(",")}
     print(json.dumps(rows, default=str, sort_keys=True))
     sys.exit(0)
 loaded = catalog.load_table((namespace, table))

@@ -215,7 +215,10 @@ export function readIcebergWithPyIceberg(namespace: string, table: string, catal
   return jsonLines(pyTool('read_iceberg.py', pyIcebergCatalog(catalog), namespace, table));
 }
 
-/** Rows of several tables of one namespace, read by PyIceberg in one process (a Python start is seconds on a loaded machine). */
+/**
+ * Rows of several tables, read by PyIceberg in one process (a Python start is seconds on a loaded
+ * machine): of one namespace, or `<namespace>.<table>` for a table of another.
+ */
 export function readIcebergTablesWithPyIceberg(namespace: string, tables: readonly string[], catalog = 'lake'): Record<string, Record<string, unknown>[]> {
   return JSON.parse(pyTool('read_iceberg.py', pyIcebergCatalog(catalog), namespace, tables.join(','))) as Record<string, Record<string, unknown>[]>;
 }

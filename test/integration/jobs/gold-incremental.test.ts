@@ -259,4 +259,23 @@ ${expectations}
     },
     RUNS_TIMEOUT,
   );
+
+  it(
+    "a merge-on-read silver: Iceberg's changelog cannot read delete files, so the run recomputes every date, saying why (it was 70); then nothing new is 99",
+    async () => {
+      await insert([12, 'f', '09', 12]);
+      expect((await run()).code).toBe(0);
+      await sql(
+        `ALTER TABLE ${SILVER} SET TBLPROPERTIES ('write.merge.mode' = 'merge-on-read', 'write.update.mode' = 'merge-on-read', 'write.delete.mode' = 'merge-on-read')`,
+      );
+      await sql(`UPDATE ${SILVER} SET amount = 13, order_date = DATE'2026-07-10' WHERE id = 12`);
+      const s = await head();
+      const o = await run();
+      expect(o.code, o.error?.message).toBe(0);
+      expect(out(o)).toMatchObject({ read: { source: SILVER, mode: 'full', to: s, reason: expect.stringContaining('holds delete files (merge-on-read)') } });
+      await expectOracle();
+      expect((await run()).report.skipped).toMatch(/^nothing new in/);
+    },
+    RUNS_TIMEOUT,
+  );
 });

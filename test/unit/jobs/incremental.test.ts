@@ -69,6 +69,8 @@ describe('cdc-silver-merge source.read', () => {
     expect(interpret({ ...row, consumed: '30' }).skip).toMatch(/^nothing new in lake.acme_bronze.orders_cdc since snapshot 30/);
     expect(interpret({ ...row, appends: 0 }).skip).toMatch(/only rewrites \(compaction\)/);
     expect(interpret({ ...row, rewrites: 1 }).output?.read).toMatchObject({ mode: 'full', from: '20', to: '30' });
+    // Delete files matter to a changelog read only: bronze's appends are read as they are.
+    expect(interpret({ ...row, deletes: 1 }).output?.read).toEqual({ source: BRONZE, mode: 'incremental', from: '20', to: '30' });
     expect(job.plan.bind!(position({ ...row, rewrites: 1 }))).toEqual({ 'source.version': '30' });
     const lost = interpret({ ...row, consumed: null }).fail as DataError;
     expect(lost.exitCode).toBe(65);
@@ -218,6 +220,19 @@ source { ${opts.source ?? 'table = "silver.orders", date-column = order_date, re
     const publish = JSON.stringify(stepPlan(byId('publish'), { reveal: true, bound: new Map(Object.entries(job.plan.bind!(facts)) as [string, string][]) }));
     // Overwrite where sale_date IN (DATE '2026-07-01', DATE '2026-07-05'): literals, as a table format's overwrite by filter needs.
     expect(publish.match(/"case":"date","value":\d+/g)).toHaveLength(4);
+    // A merge-on-read silver (delete files after the position): Iceberg's changelog cannot read the
+    // range, so every date is recomputed from all of silver as of its newest snapshot.
+    const deletes = { ...row, deletes: 1 };
+    expect((byId('read-position') as QueryStep<string>).interpret([deletes]).output?.read).toEqual({
+      source: SILVER,
+      mode: 'full',
+      from: '20',
+      to: '30',
+      reason: `${SILVER} holds delete files (merge-on-read) after snapshot 20, which Iceberg's changelog cannot read`,
+    });
+    const withDeletes = factsOf(job.plan.steps, { 'read-position': [deletes] });
+    expect(job.plan.bind!(withDeletes)).toEqual({ 'source.version': '30', 'gold.dates': '*' });
+    expect(byId('read-touched-dates').when!(withDeletes)).toBe(false);
     // A first run (or source.read = full) recomputes and replaces every date.
     const first = factsOf(job.plan.steps, { 'read-position': [], 'read-source-head': [{ head: '5' }] });
     expect(job.plan.bind!(first)).toEqual({ 'source.version': '5', 'gold.dates': '*' });

@@ -7,8 +7,9 @@ import org.sparkproject.connect.protobuf.Any;
 /**
  * A command (`spark.connect.extensions.command.classes`): lakehouse.jobs.BindTenant binds the
  * session to the tenant the runner runs for, before any step. From then on every plan analysed in
- * the session is judged by the tenant boundary (TenantBoundary) and its operations are watched
- * (Watchdog). A second binding with other contents is refused: a session serves one tenant.
+ * the session is judged by the tenant boundary (TenantBoundary), its operations are watched
+ * (Watchdog) and run in the tenant's scheduler pool (SchedulerPools). A second binding with other
+ * contents is refused: a session serves one tenant.
  */
 public final class BindTenantPlugin implements CommandPlugin {
   @Override
@@ -22,6 +23,7 @@ public final class BindTenantPlugin implements CommandPlugin {
       throw TenantPolicyException.refused(
           "the server does not judge plans against the tenant (add lakehouse.jobs.spark.TenantPolicyExtensions to spark.sql.extensions)", java.util.List.of());
     Bindings.bind(planner.sessionHolder().sessionId(), planner.session(), binding);
+    SchedulerPools.assign(planner.session(), binding);
     Watchdog.ensureStarted(planner.session().sparkContext());
     return true;
   }

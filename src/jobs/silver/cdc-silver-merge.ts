@@ -6,6 +6,7 @@ import {
   type Expr,
   alias,
   and,
+  asc,
   cast,
   col,
   desc,
@@ -93,8 +94,10 @@ const CHECK_COLUMNS = [KEY_EVENTS, KEY_NULL, KEY_NULL_EXAMPLE, KEY_TIE, KEY_TIE_
 const KEEP = '__lake_keep';
 const AVAILABLE = '__lake_av_';
 const CURRENT = '__lake_cur_';
-/** The payload's JSON, of the events that share their sequence with another event of their key: the tie check compares it. */
 const PAYLOAD_JSON = '__lake_json';
+/** Two independent hashes of the payload's JSON: the tie check compares them instead of the JSON. */
+const PAYLOAD_HASH = '__lake_h1';
+const PAYLOAD_HASH2 = '__lake_h2';
 const TIE_ROW = '__lake_tie_row';
 const DELETED_AT = '_cdc_deleted_at';
 const RUN_ID = '_lake_run_id';
@@ -907,23 +910,20 @@ function resurrected(events: Query, target: TableName, tombstones: TableName, ke
 
 /**
  * The latest event per key, in one pass over the events (one shuffle by key, one sort): number the
- * key's events by sequence (highest first). Events at one sequence lie next to each other, and two
- * different events there are a tie: each event is compared with its neighbour by its payload's JSON,
- * computed only for the events that share their sequence with a neighbour (in most batches none:
- * the JSON of every event was most of what resolving a batch cost). Among events with the same JSON
- * any is kept: they are the same event. A second window over the whole key (same partitioning and
+ * key's events by sequence (highest first) and, among equal sequences, by two independent hashes of
+ * the payload's JSON (xxhash64, 64 bits, and murmur3, 32 bits), so that events at one sequence lie
+ * next to each other and differ from their neighbour exactly when their payloads' JSON differs
+ * (unless two different JSON texts collide in both hashes at once: a chance of about 2^-96 per pair
+ * of events at one sequence). The JSON itself is not shuffled or sorted, only its 12 bytes of hash:
+ * it was most of what the sort moved. A second window over the whole key (same partitioning and
  * order, so no second sort) carries to the key's latest event what check-batch needs: the key's
  * number of events, whether it has a NULL key or sequence or a tie (two different events at one
- * sequence, whichever sequence), each with an example. Each event gets its delete flag.
+ * sequence, whichever sequence), each with an example. Each event gets its delete flag. Keys whose
+ * events are all identical keep one of them.
  */
 export function resolveBatch(payload: Query, keys: string[], sequence: string[], isDelete: Expr, unavailable?: { listedIn: string; columns: string[] }): Query {
   const keyCols = keys.map((k) => col(k));
-  const ordered = (f: Expr) =>
-    over(
-      f,
-      keyCols,
-      sequence.map((s) => desc(col(s))),
-    );
+  const ordered = (f: Expr) => over(f, keyCols, [...sequence.map((s) => desc(col(s))), asc(col(PAYLOAD_HASH)), asc(col(PAYLOAD_HASH2))]);
   const wholeKey = (f: Expr) => over(f, keyCols, []);
   const prev = (c: string) => ordered(fn('lag', col(c), lit(1)));
   const example = (cond: Expr) =>
@@ -942,17 +942,20 @@ export function resolveBatch(payload: Query, keys: string[], sequence: string[],
       ),
     );
   const unlisted = unavailable ? fn('>', fn('size', fn('array_except', listed!, fn('array', ...unavailable.columns.map(lit)))), lit(0)) : lit(false);
-  const samePrevSequence = and(...sequence.map((s) => eqNullSafe(prev(s), col(s))));
-  const sameNextSequence = and(...sequence.map((s) => eqNullSafe(ordered(fn('lead', col(s), lit(1))), col(s))));
+  const samePayload = and(eqNullSafe(prev(PAYLOAD_HASH), col(PAYLOAD_HASH)), eqNullSafe(prev(PAYLOAD_HASH2), col(PAYLOAD_HASH2)));
   const resolved = payload
     .withColumns([
-      // The payload's JSON (of the payload's own columns: `*` here), for the events that share their sequence.
-      [PAYLOAD_JSON, fn('if', or(samePrevSequence, sameNextSequence), fn('to_json', fn('struct', star())), lit(null))],
+      [PAYLOAD_JSON, fn('to_json', fn('struct', star()))],
       [DELETE_FLAG, isDelete],
     ])
     .withColumns([
+      [PAYLOAD_HASH, fn('xxhash64', col(PAYLOAD_JSON))],
+      [PAYLOAD_HASH2, fn('hash', col(PAYLOAD_JSON))],
+    ])
+    .drop(PAYLOAD_JSON)
+    .withColumns([
       [ROW_NUMBER, ordered(fn('row_number'))],
-      [TIE_ROW, fn('coalesce', and(samePrevSequence, not(eqNullSafe(prev(PAYLOAD_JSON), col(PAYLOAD_JSON)))), lit(false))],
+      [TIE_ROW, fn('coalesce', and(...sequence.map((s) => eqNullSafe(prev(s), col(s))), not(samePayload)), lit(false))],
     ])
     .withColumns([
       [KEY_EVENTS, wholeKey(fn('count', lit(1)))],
@@ -965,7 +968,7 @@ export function resolveBatch(payload: Query, keys: string[], sequence: string[],
       ...(unavailable?.columns ?? []).map((c, i) => [`${AVAILABLE}${i}`, latestSent(c)] as const),
     ])
     .filter(eq(col(ROW_NUMBER), lit(1)))
-    .drop(ROW_NUMBER, PAYLOAD_JSON, TIE_ROW);
+    .drop(ROW_NUMBER, PAYLOAD_HASH, PAYLOAD_HASH2, TIE_ROW);
   if (!unavailable) return resolved;
   const av = (i: number) => col(`${AVAILABLE}${i}`);
   return resolved

@@ -224,8 +224,8 @@ describe('cdc-silver-merge v1 on the real stack', () => {
   });
 
   it('rejects different payloads at a sequence below the latest one too (65), and accepts identical ones there', async () => {
-    // The tie check compares the payload's JSON of the events at one sequence, at every sequence of
-    // the key, not only at its latest: a batch that disagrees with itself anywhere is refused.
+    // The tie check compares hashes of the payload's JSON, at every sequence of the key, not only
+    // at its latest: a batch that disagrees with itself anywhere is refused.
     await appendBronze(
       `(9, 'nine', '9.00', '2026-07-13 08:00:00', 'c', '2026-07-13'), (9, 'NINE', '9.00', '2026-07-13 08:00:00', 'c', '2026-07-13'), (9, 'nine+', '9.10', '2026-07-13 09:00:00', 'u', '2026-07-13')`,
     );

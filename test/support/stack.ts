@@ -92,6 +92,20 @@ export function useClusterRemote(set: (remote: string) => void): void {
   }, 120_000);
 }
 
+/**
+ * The text of the shared server's log (`scripts/spark-connect log`), where the project's plugins
+ * record what the platform sees of the tenants' work (the scheduler pool of each of their jobs): the
+ * server must be this stack's own, on this machine.
+ */
+export function serverLog(): string {
+  const spec = parseConnectionString(remote());
+  if (spec.kind !== 'remote') throw new Error('SPARK_REMOTE must be an sc:// address');
+  const path = execFileSync('bash', [join(repoRoot, 'scripts/spark-connect'), 'log', '--port', String(spec.port)])
+    .toString()
+    .trim();
+  return readFileSync(path, 'utf8');
+}
+
 /** The local stack's lake (Iceberg JDBC catalog on SQLite + warehouse). */
 export function lakeHome(): string {
   return execFileSync('bash', [join(repoRoot, 'scripts/spark-connect'), 'warehouse'])

@@ -30,3 +30,14 @@ describe('spark-connect.conf', () => {
     }
   });
 });
+
+describe('the scheduler: FAIR between tenants', () => {
+  // Each tenant's work runs in its own pool (spark-plugins/…/SchedulerPools.java), which shares the
+  // cores only on a FAIR server: the stack (and compose.yaml, which reads the same file) and the
+  // Kubernetes example's server say so alike.
+  it('is set in the stack settings and in the Kubernetes example server', () => {
+    expect(conf).toMatch(/^spark\.scheduler\.mode\s+FAIR$/m);
+    const k8s = readFileSync(join(repoRoot, 'configs/examples/kubernetes/spark-connect.yaml'), 'utf8');
+    expect(k8s).toMatch(/^\s+spark\.scheduler\.mode: FAIR$/m);
+  });
+});

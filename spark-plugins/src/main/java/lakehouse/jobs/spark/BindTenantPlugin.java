@@ -11,8 +11,9 @@ import scala.jdk.javaapi.CollectionConverters;
 /**
  * A command (`spark.connect.extensions.command.classes`): lakehouse.jobs.BindTenant binds the
  * session to the tenant the runner runs for, before any step. From then on every plan analysed in
- * the session is judged by the tenant boundary (TenantBoundary) and its operations are watched
- * (Watchdog). A second binding with other contents is refused: a session serves one tenant.
+ * the session is judged by the tenant boundary (TenantBoundary), its operations are watched
+ * (Watchdog) and run in the tenant's scheduler pool (SchedulerPools). A second binding with other
+ * contents is refused: a session serves one tenant.
  */
 public final class BindTenantPlugin implements CommandPlugin {
   @Override
@@ -27,6 +28,7 @@ public final class BindTenantPlugin implements CommandPlugin {
           "the server does not judge plans against the tenant (add lakehouse.jobs.spark.TenantPolicyExtensions to spark.sql.extensions)", List.of());
     Bindings.bind(planner.sessionHolder().sessionId(), planner.session(), binding);
     neverBroadcastGenerated(planner.session());
+    SchedulerPools.assign(planner.session(), binding);
     Watchdog.ensureStarted(planner.session().sparkContext());
     return true;
   }

@@ -39,6 +39,7 @@ final class Watchdog extends SparkListener {
   static final String ROWS = "LAKEHOUSE_WATCHDOG_ROWS";
   static final String TIME = "LAKEHOUSE_WATCHDOG_TIME";
   private static final Logger LOG = LoggerFactory.getLogger("lakehouse.jobs.Watchdog");
+  private static final Logger POOLS = LoggerFactory.getLogger("lakehouse.jobs.Scheduling");
   private static final String OUTPUT_ROWS = "number of output rows";
   private static final String INPUT_RECORDS = "internal.metrics.input.recordsRead";
   private static Watchdog instance;
@@ -54,16 +55,20 @@ final class Watchdog extends SparkListener {
     final String operationId;
     final long started;
     final TenantBinding.Limits limits;
+    final String tenant;
+    final String pool;
     /** Per accumulator, per task: the latest value (heartbeats carry totals so far). */
     final Map<Long, Map<Long, Long>> outputRows = new ConcurrentHashMap<>();
     final Map<Long, Long> inputRecords = new ConcurrentHashMap<>();
     volatile String cancelled;
 
-    Operation(String jobTag, String operationId, long started, TenantBinding.Limits limits) {
+    Operation(String jobTag, String operationId, long started, TenantBinding binding) {
       this.jobTag = jobTag;
       this.operationId = operationId;
       this.started = started;
-      this.limits = limits;
+      this.limits = binding.limits;
+      this.tenant = binding.tenant;
+      this.pool = SchedulerPools.of(binding);
     }
 
     long input() {
@@ -97,7 +102,7 @@ final class Watchdog extends SparkListener {
   public void onOtherEvent(SparkListenerEvent event) {
     if (event instanceof SparkListenerConnectOperationStarted e) {
       TenantBinding b = Bindings.ofConnectSession(e.sessionId());
-      if (b != null) operations.put(e.jobTag(), new Operation(e.jobTag(), e.operationId(), e.eventTime(), b.limits));
+      if (b != null) operations.put(e.jobTag(), new Operation(e.jobTag(), e.operationId(), e.eventTime(), b));
     } else if (event instanceof SparkListenerConnectOperationFinished e) end(e.jobTag());
     else if (event instanceof SparkListenerConnectOperationFailed e) end(e.jobTag());
     else if (event instanceof SparkListenerConnectOperationCanceled e) end(e.jobTag());
@@ -121,8 +126,19 @@ final class Watchdog extends SparkListener {
       if (op == null) continue;
       jobs.put(e.jobId(), op);
       for (Object stage : Scala.list(e.stageIds())) stages.put((Integer) stage, op);
+      pool(op, e.jobId(), e.properties().getProperty(SchedulerPools.POOL));
       return;
     }
+  }
+
+  /**
+   * The pool a job of a bound operation was placed in (its local properties, which the scheduler
+   * reads): one line per job for the platform's log, and a warning for a job outside its tenant's
+   * pool (a Spark, Delta or Iceberg path that does not carry the session's settings to its jobs).
+   */
+  private static void pool(Operation op, int jobId, String pool) {
+    if (op.pool.equals(pool)) POOLS.info("job {} of operation {} (tenant {}) in pool {}", jobId, op.operationId, op.tenant, pool);
+    else POOLS.warn("job {} of operation {} (tenant {}) in pool {}, not in its tenant's pool {}", jobId, op.operationId, op.tenant, pool == null ? "default" : pool, op.pool);
   }
 
   @Override

@@ -34,6 +34,7 @@ export default function setup(): () => void {
   const run = mkdtempSync(join(tmpdir(), 'lakehouse-test-run-'));
   process.env.LAKEHOUSE_TEST_RUN = run;
   currentBundle();
+  process.env.LAKEHOUSE_TEST_CLI = 'bundle';
   return () => {
     const records = readdirSync(run)
       .filter((f) => f.endsWith('.json'))

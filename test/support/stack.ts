@@ -299,11 +299,17 @@ const cliNodeFlags = readFileSync(join(repoRoot, 'scripts/build/node-flags'), 'u
   .filter((l) => l !== '' && !l.startsWith('#'));
 
 /**
- * Start the CLI as a real child process, as an orchestrator would: the bundle the image ships
- * (dist/cli.mjs, kept current by the integration setup), with the image's node flags.
+ * Start the CLI as a real child process, as an orchestrator would. In the integration tier, the
+ * bundle the image ships (dist/cli.mjs, which the integration setup builds when it is not current,
+ * and says so in LAKEHOUSE_TEST_CLI) with the image's node flags; in the unit tier, which builds
+ * nothing, the sources through tsx.
  */
 export function spawnCli(args: string[], env: Record<string, string> = {}): { child: ChildProcess; done: Promise<CliResult> } {
-  const child = spawn(process.execPath, [...cliNodeFlags, join(repoRoot, 'dist/cli.mjs'), ...args], {
+  const cli =
+    process.env.LAKEHOUSE_TEST_CLI === 'bundle'
+      ? [...cliNodeFlags, join(repoRoot, 'dist/cli.mjs')]
+      : ['--import', `file://${repoRoot}node_modules/tsx/dist/loader.mjs`, join(repoRoot, 'src/cli.ts')];
+  const child = spawn(process.execPath, [...cli, ...args], {
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -94,8 +94,15 @@ const CHECK_COLUMNS = [KEY_EVENTS, KEY_NULL, KEY_NULL_EXAMPLE, KEY_TIE, KEY_TIE_
 const KEEP = '__lake_keep';
 const AVAILABLE = '__lake_av_';
 const CURRENT = '__lake_cur_';
-const PAYLOAD_JSON = '__lake_json';
-/** Two independent hashes of the payload's JSON: the tie check compares them instead of the JSON. */
+/**
+ * The session's settings: bronze's (text columns as text) and hashes over map values, which the
+ * payload's hashes need when bronze has a map column (a map's hash follows its entries' order, as
+ * its JSON did).
+ */
+const MERGE_SESSION_CONF: Readonly<Record<string, string>> = { ...BRONZE_SESSION_CONF, 'spark.sql.legacy.allowHashOnMapType': 'true' };
+/** The payload as one value, for the tie check's exact comparison with its neighbour. */
+const PAYLOAD = '__lake_payload';
+/** Two independent hashes of the payload's values: the sort and the tie check compare them first. */
 const PAYLOAD_HASH = '__lake_h1';
 const PAYLOAD_HASH2 = '__lake_h2';
 const TIE_ROW = '__lake_tie_row';
@@ -447,7 +454,7 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
   const keyAndSeq = [...spec.keys, ...spec.sequence];
   return {
     steps,
-    sessionConf: BRONZE_SESSION_CONF,
+    sessionConf: MERGE_SESSION_CONF,
     lineage: columnLineage(tables.bronze, silver.table, tables.tombstones.table, keyAndSeq, spec.types),
     ...(incremental ? { bind: incremental.bind } : {}),
   };
@@ -911,11 +918,11 @@ function resurrected(events: Query, target: TableName, tombstones: TableName, ke
 /**
  * The latest event per key, in one pass over the events (one shuffle by key, one sort): number the
  * key's events by sequence (highest first) and, among equal sequences, by two independent hashes of
- * the payload's JSON (xxhash64, 64 bits, and murmur3, 32 bits), so that events at one sequence lie
- * next to each other and differ from their neighbour exactly when their payloads' JSON differs
- * (unless two different JSON texts collide in both hashes at once: a chance of about 2^-96 per pair
- * of events at one sequence). The JSON itself is not shuffled or sorted, only its 12 bytes of hash:
- * it was most of what the sort moved. A second window over the whole key (same partitioning and
+ * the payload's values (xxhash64, 64 bits, and murmur3, 32 bits), so that identical events at one
+ * sequence lie next to each other. Two neighbours at one sequence differ when either hash differs,
+ * and where both agree when their payloads' JSON differs (the hashes skip NULL fields: (NULL, 'x')
+ * and ('x', NULL) hash alike): exact, with JSON made only for those pairs (replays, mostly), not for
+ * every event, which was half of the numbering's cost. A second window over the whole key (same partitioning and
  * order, so no second sort) carries to the key's latest event what check-batch needs: the key's
  * number of events, whether it has a NULL key or sequence or a tie (two different events at one
  * sequence, whichever sequence), each with an example. Each event gets its delete flag. Keys whose
@@ -942,17 +949,21 @@ export function resolveBatch(payload: Query, keys: string[], sequence: string[],
       ),
     );
   const unlisted = unavailable ? fn('>', fn('size', fn('array_except', listed!, fn('array', ...unavailable.columns.map(lit)))), lit(0)) : lit(false);
-  const samePayload = and(eqNullSafe(prev(PAYLOAD_HASH), col(PAYLOAD_HASH)), eqNullSafe(prev(PAYLOAD_HASH2), col(PAYLOAD_HASH2)));
+  // Spark's hashes skip NULL fields, so (NULL, 'x') and ('x', NULL) hash alike: where both hashes
+  // agree (replays, mostly), the two payloads' JSON decides. `and` stops at its first false, so the
+  // JSON is made only for neighbours at one sequence whose hashes agree.
+  const samePayload = and(
+    eqNullSafe(prev(PAYLOAD_HASH), col(PAYLOAD_HASH)),
+    eqNullSafe(prev(PAYLOAD_HASH2), col(PAYLOAD_HASH2)),
+    eq(fn('to_json', prev(PAYLOAD)), fn('to_json', col(PAYLOAD))),
+  );
   const resolved = payload
     .withColumns([
-      [PAYLOAD_JSON, fn('to_json', fn('struct', star()))],
+      [PAYLOAD, fn('struct', star())],
+      [PAYLOAD_HASH, fn('xxhash64', fn('struct', star()))],
+      [PAYLOAD_HASH2, fn('hash', fn('struct', star()))],
       [DELETE_FLAG, isDelete],
     ])
-    .withColumns([
-      [PAYLOAD_HASH, fn('xxhash64', col(PAYLOAD_JSON))],
-      [PAYLOAD_HASH2, fn('hash', col(PAYLOAD_JSON))],
-    ])
-    .drop(PAYLOAD_JSON)
     .withColumns([
       [ROW_NUMBER, ordered(fn('row_number'))],
       [TIE_ROW, fn('coalesce', and(...sequence.map((s) => eqNullSafe(prev(s), col(s))), not(samePayload)), lit(false))],
@@ -968,7 +979,7 @@ export function resolveBatch(payload: Query, keys: string[], sequence: string[],
       ...(unavailable?.columns ?? []).map((c, i) => [`${AVAILABLE}${i}`, latestSent(c)] as const),
     ])
     .filter(eq(col(ROW_NUMBER), lit(1)))
-    .drop(ROW_NUMBER, PAYLOAD_HASH, PAYLOAD_HASH2, TIE_ROW);
+    .drop(ROW_NUMBER, PAYLOAD, PAYLOAD_HASH, PAYLOAD_HASH2, TIE_ROW);
   if (!unavailable) return resolved;
   const av = (i: number) => col(`${AVAILABLE}${i}`);
   return resolved

@@ -266,6 +266,73 @@ describe('cdc-silver-merge v1 on the real stack', () => {
     expect(silver()).toContainEqual({ id: 13, name: 'thirteen', amount: 'null' });
   });
 
+  it('tells events apart whose values differ only in which column is NULL, and compares map columns', async () => {
+    // Spark's hashes skip NULL fields: (NULL, 'x') and ('x', NULL) in two neighbouring columns of
+    // one type hash alike, so the tie check compares such neighbours' JSON. A map column is hashed
+    // (spark.sql.legacy.allowHashOnMapType) and compared like any other, and values as they are: a
+    // timestamp's microseconds too.
+    const bronze = `${tenant.root}/bronze/tagged_cdc`;
+    const write = (values: string) =>
+      client.execute(
+        compileCommandPlan(
+          testQuery(`SELECT id, a, b, map('k', v) AS tags, timestamp_micros(unix_micros(CAST(ts AS TIMESTAMP)) + us) AS seen, CAST(ts AS TIMESTAMP) AS ts, op, CAST(d AS DATE) AS _snapshot_date
+            FROM VALUES ${values} AS t(id, a, b, v, ts, op, d, us)`).writeFiles(bronze, 'parquet', { mode: 'append', partitionBy: ['_snapshot_date'] }),
+          { reveal: true },
+        ),
+      );
+    writeFileSync(
+      join(dir, 'tagged.conf'),
+      jobConfig().replace('table = "orders_cdc"', 'table = "tagged_cdc"').replace('table = "orders",', 'table = "tagged",'),
+    );
+    const runTagged = async (day: string) => {
+      const statusFile = join(dir, `tagged-${day}.json`);
+      const r = await runCli([
+        '--job',
+        'cdc-silver-merge',
+        '--config',
+        join(dir, 'tagged.conf'),
+        '--env',
+        join(dir, 'platform.conf'),
+        '--remote',
+        remote(),
+        '--set',
+        `source.where="_snapshot_date = '${day}'"`,
+        '--status-file',
+        statusFile,
+      ]);
+      return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
+    };
+    // Identical events with a map, at one sequence: one event. Key 2: the latest of two sequences.
+    await write(`(1, 'x', CAST(NULL AS STRING), 'blue', '2026-08-01 08:00:00', 'c', '2026-08-01', 0), (1, 'x', NULL, 'blue', '2026-08-01 08:00:00', 'c', '2026-08-01', 0),
+      (2, 'y', 'z', 'red', '2026-08-01 08:00:00', 'c', '2026-08-01', 0), (2, 'y', 'z', 'green', '2026-08-01 09:00:00', 'u', '2026-08-01', 0)`);
+    const same = await runTagged('2026-08-01');
+    expect(same.code, same.stderr).toBe(0);
+    expect(same.status.outputs[0].metrics).toEqual({ inserted: 2, updated: 0, deleted: 0, late: 0 });
+    const read = () => readIcebergWithPyIceberg(`${tenant.id}_silver`, 'tagged').sort((l, r) => Number(l.id) - Number(r.id));
+    expect(read().map((r) => [r.id, r.a, r.b, JSON.stringify(r.tags)])).toEqual([
+      [1, 'x', null, JSON.stringify([['k', 'blue']])],
+      [2, 'y', 'z', JSON.stringify([['k', 'green']])],
+    ]);
+    // The NULL moved to the other column: a different event at the same sequence.
+    await write(
+      `(3, CAST(NULL AS STRING), 'x', 'blue', '2026-08-02 08:00:00', 'c', '2026-08-02', 0), (3, 'x', NULL, 'blue', '2026-08-02 08:00:00', 'c', '2026-08-02', 0)`,
+    );
+    const swapped = await runTagged('2026-08-02');
+    expect(swapped.code, swapped.stderr).toBe(65);
+    expect(swapped.status.error).toMatchObject({ code: 'CDC_AMBIGUOUS_SEQUENCE', message: expect.stringContaining('"id":3') });
+    // Only the map's value differs: a different event too.
+    await write(`(4, 'x', 'y', 'blue', '2026-08-03 08:00:00', 'c', '2026-08-03', 0), (4, 'x', 'y', 'red', '2026-08-03 08:00:00', 'c', '2026-08-03', 0)`);
+    const mapped = await runTagged('2026-08-03');
+    expect(mapped.code, mapped.stderr).toBe(65);
+    expect(mapped.status.error).toMatchObject({ code: 'CDC_AMBIGUOUS_SEQUENCE', message: expect.stringContaining('"id":4') });
+    // Only a timestamp's microseconds differ (their JSON, at milliseconds, is the same): different events.
+    await write(`(5, 'x', 'y', 'blue', '2026-08-04 08:00:00', 'c', '2026-08-04', 1), (5, 'x', 'y', 'blue', '2026-08-04 08:00:00', 'c', '2026-08-04', 2)`);
+    const micros = await runTagged('2026-08-04');
+    expect(micros.code, micros.stderr).toBe(65);
+    expect(micros.status.error).toMatchObject({ code: 'CDC_AMBIGUOUS_SEQUENCE', message: expect.stringContaining('"id":5') });
+    expect(read()).toHaveLength(2);
+  });
+
   it('exits 99 (skipped) when the batch is empty', async () => {
     const { code, status } = await run('2026-07-07');
     expect(code).toBe(99);

@@ -101,7 +101,7 @@ schema-evolution = fail
 target { table = "orders", catalog = "lake" }
 `);
     expect(plans(v1)).toEqual(plans(v2));
-    expect(v1.plan.sessionConf).toEqual({ 'spark.sql.legacy.charVarcharAsString': 'true' });
+    expect(v1.plan.sessionConf).toEqual({ 'spark.sql.legacy.charVarcharAsString': 'true', 'spark.sql.legacy.allowHashOnMapType': 'true' });
   });
 });
 

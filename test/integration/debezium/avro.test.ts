@@ -164,9 +164,13 @@ CREATE TABLE ${strs} (${columns});
 INSERT INTO ${dflt} VALUES ${rows(0, big('a'))};
 INSERT INTO ${full} VALUES ${rows(100, "'x'")};
 INSERT INTO ${strs} VALUES ${rows(200, "'y'")};`);
+  // One connector's snapshot at a time: two converters registering their first schemas at once can
+  // collide in the local registry's in-memory store (a unique-key violation on its content table,
+  // seen once in CI), which kills the connector's task for good.
   precise = debeziumSource(pg, dir, `dav_${id}_p`, [dflt, full], { avro: true });
+  waitForTopics({ [precise.topic(dflt)]: 2, [precise.topic(full)]: 2 });
   strings = debeziumSource(pg, dir, `dav_${id}_s`, [strs], { avro: true, settings: { 'decimal.handling.mode': 'string', 'time.precision.mode': 'connect' } });
-  waitForTopics({ [precise.topic(dflt)]: 2, [precise.topic(full)]: 2, [strings.topic(strs)]: 2 });
+  waitForTopics({ [strings.topic(strs)]: 2 });
   // Streamed after the snapshot: an update leaving the TOASTed notes out, two updates in one
   // transaction, a delete (FULL: the whole row before) and its tombstone; then a column added in
   // PostgreSQL (the converter registers a second version of the subject), set and inserted.

@@ -50,13 +50,13 @@ catalogs { lake { format = iceberg, default = true } }
 tenants { ${tenant.id} { storage-roots = ["${tenant.root}"] } }
 `;
 
-async function run(day: string) {
+async function run(day: string, config = 'job.conf') {
   const statusFile = join(dir, `status-${day}-${Date.now()}.json`);
   const result = await runCli([
     '--job',
     'cdc-silver-merge',
     '--config',
-    join(dir, 'job.conf'),
+    join(dir, config),
     '--env',
     join(dir, 'platform.conf'),
     '--remote',
@@ -284,24 +284,7 @@ describe('cdc-silver-merge v1 on the real stack', () => {
       join(dir, 'tagged.conf'),
       jobConfig().replace('table = "orders_cdc"', 'table = "tagged_cdc"').replace('table = "orders",', 'table = "tagged",'),
     );
-    const runTagged = async (day: string) => {
-      const statusFile = join(dir, `tagged-${day}.json`);
-      const r = await runCli([
-        '--job',
-        'cdc-silver-merge',
-        '--config',
-        join(dir, 'tagged.conf'),
-        '--env',
-        join(dir, 'platform.conf'),
-        '--remote',
-        remote(),
-        '--set',
-        `source.where="_snapshot_date = '${day}'"`,
-        '--status-file',
-        statusFile,
-      ]);
-      return { ...r, status: JSON.parse(readFileSync(statusFile, 'utf8')) };
-    };
+    const runTagged = (day: string) => run(day, 'tagged.conf');
     // Identical events with a map, at one sequence: one event. Key 2: the latest of two sequences.
     await write(`(1, 'x', CAST(NULL AS STRING), 'blue', '2026-08-01 08:00:00', 'c', '2026-08-01', 0), (1, 'x', NULL, 'blue', '2026-08-01 08:00:00', 'c', '2026-08-01', 0),
       (2, 'y', 'z', 'red', '2026-08-01 08:00:00', 'c', '2026-08-01', 0), (2, 'y', 'z', 'green', '2026-08-01 09:00:00', 'u', '2026-08-01', 0)`);

@@ -32,11 +32,21 @@ let dir: string;
 useClient((c) => (client = c));
 const sql = (text: string) => client.execute(compileRelationPlan(testQuery(text).rel, { reveal: true }));
 
-const gold = (t: { id: string; root: string }, name: string, transform: string) => `
+const gold = (t: { id: string; root: string }, name: string, transform: string, delta = false) => `
 job    { template = "gold-publish", schema-version = 1, name = "${name}" }
 tenant { id = "${t.id}", storage-root = "${t.root}" }
 transform { sql = "${transform}" }
-target { table = "${name}", grain = ["k"], mode = full-refresh }`;
+target { table = "${name}", grain = ["k"], mode = full-refresh${delta ? ', catalog = "spark_catalog", format = delta' : ''} }`;
+
+/** The reads of more than the greedy tenant's row-floor: grouped and windowed, from its Iceberg and its Delta table of 3M rows. */
+const reads = (['lake', 'spark_catalog'] as const).flatMap((catalog) => [
+  [
+    `${catalog}-grouped`,
+    'SELECT k % 7 AS k, max(sha2(concat(v, CAST(k AS STRING)), 512)) AS n FROM silver.big GROUP BY 1',
+    catalog === 'spark_catalog',
+  ] as const,
+  [`${catalog}-windowed`, 'SELECT k, lag(v) OVER (PARTITION BY k % 1000 ORDER BY k) AS p FROM silver.big', catalog === 'spark_catalog'] as const,
+]);
 
 beforeAll(async () => {
   // Each tenant's silver table of 2,000 rows: small input, for a cross join to explode from.
@@ -46,16 +56,32 @@ beforeAll(async () => {
       `CREATE TABLE lake.${t.id}_silver.n USING iceberg LOCATION '${t.root}/silver/n' AS SELECT id AS k, repeat(CAST(id AS STRING), 20) AS v FROM range(2000)`,
     );
   }
+  // The greedy tenant's tables of 3M rows, in two files each (two long scan tasks on two cores).
+  for (const [catalog, format] of [
+    ['lake', 'iceberg'],
+    ['spark_catalog', 'delta'],
+  ] as const) {
+    await sql(`CREATE NAMESPACE IF NOT EXISTS ${catalog}.${greedy.id}_silver`);
+    await sql(
+      `CREATE TABLE ${catalog}.${greedy.id}_silver.big USING ${format} LOCATION '${greedy.root}/silver/big-${format}' AS SELECT id AS k, CAST(id % 977 AS STRING) AS v FROM range(0, 3000000, 1, 2)`,
+    );
+  }
   dir = tempFiles({
+    ...Object.fromEntries(reads.map(([name, transform, delta]) => [`${name}.conf`, gold(greedy, name.replace('-', '_'), transform, delta)])),
     // The greedy tenant may grow an operator's rows 10 times what it read, at least 100,000 rows;
     // the slow one may run an operation for 5 seconds (and grow its rows at will); the other has the platform's defaults.
-    'platform.conf': `catalogs { lake { format = iceberg, default = true } }
+    'platform.conf': `catalogs { lake { format = iceberg, default = true }, spark_catalog { format = delta } }
 tenants {
   ${greedy.id} { storage-roots = ["${greedy.root}"], limits { row-growth = 10, row-floor = 100000 } }
   ${slow.id} { storage-roots = ["${slow.root}"], limits { step-seconds = 5, row-growth = 1000000000 } }
   ${other.id} { storage-roots = ["${other.root}"] }
 }`,
     'explode.conf': gold(greedy, 'exploded', 'SELECT 1 AS k, count(*) AS n FROM silver.n a CROSS JOIN silver.n b CROSS JOIN silver.n c'),
+    'generated.conf': gold(
+      greedy,
+      'generated',
+      `SELECT 1 AS k, count(*) AS n FROM ${['a', 'b', 'c'].map((x) => `(SELECT explode(sequence(1, 2000)) AS ${x})`).join(' CROSS JOIN ')}`,
+    ),
     'slow.conf': gold(
       slow,
       'slow',
@@ -200,6 +226,25 @@ describe('the watchdog cancels an operation of a bound session while it runs', (
     // 8 billion rows would take the shared server far longer than the cancellation did.
     console.log(`watchdog: the exploding cross join ended after ${Math.round(performance.now() - started)} ms`);
     await serverStillServes();
+  });
+
+  it('a cross join of generated rows, which reads nothing: 65 (a generator is not a scan, its rows never count as read)', async () => {
+    const r = await runJob(join(dir, 'generated.conf'), join(dir, 'platform.conf'), ['--run-id', 'it-generated']);
+    expect(r.code, JSON.stringify(r.status.error)).toBe(65);
+    expect(r.status.error.code).toBe('ROW_GROWTH');
+    expect(r.status.error.message).toMatch(/LAKEHOUSE_WATCHDOG_ROWS: an operator produced more than 100000 rows from [0-3] rows read/);
+  });
+
+  // A heartbeat can carry a scan's output rows before any of its tasks' input records (Parquet and
+  // Iceberg readers report those at the task's end): counted from input records alone, a scan
+  // stage longer than a heartbeat was cancelled as growth "from 0 rows read" (the grouped reads,
+  // every time). A scan's rows count as read.
+  it('reads of 3M rows, 30 times the tenant’s row-floor, are not growth: each run succeeds', async () => {
+    for (const [name] of reads) {
+      const r = await runJob(join(dir, `${name}.conf`), join(dir, 'platform.conf'), ['--run-id', `it-${name}`]);
+      expect(r.code, `${name}: ${JSON.stringify(r.status.error)}`).toBe(0);
+      expect(r.status.outputs[0].metrics.written).toBe(name.endsWith('grouped') ? 7 : 3_000_000);
+    }
   });
 
   it('a slow query past the tenant’s step limit: 75 (retryable), and the server goes on serving', async () => {

@@ -1,6 +1,9 @@
 package lakehouse.jobs.spark;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
@@ -19,6 +22,11 @@ import org.apache.spark.sql.connect.service.SparkListenerConnectOperationFailed;
 import org.apache.spark.sql.connect.service.SparkListenerConnectOperationFinished;
 import org.apache.spark.sql.connect.service.SparkListenerConnectOperationStarted;
 import org.apache.spark.sql.connect.service.SparkListenerConnectSessionClosed;
+import org.apache.spark.sql.execution.SparkPlanInfo;
+import org.apache.spark.sql.execution.metric.SQLMetricInfo;
+import org.apache.spark.sql.execution.ui.SparkListenerSQLAdaptiveExecutionUpdate;
+import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionEnd;
+import org.apache.spark.sql.execution.ui.SparkListenerSQLExecutionStart;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -33,6 +41,13 @@ import org.slf4j.LoggerFactory;
  *
  * Rows are counted from the live SQL metrics ("number of output rows") and input metrics that the
  * executors' heartbeats carry (spark.executor.heartbeatInterval), and the finished tasks' values.
+ * The rows read are the larger of the tasks' input records and the output rows of the plan's leaf
+ * scans of a relation (a file source, a JDBC relation, a DataSource V2 batch or stream): a
+ * heartbeat can carry a scan's output rows before any input records (Parquet and Iceberg readers
+ * report those late), and a scan's own output must never count as growth. Generated leaves
+ * (`range`, literal rows) are not scans: their rows count as produced, never as read. The scans'
+ * metric ids come from the SQL executions' plan info, at their start and at each adaptive
+ * re-plan, which the listener bus delivers before the jobs that run them.
  * The reason travels in Spark's SPARK_JOB_CANCELLED error, which the client receives.
  */
 final class Watchdog extends SparkListener {
@@ -49,6 +64,9 @@ final class Watchdog extends SparkListener {
   private final Map<String, Operation> operations = new ConcurrentHashMap<>();
   private final Map<Integer, Operation> jobs = new ConcurrentHashMap<>();
   private final Map<Integer, Operation> stages = new ConcurrentHashMap<>();
+  /** The "number of output rows" metric ids of the running SQL executions' leaf scans, by execution. */
+  private final Map<Long, Set<Long>> scansByExecution = new ConcurrentHashMap<>();
+  private final Set<Long> scans = ConcurrentHashMap.newKeySet();
 
   private static final class Operation {
     final String jobTag;
@@ -73,6 +91,14 @@ final class Watchdog extends SparkListener {
 
     long input() {
       return inputRecords.values().stream().mapToLong(Long::longValue).sum();
+    }
+
+    /** The rows the operation's leaf scans produced so far. */
+    long scanned(Set<Long> scans) {
+      long sum = 0;
+      for (var e : outputRows.entrySet())
+        if (scans.contains(e.getKey())) sum += e.getValue().values().stream().mapToLong(Long::longValue).sum();
+      return sum;
     }
 
     long largestOutput() {
@@ -108,6 +134,40 @@ final class Watchdog extends SparkListener {
     else if (event instanceof SparkListenerConnectOperationCanceled e) end(e.jobTag());
     else if (event instanceof SparkListenerConnectOperationClosed e) end(e.jobTag());
     else if (event instanceof SparkListenerConnectSessionClosed e) Bindings.forget(e.sessionId());
+    else if (event instanceof SparkListenerSQLExecutionStart e) scans(e.executionId(), e.sparkPlanInfo());
+    else if (event instanceof SparkListenerSQLAdaptiveExecutionUpdate e) scans(e.executionId(), e.sparkPlanInfo());
+    else if (event instanceof SparkListenerSQLExecutionEnd e) {
+      Set<Long> ids = scansByExecution.remove(e.executionId());
+      if (ids != null) scans.removeAll(ids);
+    }
+  }
+
+  /** Records the output-row metric ids of a plan's leaf scans of a relation. */
+  private void scans(long executionId, SparkPlanInfo plan) {
+    List<Long> found = new ArrayList<>();
+    leafScans(plan, found);
+    if (found.isEmpty()) return;
+    scansByExecution.computeIfAbsent(executionId, k -> ConcurrentHashMap.newKeySet()).addAll(found);
+    scans.addAll(found);
+  }
+
+  private static void leafScans(SparkPlanInfo node, List<Long> found) {
+    List<SparkPlanInfo> children = Scala.list(node.children());
+    if (children.isEmpty() && isScan(node.nodeName())) {
+      for (SQLMetricInfo m : Scala.list(node.metrics())) if (m.name().equals(OUTPUT_ROWS)) found.add(m.accumulatorId());
+    }
+    for (SparkPlanInfo c : children) leafScans(c, found);
+  }
+
+  /**
+   * A leaf that reads a relation, by the node names Spark gives its scans: `Scan <format or
+   * relation> <table>` (FileSourceScanExec, RowDataSourceScanExec; also RDDScanExec of a kept or
+   * one-row relation, whose rows were read before or are one), `BatchScan <table>`,
+   * `MicroBatchScan`, `ContinuousScan` (DataSource V2). `Range`, `LocalTableScan` and the
+   * generators are not: what they produce is judged, never counted as read.
+   */
+  static boolean isScan(String nodeName) {
+    return nodeName.startsWith("Scan ") || nodeName.startsWith("BatchScan") || nodeName.startsWith("MicroBatchScan") || nodeName.startsWith("ContinuousScan");
   }
 
   private void end(String jobTag) {
@@ -170,7 +230,7 @@ final class Watchdog extends SparkListener {
       else if (name.equals(INPUT_RECORDS)) op.inputRecords.merge(task, v, Math::max);
     }
     long output = op.largestOutput();
-    long input = op.input();
+    long input = Math.max(op.input(), op.scanned(scans));
     long allowed = Math.max(op.limits.rowFloor(), saturatedMultiply(op.limits.rowGrowth(), input));
     if (output > allowed)
       cancel(op, ROWS + ": an operator produced more than " + allowed + " rows from " + input

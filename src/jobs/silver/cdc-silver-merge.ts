@@ -77,19 +77,21 @@ const AFTER_TOMBSTONE = '__lake_after_tombstone';
 /** measure's copy of the known tombstone's sequence columns (prefix) and whether there is one. */
 const TOMB_SEQ = '__lake_tomb_';
 const HAS_TOMB = '__lake_has_tomb';
-const ROW_NUMBER = '__lake_rn';
 /** The resolved batch, kept on the server for the run (see `resolveBatch`). */
 const BATCH = 'cdc-batch';
-/** Per key, carried by the resolved batch for check-batch: events, a NULL, a tie, and examples. */
+/**
+ * Per event, carried by the resolved batch for check-batch: how many events of its key come up to
+ * it (on the key's latest event: all of them), whether it is its key's latest event, whether it has
+ * a NULL key or sequence, ties with its neighbour, or lists a column cdc.unavailable-columns does
+ * not name. The batch keeps each key's latest event and every flagged one (none, in a batch that
+ * passes its checks).
+ */
 const KEY_EVENTS = '__lake_key_events';
+const KEY_LATEST = '__lake_key_latest';
 const KEY_NULL = '__lake_key_null';
-const KEY_NULL_EXAMPLE = '__lake_key_null_example';
 const KEY_TIE = '__lake_key_tie';
-const KEY_TIE_EXAMPLE = '__lake_key_tie_example';
-/** Per key: an event lists, as not sent by the source, a column cdc.unavailable-columns does not name. */
 const KEY_UNLISTED = '__lake_key_unlisted';
-const KEY_UNLISTED_EXAMPLE = '__lake_key_unlisted_example';
-const CHECK_COLUMNS = [KEY_EVENTS, KEY_NULL, KEY_NULL_EXAMPLE, KEY_TIE, KEY_TIE_EXAMPLE, KEY_UNLISTED, KEY_UNLISTED_EXAMPLE];
+const CHECK_COLUMNS = [KEY_EVENTS, KEY_LATEST, KEY_NULL, KEY_TIE, KEY_UNLISTED];
 /** The columns of the resolved event that no event of the batch sent: silver keeps its value for them. */
 const KEEP = '__lake_keep';
 const AVAILABLE = '__lake_av_';
@@ -101,11 +103,9 @@ const CURRENT = '__lake_cur_';
  */
 const MERGE_SESSION_CONF: Readonly<Record<string, string>> = { ...BRONZE_SESSION_CONF, 'spark.sql.legacy.allowHashOnMapType': 'true' };
 /** The payload as one value, for the tie check's exact comparison with its neighbour. */
-const PAYLOAD = '__lake_payload';
 /** Two independent hashes of the payload's values: the sort and the tie check compare them first. */
 const PAYLOAD_HASH = '__lake_h1';
 const PAYLOAD_HASH2 = '__lake_h2';
-const TIE_ROW = '__lake_tie_row';
 const DELETED_AT = '_cdc_deleted_at';
 const RUN_ID = '_lake_run_id';
 
@@ -461,7 +461,10 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
 }
 
 /** The resolved batch's rows, kept by check-batch: the latest event per key and its delete flag. */
-const latest = (): Query => Query.materialized(BATCH).drop(...CHECK_COLUMNS);
+const latest = (): Query =>
+  Query.materialized(BATCH)
+    .filter(col(KEY_LATEST))
+    .drop(...CHECK_COLUMNS);
 // KEEP (cdc.unavailable-columns) is the merge's, never silver's; dropping it where absent is a no-op.
 const silverColumns = (): Query => latest().drop(DELETE_FLAG, KEEP);
 
@@ -507,7 +510,7 @@ function resolvePhase(
     title: `Resolve and check the CDC batch in ${bronze.name}: latest event per key, events, NULL keys or sequences, ambiguous ties`,
     name: BATCH,
     query: resolved,
-    check: batchChecks(Query.materialized(BATCH)),
+    check: batchChecks(Query.materialized(BATCH), keys, sequence),
     columns: BATCH_CHECKS,
     interpret: ([r]) => {
       const events = Number(r?.events ?? 0);
@@ -916,32 +919,34 @@ function resurrected(events: Query, target: TableName, tombstones: TableName, ke
 }
 
 /**
- * The latest event per key, in one pass over the events (one shuffle by key, one sort): number the
- * key's events by sequence (highest first) and, among equal sequences, by two independent hashes of
+ * The latest event per key, in one pass over the events (one shuffle by key, one sort): order the
+ * key's events by sequence (latest last) and, among equal sequences, by two independent hashes of
  * the payload's values (xxhash64, 64 bits, and murmur3, 32 bits), so that identical events at one
  * sequence lie next to each other. Two neighbours at one sequence differ when either hash differs,
  * and where both agree when their payloads' JSON differs (the hashes skip NULL fields: (NULL, 'x')
  * and ('x', NULL) hash alike): exact, with JSON made only for those pairs (replays, mostly), not for
- * every event, which was half of the numbering's cost. A second window over the whole key (same partitioning and
- * order, so no second sort) carries to the key's latest event what check-batch needs: the key's
- * number of events, whether it has a NULL key or sequence or a tie (two different events at one
- * sequence, whichever sequence), each with an example. Each event gets its delete flag. Keys whose
- * events are all identical keep one of them.
+ * every event, which was half of the numbering's cost. The same window numbers the key's events
+ * (on its latest event: how many it has) and marks its latest event (no next one). The checks are
+ * flags of single events (a NULL key or sequence, a tie with the neighbour, an unlisted column),
+ * not aggregates over the key: a window aggregate over each key cost as much as the rest of the
+ * numbering. The result keeps each key's latest event and every flagged event, which check-batch
+ * counts per key (`batchChecks`); a batch with a flagged event fails there, so the later steps read
+ * the latest events only (`latest`). Each event gets its delete flag. Keys whose events are all
+ * identical keep one of them.
  */
 export function resolveBatch(payload: Query, keys: string[], sequence: string[], isDelete: Expr, unavailable?: { listedIn: string; columns: string[] }): Query {
   const keyCols = keys.map((k) => col(k));
-  const ordered = (f: Expr) => over(f, keyCols, [...sequence.map((s) => desc(col(s))), asc(col(PAYLOAD_HASH)), asc(col(PAYLOAD_HASH2))]);
-  const wholeKey = (f: Expr) => over(f, keyCols, []);
+  const ordered = (f: Expr) => over(f, keyCols, [...sequence.map((s) => asc(col(s))), desc(col(PAYLOAD_HASH)), desc(col(PAYLOAD_HASH2))]);
   const prev = (c: string) => ordered(fn('lag', col(c), lit(1)));
-  const example = (cond: Expr) =>
-    wholeKey(fn('max', fn('if', cond, fn('to_json', fn('named_struct', ...[...keys, ...sequence].flatMap((c) => [lit(c), col(c)]))), lit(null))));
   const nullish = or(...[...keys, ...sequence].map((c) => isNull(col(c))));
   // A column the source did not send takes the key's latest event that did send it (NULL-ordered
   // rows are skipped by max_by); none in the batch: silver's value (KEEP, applied by keepUnsent).
+  // Over the ordered window's default frame (the key's events up to this one and its peers), which
+  // on the key's latest event is all of them.
   const listed = unavailable ? fn('coalesce', col(unavailable.listedIn), fn('array')) : undefined;
   const sent = (c: string) => not(fn('array_contains', listed!, lit(c)));
   const latestSent = (c: string) =>
-    wholeKey(
+    ordered(
       fn(
         'max_by',
         fn('if', sent(c), fn('named_struct', lit('v'), col(c)), lit(null)),
@@ -951,35 +956,31 @@ export function resolveBatch(payload: Query, keys: string[], sequence: string[],
   const unlisted = unavailable ? fn('>', fn('size', fn('array_except', listed!, fn('array', ...unavailable.columns.map(lit)))), lit(0)) : lit(false);
   // Spark's hashes skip NULL fields, so (NULL, 'x') and ('x', NULL) hash alike: where both hashes
   // agree (replays, mostly), the two payloads' JSON decides. `and` stops at its first false, so the
-  // JSON is made only for neighbours at one sequence whose hashes agree.
+  // JSON is made only for neighbours at one sequence whose hashes agree; the neighbour's payload is
+  // taken inside the window, never carried through the shuffle.
   const samePayload = and(
     eqNullSafe(prev(PAYLOAD_HASH), col(PAYLOAD_HASH)),
     eqNullSafe(prev(PAYLOAD_HASH2), col(PAYLOAD_HASH2)),
-    eq(fn('to_json', prev(PAYLOAD)), fn('to_json', col(PAYLOAD))),
+    eq(fn('to_json', ordered(fn('lag', fn('struct', star()), lit(1)))), fn('to_json', fn('struct', star()))),
   );
   const resolved = payload
     .withColumns([
-      [PAYLOAD, fn('struct', star())],
       [PAYLOAD_HASH, fn('xxhash64', fn('struct', star()))],
       [PAYLOAD_HASH2, fn('hash', fn('struct', star()))],
       [DELETE_FLAG, isDelete],
     ])
     .withColumns([
-      [ROW_NUMBER, ordered(fn('row_number'))],
-      [TIE_ROW, fn('coalesce', and(...sequence.map((s) => eqNullSafe(prev(s), col(s))), not(samePayload)), lit(false))],
-    ])
-    .withColumns([
-      [KEY_EVENTS, wholeKey(fn('count', lit(1)))],
-      [KEY_NULL, wholeKey(fn('max', nullish))],
-      [KEY_NULL_EXAMPLE, example(nullish)],
-      [KEY_TIE, wholeKey(fn('max', col(TIE_ROW)))],
-      [KEY_TIE_EXAMPLE, example(col(TIE_ROW))],
-      [KEY_UNLISTED, wholeKey(fn('max', unlisted))],
-      [KEY_UNLISTED_EXAMPLE, example(unlisted)],
+      [KEY_EVENTS, ordered(fn('row_number'))],
+      [KEY_LATEST, ordered(fn('lead', lit(false), lit(1), lit(true)))],
+      [KEY_TIE, fn('coalesce', and(...sequence.map((s) => eqNullSafe(prev(s), col(s))), not(samePayload)), lit(false))],
       ...(unavailable?.columns ?? []).map((c, i) => [`${AVAILABLE}${i}`, latestSent(c)] as const),
     ])
-    .filter(eq(col(ROW_NUMBER), lit(1)))
-    .drop(ROW_NUMBER, PAYLOAD, PAYLOAD_HASH, PAYLOAD_HASH2, TIE_ROW);
+    .withColumns([
+      [KEY_NULL, nullish],
+      [KEY_UNLISTED, unlisted],
+    ])
+    .filter(or(col(KEY_LATEST), col(KEY_TIE), col(KEY_NULL), col(KEY_UNLISTED)))
+    .drop(PAYLOAD_HASH, PAYLOAD_HASH2);
   if (!unavailable) return resolved;
   const av = (i: number) => col(`${AVAILABLE}${i}`);
   return resolved
@@ -1009,26 +1010,34 @@ function keepUnsent(source: Query, target: TableName, keys: string[], unavailabl
 }
 
 /**
- * Every check of a batch, from its resolved rows (one per key): the number of events, the keys
- * with a NULL key or sequence and the keys with different events at one sequence, each with an
- * example. Reads the rows check-batch kept, not bronze.
+ * Every check of a batch, from the rows check-batch kept (each key's latest event and every
+ * flagged event; not bronze): the number of events and keys, from the latest events; the keys with
+ * a NULL key or sequence, with different events at one sequence, or with an unlisted column, each
+ * with an example, from the flagged events grouped by key (none in a batch that passes).
  */
 const BATCH_CHECKS = ['events', 'keys', 'null_groups', 'null_example', 'ties', 'tie_example', 'unlisted', 'unlisted_example'] as const;
 
-function batchChecks(resolved: Query): Query {
-  return resolved.aggregate(
+function batchChecks(resolved: Query, keys: string[], sequence: string[]): Query {
+  const totals = resolved.aggregate(
     [],
-    [
-      alias(fn('coalesce', fn('sum', col(KEY_EVENTS)), lit(0)), 'events'),
-      alias(fn('count', lit(1)), 'keys'),
-      alias(fn('count_if', col(KEY_NULL)), 'null_groups'),
-      alias(fn('max', col(KEY_NULL_EXAMPLE)), 'null_example'),
-      alias(fn('count_if', col(KEY_TIE)), 'ties'),
-      alias(fn('max', col(KEY_TIE_EXAMPLE)), 'tie_example'),
-      alias(fn('count_if', col(KEY_UNLISTED)), 'unlisted'),
-      alias(fn('max', col(KEY_UNLISTED_EXAMPLE)), 'unlisted_example'),
-    ],
+    [alias(fn('coalesce', fn('sum', fn('if', col(KEY_LATEST), col(KEY_EVENTS), lit(0))), lit(0)), 'events'), alias(fn('count_if', col(KEY_LATEST)), 'keys')],
   );
+  const example = (flag: string) =>
+    fn('max', fn('if', col(flag), fn('to_json', fn('named_struct', ...[...keys, ...sequence].flatMap((c) => [lit(c), col(c)]))), lit(null)));
+  const flags = [
+    [KEY_NULL, 'null_groups', 'null_example'],
+    [KEY_TIE, 'ties', 'tie_example'],
+    [KEY_UNLISTED, 'unlisted', 'unlisted_example'],
+  ] as const;
+  const perKey = resolved.filter(or(...flags.map(([flag]) => col(flag)))).aggregate(
+    keys.map((k) => col(k)),
+    flags.flatMap(([flag, count, ex]) => [alias(fn('max', col(flag)), count), alias(example(flag), ex)]),
+  );
+  const flagged = perKey.aggregate(
+    [],
+    flags.flatMap(([, count, ex]) => [alias(fn('count_if', col(count)), count), alias(fn('max', col(ex)), ex)]),
+  );
+  return totals.join(flagged, [], 'cross');
 }
 
 /**

@@ -196,8 +196,25 @@ describe('jdbc-snapshot-ingest: inline urls, credentials and driver classes', ()
     ['a password parameter', 'jdbc:postgresql://127.0.0.1:5432/db?password=x'],
     ['a socket factory', 'jdbc:postgresql://127.0.0.1:5432/db?socketFactory=org.springframework.context.support.ClassPathXmlApplicationContext'],
     ['a logger file', 'jdbc:postgresql://127.0.0.1:5432/db?loggerFile=/tmp/x'],
-  ])('%s in an inline url, even where inline urls are allowed', async (_, url) => {
-    const r = await validate(inline(url), [], {}, 'platform-inline.conf');
+    ['a MySQL query interceptor (a class the server loads)', 'jdbc:mysql://127.0.0.1:3306/db?queryInterceptors=com.example.Evil', 'com.mysql.cj.jdbc.Driver'],
+    [
+      "an interceptor in MySQL's address=(…) host form",
+      'jdbc:mysql://address=(host=127.0.0.1)(queryInterceptors=com.example.Evil)/db',
+      'com.mysql.cj.jdbc.Driver',
+    ],
+    [
+      "SQL Server signing in with the server's own managed identity",
+      'jdbc:sqlserver://127.0.0.1:1433;databaseName=db;authentication=ActiveDirectoryMSI',
+      'com.microsoft.sqlserver.jdbc.SQLServerDriver',
+    ],
+    [
+      "DB2's client reroute through a JNDI name",
+      'jdbc:db2://127.0.0.1:50000/DB:clientRerouteServerListJNDIName=ldap://127.0.0.1/x;',
+      'com.ibm.db2.jcc.DB2Driver',
+    ],
+    ['a SQLite database fetched from a url', 'jdbc:sqlite::resource:http://127.0.0.1/x.db', 'org.sqlite.JDBC'],
+  ])('%s in an inline url, even where inline urls are allowed', async (_, url, driver?: string) => {
+    const r = await validate(inline(url, driver), [], {}, 'platform-inline.conf');
     expect(r.code).toBe(78);
     expect(r.paths).toContain('source.url');
   });

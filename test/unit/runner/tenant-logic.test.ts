@@ -307,7 +307,7 @@ ${extra}`;
     const jdbc = (version: number, extra: string) => `
 job    { template = "jdbc-snapshot-ingest", schema-version = ${version}, name = "x" }
 tenant { id = "acme", storage-root = "${lake}" }
-source { table = "orders", url = "jdbc:sqlite:shop.db" ${extra} }
+source { table = "orders", url = "jdbc:sqlite:/data/shop.db" ${extra} }
 target { table = "orders", snapshot-date = "2026-07-05" ${version === 2 ? ', format = iceberg' : ''} }`;
     // count-snapshot too: what diff reads in its place (`predict`) counts the source's rows.
     expect(await flagged(jdbc(1, ', where = "id > 0"'))).toEqual(['probe-source:source.where', 'write-snapshot:source.where', 'count-snapshot:source.where']);

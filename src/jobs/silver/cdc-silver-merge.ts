@@ -102,10 +102,8 @@ const CURRENT = '__lake_cur_';
  * its JSON did).
  */
 const MERGE_SESSION_CONF: Readonly<Record<string, string>> = { ...BRONZE_SESSION_CONF, 'spark.sql.legacy.allowHashOnMapType': 'true' };
-/** The payload as one value, for the tie check's exact comparison with its neighbour. */
-/** Two independent hashes of the payload's values: the sort and the tie check compare them first. */
+/** A hash of the payload's values: the sort and the tie check compare it first. */
 const PAYLOAD_HASH = '__lake_h1';
-const PAYLOAD_HASH2 = '__lake_h2';
 const DELETED_AT = '_cdc_deleted_at';
 const RUN_ID = '_lake_run_id';
 
@@ -920,12 +918,13 @@ function resurrected(events: Query, target: TableName, tombstones: TableName, ke
 
 /**
  * The latest event per key, in one pass over the events (one shuffle by key, one sort): order the
- * key's events by sequence (latest last) and, among equal sequences, by two independent hashes of
- * the payload's values (xxhash64, 64 bits, and murmur3, 32 bits), so that identical events at one
- * sequence lie next to each other. Two neighbours at one sequence differ when either hash differs,
- * and where both agree when their payloads' JSON differs (the hashes skip NULL fields: (NULL, 'x')
- * and ('x', NULL) hash alike): exact, with JSON made only for those pairs (replays, mostly), not for
- * every event, which was half of the numbering's cost. The same window numbers the key's events
+ * key's events by sequence (latest last) and, among equal sequences, by a hash of the payload's
+ * values (xxhash64, 64 bits), so that identical events at one sequence lie next to each other. Two
+ * neighbours at one sequence differ when their hashes differ, and where they agree when their
+ * payloads' JSON differs (the hash skips NULL fields: (NULL, 'x') and ('x', NULL) hash alike; two
+ * different payloads may also collide): exact, with JSON made only for those pairs (replays,
+ * mostly), not for every event, which was half of the numbering's cost. Exact in any order of the
+ * events at one sequence: unless they are all one event, two neighbours among them differ. The same window numbers the key's events
  * (on its latest event: how many it has) and marks its latest event (no next one). The checks are
  * flags of single events (a NULL key or sequence, a tie with the neighbour, an unlisted column),
  * not aggregates over the key: a window aggregate over each key cost as much as the rest of the
@@ -936,7 +935,7 @@ function resurrected(events: Query, target: TableName, tombstones: TableName, ke
  */
 export function resolveBatch(payload: Query, keys: string[], sequence: string[], isDelete: Expr, unavailable?: { listedIn: string; columns: string[] }): Query {
   const keyCols = keys.map((k) => col(k));
-  const ordered = (f: Expr) => over(f, keyCols, [...sequence.map((s) => asc(col(s))), desc(col(PAYLOAD_HASH)), desc(col(PAYLOAD_HASH2))]);
+  const ordered = (f: Expr) => over(f, keyCols, [...sequence.map((s) => asc(col(s))), desc(col(PAYLOAD_HASH))]);
   const prev = (c: string) => ordered(fn('lag', col(c), lit(1)));
   const nullish = or(...[...keys, ...sequence].map((c) => isNull(col(c))));
   // A column the source did not send takes the key's latest event that did send it (NULL-ordered
@@ -954,19 +953,17 @@ export function resolveBatch(payload: Query, keys: string[], sequence: string[],
       ),
     );
   const unlisted = unavailable ? fn('>', fn('size', fn('array_except', listed!, fn('array', ...unavailable.columns.map(lit)))), lit(0)) : lit(false);
-  // Spark's hashes skip NULL fields, so (NULL, 'x') and ('x', NULL) hash alike: where both hashes
+  // Spark's hashes skip NULL fields, so (NULL, 'x') and ('x', NULL) hash alike: where the hashes
   // agree (replays, mostly), the two payloads' JSON decides. `and` stops at its first false, so the
   // JSON is made only for neighbours at one sequence whose hashes agree; the neighbour's payload is
   // taken inside the window, never carried through the shuffle.
   const samePayload = and(
     eqNullSafe(prev(PAYLOAD_HASH), col(PAYLOAD_HASH)),
-    eqNullSafe(prev(PAYLOAD_HASH2), col(PAYLOAD_HASH2)),
     eq(fn('to_json', ordered(fn('lag', fn('struct', star()), lit(1)))), fn('to_json', fn('struct', star()))),
   );
   const resolved = payload
     .withColumns([
       [PAYLOAD_HASH, fn('xxhash64', fn('struct', star()))],
-      [PAYLOAD_HASH2, fn('hash', fn('struct', star()))],
       [DELETE_FLAG, isDelete],
     ])
     .withColumns([
@@ -980,7 +977,7 @@ export function resolveBatch(payload: Query, keys: string[], sequence: string[],
       [KEY_UNLISTED, unlisted],
     ])
     .filter(or(col(KEY_LATEST), col(KEY_TIE), col(KEY_NULL), col(KEY_UNLISTED)))
-    .drop(PAYLOAD_HASH, PAYLOAD_HASH2);
+    .drop(PAYLOAD_HASH);
   if (!unavailable) return resolved;
   const av = (i: number) => col(`${AVAILABLE}${i}`);
   return resolved

@@ -924,14 +924,14 @@ function resurrected(events: Query, target: TableName, tombstones: TableName, ke
  * payloads' JSON differs (the hash skips NULL fields: (NULL, 'x') and ('x', NULL) hash alike; two
  * different payloads may also collide): exact, with JSON made only for those pairs (replays,
  * mostly), not for every event, which was half of the numbering's cost. Exact in any order of the
- * events at one sequence: unless they are all one event, two neighbours among them differ. The same window numbers the key's events
- * (on its latest event: how many it has) and marks its latest event (no next one). The checks are
- * flags of single events (a NULL key or sequence, a tie with the neighbour, an unlisted column),
- * not aggregates over the key: a window aggregate over each key cost as much as the rest of the
- * numbering. The result keeps each key's latest event and every flagged event, which check-batch
- * counts per key (`batchChecks`); a batch with a flagged event fails there, so the later steps read
- * the latest events only (`latest`). Each event gets its delete flag. Keys whose events are all
- * identical keep one of them.
+ * events at one sequence: unless they are all one event, two neighbours among them differ. The
+ * same window numbers the key's events (on its latest event: how many it has) and marks its latest
+ * event (no next one). The checks are flags of single events (a NULL key or sequence, a tie with
+ * the neighbour, an unlisted column), not aggregates over the key: a window aggregate over each key
+ * cost as much as the rest of the numbering. The result keeps each key's latest event and every
+ * flagged event, which check-batch counts per key (`batchChecks`); a batch with a flagged event
+ * fails there, so the later steps read the latest events only (`latest`). Each event gets its
+ * delete flag. Keys whose events are all identical keep one of them.
  */
 export function resolveBatch(payload: Query, keys: string[], sequence: string[], isDelete: Expr, unavailable?: { listedIn: string; columns: string[] }): Query {
   const keyCols = keys.map((k) => col(k));

@@ -311,13 +311,14 @@ export const jdbcSource = z
     if (s.query !== undefined && s.where !== undefined) issue('where', 'filters source.table; with source.query put the condition inside the query');
     if (s.query !== undefined && s['partition-column'] !== undefined)
       issue('partition-column', 'needs source.table (Spark cannot partition a source.query); use source.table with source.where');
+    const urlProblem = s.url === undefined ? undefined : inlineUrlProblem(s.url);
     if (s.connection !== undefined) {
       for (const k of ['url', 'user', 'password', 'driver'] as const)
         if (s[k] !== undefined) issue(k, `comes from the platform connection "${s.connection}"; remove it here`);
     } else if (s.url === undefined) {
       issue('connection', 'is required: name a platform connection (jdbc.connections.<name>) or give source.url');
-    } else if (inlineUrlProblem(s.url) !== undefined) {
-      issue('url', inlineUrlProblem(s.url)!);
+    } else if (urlProblem !== undefined) {
+      issue('url', urlProblem);
     } else if (s.driver !== undefined) {
       const protocol = /^jdbc:([a-z0-9]+):/.exec(s.url)?.[1] as keyof typeof INLINE_DRIVERS | undefined;
       const allowed: readonly string[] = protocol && Object.hasOwn(INLINE_DRIVERS, protocol) ? INLINE_DRIVERS[protocol] : [];

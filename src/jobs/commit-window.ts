@@ -2,7 +2,7 @@ import { type TableName, displayTable, tableParts } from '../core/naming.js';
 import { alias, cast, col, lit } from '../spark/plan/expressions.js';
 import { Query } from '../spark/plan/query.js';
 import { sql } from '../spark/plan/sql.js';
-import { type Facts, type Row, type RowsStep, type Step, queryStep } from './steps.js';
+import { type Facts, type Row, type RowsStep, type Step, type StepEffect, queryStep } from './steps.js';
 
 /**
  * Did another writer commit to a run's tables between its first read and its own commits? A run
@@ -20,6 +20,12 @@ export interface WindowTable {
   /** A label of the table in the rows and the reasons (e.g. `silver`, `tombstones`). */
   readonly label: string;
   readonly table: TableName;
+  /**
+   * Report the commit the after-read finds current (Iceberg: the main ref's snapshot; Delta: the
+   * latest version) as the table's `snapshotId` in the status, as readCommitStep does: the run
+   * then needs no step of its own for it unless it writes the table again after the window.
+   */
+  readonly reportCurrent?: boolean;
 }
 
 /** The property both formats carry the attempt's nonce under (src/runner/run.ts commitMetadata). */
@@ -42,27 +48,46 @@ export interface CommitWindow {
    * empty list. `own` is how many commits this run made to each table (0 or 1, from its facts).
    */
   foreignCommits(facts: Facts, attempt: string | undefined, own: Readonly<Record<string, number>>): string[];
+  /** The base's rows (`tbl`, `commit`), read by the base steps or known before them; undefined when neither. */
+  baseRows(facts: Facts): readonly Row[] | undefined;
 }
 
-export function commitWindow(format: 'iceberg' | 'delta', tables: readonly WindowTable[]): CommitWindow {
-  const base = format === 'iceberg' ? [icebergBase(tables)] : tables.map(deltaBase);
+/**
+ * `knownBase`: the tables' current commits (label to commit, null for none) when an earlier step of
+ * the run already read them before its first read of the tables (a batch fingerprint reads both
+ * tables' main refs first), undefined when it did not: the base steps run only then. An earlier
+ * base is a safe one: a commit between it and the first read counts as another writer's.
+ */
+export function commitWindow(
+  format: 'iceberg' | 'delta',
+  tables: readonly WindowTable[],
+  knownBase?: (facts: Facts) => Readonly<Record<string, string | null>> | undefined,
+): CommitWindow {
+  const unknown = (facts: Facts) => knownBase?.(facts) === undefined;
+  const base = format === 'iceberg' ? [icebergBase(tables, unknown)] : tables.map((t) => deltaBase(t, unknown));
   const after = format === 'iceberg' ? [icebergAfter(tables)] : tables.map(deltaAfter);
+  const rowsOf = (facts: Facts, steps: readonly RowsStep<string>[]) => steps.flatMap((step) => facts.rows(step) ?? []) as Row[];
+  const baseRows = (facts: Facts): readonly Row[] | undefined => {
+    const known = knownBase?.(facts);
+    if (known) return Object.entries(known).map(([tbl, commit]) => ({ tbl, commit }));
+    return base.some((step) => facts.rows(step) === undefined) ? undefined : rowsOf(facts, base);
+  };
   return {
     base,
     after,
+    baseRows,
     foreignCommits: (facts, attempt, own) => {
       if (attempt === undefined) return ['this run has no attempt nonce to tell its own commits by'];
-      const unread = [...base, ...after].filter((step) => facts.rows(step) === undefined).map((step) => step.id);
+      const unread = [...(knownBase?.(facts) ? [] : base), ...after].filter((step) => facts.rows(step) === undefined).map((step) => step.id);
       if (unread.length) return [`${unread.join(', ')} did not run`];
-      const rowsOf = (steps: readonly RowsStep<string>[]) => steps.flatMap((step) => facts.rows(step) ?? []) as Row[];
-      const [baseRows, window] = [rowsOf(base), rowsOf(after)];
+      const [start, window] = [baseRows(facts) ?? [], rowsOf(facts, after)];
       const reasons: string[] = [];
       for (const t of tables) {
         const of = (rows: readonly Row[]) => rows.filter((r) => r.tbl === t.label);
         const why =
           format === 'iceberg'
-            ? icebergChain(of(baseRows)[0]?.commit, of(window), attempt, own[t.label] ?? 0)
-            : deltaVersions(of(baseRows)[0]?.commit, of(window), attempt, own[t.label] ?? 0);
+            ? icebergChain(of(start)[0]?.commit, of(window), attempt, own[t.label] ?? 0)
+            : deltaVersions(of(start)[0]?.commit, of(window), attempt, own[t.label] ?? 0);
         if (why) reasons.push(`${t.label}: ${why}`);
       }
       return reasons;
@@ -72,7 +97,7 @@ export function commitWindow(format: 'iceberg' | 'delta', tables: readonly Windo
 
 const names = (tables: readonly WindowTable[]) => tables.map((t) => displayTable(t.table)).join(' and ');
 
-function icebergBase(tables: readonly WindowTable[]) {
+function icebergBase(tables: readonly WindowTable[], when: (facts: Facts) => boolean) {
   const text = sql.join(
     tables.map(
       (t) =>
@@ -82,11 +107,24 @@ function icebergBase(tables: readonly WindowTable[]) {
   );
   return queryStep({
     id: 'base-commits',
+    when,
     title: `Record the current commit of ${names(tables)} before reading them`,
     query: Query.sql(text),
     columns: BASE,
     interpret: () => ({}),
   });
+}
+
+/** The status output of the tables that report their current commit, from the after-read's rows. */
+function reported(
+  tables: readonly WindowTable[],
+  rows: readonly Row[],
+  format: 'iceberg' | 'delta',
+  current: (rows: readonly Row[]) => string | undefined,
+): StepEffect {
+  const t = tables.find((x) => x.reportCurrent);
+  const snapshotId = t && current(rows.filter((r) => r.tbl === t.label));
+  return t && snapshotId !== undefined ? { output: { table: displayTable(t.table), format, snapshotId } } : {};
 }
 
 function icebergAfter(tables: readonly WindowTable[]) {
@@ -106,13 +144,14 @@ function icebergAfter(tables: readonly WindowTable[]) {
     title: `Read the commits of ${names(tables)} since this run's first read`,
     query: Query.sql(text),
     columns: ICEBERG_WINDOW,
-    interpret: () => ({}),
+    interpret: (rows) => reported(tables, rows, 'iceberg', (of) => str(of.find((r) => r.current === true)?.commit)),
   });
 }
 
-function deltaBase(t: WindowTable) {
+function deltaBase(t: WindowTable, when: (facts: Facts) => boolean) {
   return queryStep({
     id: `base-commits-${t.label}`,
+    when,
     title: `Record the current version of ${displayTable(t.table)} before reading it`,
     query: Query.sql(sql`DESCRIBE HISTORY ${sql.table(tableParts(t.table))} LIMIT 1`).select(
       alias(lit(t.label), 'tbl'),
@@ -133,11 +172,17 @@ function deltaAfter(t: WindowTable) {
       col('userMetadata'),
     ),
     columns: DELTA_WINDOW,
-    interpret: () => ({}),
+    interpret: (rows) => reported([t], rows, 'delta', latestVersion),
   });
 }
 
 const str = (v: unknown): string | undefined => (v === null || v === undefined ? undefined : String(v));
+
+/** The newest version among a Delta table's history rows. */
+function latestVersion(rows: readonly Row[]): string | undefined {
+  const versions = rows.map((r) => str(r.commit)).filter((v): v is string => v !== undefined);
+  return versions.length ? versions.reduce((m, v) => (BigInt(v) > BigInt(m) ? v : m)) : undefined;
+}
 
 /** Walk the parent chain from the current snapshot back to the base: only ours, at most `own`. */
 function icebergChain(baseCommit: unknown, rows: readonly Row[], attempt: string, own: number): string | undefined {

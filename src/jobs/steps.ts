@@ -242,18 +242,22 @@ export interface MaterializeStep<C extends string> extends StepBase, RowsStep<C>
  * commit recorded of the batch it applied), and the pure function compares the two. Its row, for
  * later steps: `fingerprint`, and `unchanged` (1 when `interpret` said so, else 0).
  */
-export interface FingerprintStep extends StepBase, RowsStep<'fingerprint' | 'unchanged'> {
+export interface FingerprintStep extends StepBase, RowsStep<'fingerprint' | 'unchanged' | 'commits'> {
   readonly kind: 'fingerprint';
   readonly source: Query;
   readonly identity: string;
   readonly previous: Query;
-  /** The fingerprint, and `previous`'s rows (none: e.g. the target does not exist yet). */
-  interpret(fingerprint: string, previous: readonly Row[]): StepEffect & { unchanged?: boolean };
+  /**
+   * The fingerprint, and `previous`'s rows (none: e.g. the target does not exist yet). `commits`:
+   * the tables' current commits `previous` read (label to commit, null for a table without one),
+   * recorded for later steps (a commit window's base), or undefined when it could not tell.
+   */
+  interpret(fingerprint: string, previous: readonly Row[]): StepEffect & { unchanged?: boolean; commits?: Readonly<Record<string, string | null>> };
 }
 
-/** A fingerprint step (its handle's columns: fingerprint, unchanged). */
+/** A fingerprint step (its handle's columns: fingerprint, unchanged, commits). */
 export function fingerprintStep(def: Omit<FingerprintStep, 'kind' | 'col' | 'columns'>): FingerprintStep {
-  const columns = ['fingerprint', 'unchanged'] as const;
+  const columns = ['fingerprint', 'unchanged', 'commits'] as const;
   return Object.freeze({ ...def, kind: 'fingerprint' as const, columns, col: columnRef(def.id, columns) });
 }
 

@@ -6,7 +6,7 @@ import { sql } from '../spark/plan/sql.js';
 import type { Cmd } from '../spark/plan/commands.js';
 import { type TableShape, partitionExpr } from './partition-spec.js';
 import type { CatalogRef, JobContext, Step } from './template.js';
-import { queryStep } from './steps.js';
+import { type Facts, queryStep } from './steps.js';
 
 /**
  * What every template that writes a catalog table shares: which catalog, its namespace, the
@@ -80,13 +80,15 @@ export function bronzeTableProperties(format: 'iceberg' | 'delta', location: str
 
 /**
  * The last step of a write: read the table's current commit (Iceberg snapshot id, Delta version)
- * into the status's output, so the orchestrator can pin what this run left behind.
+ * into the status's output, so the orchestrator can pin what this run left behind. `when`: only
+ * then (a template whose earlier step already read the commit, unless it wrote again since).
  */
-export function readCommitStep(target: TableName, format: 'iceberg' | 'delta'): Step {
+export function readCommitStep(target: TableName, format: 'iceberg' | 'delta', when?: (facts: Facts) => boolean): Step {
   const table = displayTable(target);
   if (format === 'iceberg') {
     return queryStep({
       id: 'read-snapshot',
+      ...(when ? { when } : {}),
       title: `Read the current snapshot of ${table}`,
       // The snapshot the table's main branch points at: after a rollback (rollback_to_snapshot,
       // set_current_snapshot) that is not the latest one committed.
@@ -102,6 +104,7 @@ export function readCommitStep(target: TableName, format: 'iceberg' | 'delta'): 
   }
   return queryStep({
     id: 'read-version',
+    ...(when ? { when } : {}),
     title: `Read the current version of ${table}`,
     query: Query.sql(sql`DESCRIBE HISTORY ${sql.table(tableParts(target))}`)
       .select('version')

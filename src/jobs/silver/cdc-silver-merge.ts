@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { DataError } from '../../core/errors.js';
+import { DataError, InternalError } from '../../core/errors.js';
 import { type TableName, displayTable, tableParts } from '../../core/naming.js';
 import { catalogName, columnName, columnTypeName, expression, isoDate, name, tableName } from '../../core/config/validate.js';
 import {
@@ -431,15 +431,17 @@ function plan(ctx: JobContext, spec: MergeSpec): JobPlan {
       : undefined;
   const tables: Tables = { silver, tombstones: silverCompanion(ctx, silver, TOMBSTONE_SUFFIX), bronze, incremental };
   const batch = resolvePhase(tables, spec);
-  const measured = measurePhase(tables, spec);
+  const measured = measurePhase(tables, spec, batch.fingerprint);
+  const look = secondLookPhase(ctx, tables, spec, measured);
   const rest: Step[] = [
     ...batch.steps,
     ...createPhase(ctx, tables, spec),
     ...measured.steps,
     ...commitPhase(ctx, tables, spec, measured, batch),
-    ...secondLookPhase(ctx, tables, spec, measured),
-    ...expiryPhase(tables, spec),
-    readCommitStep(silver.table, silver.catalog.format),
+    ...look.steps,
+    ...expiryPhase(tables, spec, measured.measure),
+    // window-commits already reported silver's commit: read it again only if the look wrote silver.
+    readCommitStep(silver.table, silver.catalog.format, look.wroteSilver),
   ];
   // The batch silver's current commit applied, onto unchanged tables: every later step is provably
   // a no-op (docs/templates/cdc-silver-merge.md, "A rerun of an applied batch"), so none is sent.
@@ -508,12 +510,23 @@ function resolvePhase(
     title: `Resolve and check the CDC batch in ${bronze.name}: latest event per key, events, NULL keys or sequences, ambiguous ties`,
     name: BATCH,
     query: resolved,
-    check: batchChecks(Query.materialized(BATCH), keys, sequence),
+    check: batchTotals(Query.materialized(BATCH)),
     columns: BATCH_CHECKS,
     interpret: ([r]) => {
       const events = Number(r?.events ?? 0);
       // Incremental: new commits without events still move silver's position (record-position).
       if (events === 0 && !incremental) return { skip: `no CDC events in ${bronze.name}${spec.where ? ' matching source.where' : ''}` };
+      // Flagged events fail the batch in check-keys, which counts their keys for the message.
+      return { metrics: { rowsRead: events } };
+    },
+  });
+  const checkKeys = queryStep({
+    id: 'check-keys',
+    title: `Count the keys of the CDC batch's events with a NULL key or sequence, an ambiguous tie or an unlisted column`,
+    when: (facts) => facts.count(check.col('flagged')) > 0,
+    query: flaggedKeys(Query.materialized(BATCH), keys, sequence),
+    columns: FLAGGED_KEYS,
+    interpret: ([r]) => {
       if (Number(r?.null_groups ?? 0) > 0)
         return {
           fail: new DataError(`CDC events have a NULL in cdc.primary-key or cdc.sequence-by, e.g. ${String(r?.null_example)}`, { code: 'CDC_NULL_KEY' }),
@@ -532,7 +545,8 @@ function resolvePhase(
             { code: 'CDC_AMBIGUOUS_SEQUENCE' },
           ),
         };
-      return { metrics: { rowsRead: events } };
+      // check-batch counted flagged events, so one of the three holds; anything else is a defect.
+      throw new InternalError(`check-keys: check-batch flagged events that no check counts`);
     },
   });
   // Parquet bronze into Iceberg silver, read in full: the batch is its files (never rewritten in
@@ -541,7 +555,7 @@ function resolvePhase(
     bronze.kind === 'files' && !incremental && silver.catalog.format === 'iceberg'
       ? batchFingerprint(read.rows, JSON.stringify({ v: 1, batch: resolved.rel, evolution: spec.schemaEvolution }), silver, tombstones.table)
       : undefined;
-  return { checks: read.checks, steps: [checkColumns, check], check, fingerprint };
+  return { checks: read.checks, steps: [checkColumns, check, checkKeys], check, fingerprint };
 }
 
 /** What silver's current commit recorded of the batch it applied (Iceberg snapshot summary). */
@@ -578,9 +592,12 @@ function batchFingerprint(files: Query, identity: string, silver: SilverRef, tom
       const str = (v: unknown) => (v === null || v === undefined ? undefined : String(v));
       const main = (kind: string) => str(rows.find((r) => r.kind === kind)?.snapshot);
       const current = main('silver');
+      // Both tables' main refs, read before anything of the batch or the tables: the commit
+      // window's base (no rows: a table is missing, and base-commits reads it after the creates).
+      const commits = rows.length ? { commits: { silver: current ?? null, tombstones: main('tombstones') ?? null } } : {};
       const applied = rows.find((r) => r.kind === 'stamp' && str(r.snapshot) === current);
-      if (current === undefined || !applied || str(applied.batch) !== fingerprint) return {};
-      if (!tombstonesAsLeft(str(applied.tombstones_at), str(applied.attempt), main('tombstones') ?? NO_COMMIT, rows)) return {};
+      if (current === undefined || !applied || str(applied.batch) !== fingerprint) return commits;
+      if (!tombstonesAsLeft(str(applied.tombstones_at), str(applied.attempt), main('tombstones') ?? NO_COMMIT, rows)) return commits;
       return {
         unchanged: true,
         output: {
@@ -648,7 +665,7 @@ function createPhase(ctx: JobContext, { silver, tombstones }: Tables, spec: Merg
   ];
 }
 
-const MEASURE_COLUMNS = ['inserted', 'updated', 'deleted', 'late', 'tombstones', 'stale'] as const;
+const MEASURE_COLUMNS = ['inserted', 'updated', 'deleted', 'late', 'tombstones', 'stale', 'expired'] as const;
 
 /** The batch joined to the tombstones known before this run: they decide whether an upsert is newer than a delete. */
 function withKnownTombstones({ tombstones }: Tables, spec: MergeSpec) {
@@ -664,15 +681,23 @@ function withKnownTombstones({ tombstones }: Tables, spec: MergeSpec) {
 }
 
 /**
- * Record the tables' current commits (the base of the commit window), then count what the merge
- * will insert, update and delete, the late events, the new tombstones and the stale rows.
+ * Record the tables' current commits (the base of the commit window; already known when the batch
+ * fingerprint read them), then count what the merge will insert, update and delete, the late
+ * events, the new tombstones and the stale rows, and the tombstones past their retention.
  */
-function measurePhase(tables: Tables, spec: MergeSpec) {
+function measurePhase(tables: Tables, spec: MergeSpec, fingerprint: FingerprintStep | undefined) {
   const { catalog, table: target, location } = tables.silver;
-  const window = commitWindow(catalog.format, [
-    { label: 'silver', table: target },
-    { label: 'tombstones', table: tables.tombstones.table },
-  ]);
+  // The fingerprint read both tables' main refs first: that is the base when it could (no step).
+  const knownBase =
+    fingerprint && ((facts: Facts) => (facts.rows(fingerprint)?.[0]?.commits ?? undefined) as Readonly<Record<string, string | null>> | undefined);
+  const window = commitWindow(
+    catalog.format,
+    [
+      { label: 'silver', table: target, reportCurrent: true },
+      { label: 'tombstones', table: tables.tombstones.table },
+    ],
+    knownBase,
+  );
   const { joined, afterTombstone } = withKnownTombstones(tables, spec);
   // measure also sees the known tombstone's sequence: it counts the rows the second look would find.
   const measured = joined.select(
@@ -683,8 +708,16 @@ function measurePhase(tables: Tables, spec: MergeSpec) {
   );
   const measure = queryStep({
     id: 'measure',
-    title: 'Count the inserts, updates, deletes, tombstones and late events of this batch',
-    query: measureQuery(measured, target, spec.keys, spec.sequence),
+    title: `Count the inserts, updates, deletes, tombstones and late events of this batch, and the tombstones older than ${spec.tombstoneRetentionDays} days`,
+    // The tombstones past cdc.tombstone-retention-days, counted in the same query (one round trip
+    // less than a step of their own): this run's tombstones are new, so none of them is among them.
+    query: measureQuery(measured, target, spec.keys, spec.sequence).join(
+      Query.table(tableParts(tables.tombstones.table))
+        .filter(expired(spec.tombstoneRetentionDays))
+        .aggregate([], [alias(fn('count', lit(1)), 'expired')]),
+      [],
+      'cross',
+    ),
     columns: MEASURE_COLUMNS,
     interpret: ([r]) => {
       const metrics = { inserted: Number(r?.inserted ?? 0), updated: Number(r?.updated ?? 0), deleted: Number(r?.deleted ?? 0), late: Number(r?.late ?? 0) };
@@ -722,7 +755,7 @@ function commitPhase(
   const fp = batch.fingerprint;
   const batchStamp = (facts: Facts): Record<string, string> => {
     const fingerprint = fp && facts.rows(fp)?.[0]?.fingerprint;
-    const base = window.base.flatMap((b) => facts.rows(b) ?? []).find((r) => r.tbl === 'tombstones');
+    const base = window.baseRows(facts)?.find((r) => r.tbl === 'tombstones');
     if (typeof fingerprint !== 'string' || !base || ctx.attempt === undefined) return {};
     const at = base.commit === null || base.commit === undefined ? NO_COMMIT : String(base.commit);
     return {
@@ -779,7 +812,7 @@ function secondLookPhase(
   tables: Tables,
   spec: MergeSpec,
   { measure, window }: { measure: RowsStep<(typeof MEASURE_COLUMNS)[number]>; window: CommitWindow },
-): Step[] {
+): { steps: Step[]; wroteSilver: (facts: Facts) => boolean } {
   const { catalog, table: target } = tables.silver;
   const tombstones = tables.tombstones.table;
   const { keys, sequence } = spec;
@@ -799,14 +832,15 @@ function secondLookPhase(
       return n > 0 ? { output: { table: displayTable(target), format: catalog.format, committed: true, metrics: { repaired: n } } } : {};
     },
   });
-  return [
+  const found = (facts: Facts) => facts.count(find.col('rows')) > 0;
+  const steps: Step[] = [
     ...window.after,
     find,
     {
       kind: 'command',
       id: 'delete-resurrected',
       title: `Delete the rows of ${displayTable(target)} that a newer tombstone deletes`,
-      when: (facts) => facts.count(find.col('rows')) > 0,
+      when: found,
       command: resurrected(latest(), target, tombstones, keys, sequence)
         .as(SOURCE)
         .mergeInto(tableParts(target), and(...keys.map((k) => eqNullSafe(col(target.table, k), col(SOURCE, k)))), {
@@ -814,27 +848,18 @@ function secondLookPhase(
         }),
     },
   ];
+  return { steps, wroteSilver: found };
 }
 
-/** Tombstones older than cdc.tombstone-retention-days are forgotten, when there are any. */
-function expiryPhase({ tombstones }: Tables, spec: MergeSpec): Step[] {
+/** Tombstones older than cdc.tombstone-retention-days are forgotten, when measure counted any. */
+function expiryPhase({ tombstones }: Tables, spec: MergeSpec, measure: RowsStep<(typeof MEASURE_COLUMNS)[number]>): Step[] {
   const days = spec.tombstoneRetentionDays;
-  const count = queryStep({
-    id: 'count-expired',
-    title: `Count tombstones older than ${days} days`,
-    query: Query.table(tableParts(tombstones.table))
-      .filter(expired(days))
-      .aggregate([], [alias(fn('count', lit(1)), 'rows')]),
-    columns: ['rows'],
-    interpret: () => ({}),
-  });
   return [
-    count,
     {
       kind: 'command',
       id: 'expire-tombstones',
       title: `Forget tombstones older than ${days} days`,
-      when: (facts) => facts.count(count.col('rows')) > 0,
+      when: (facts) => facts.count(measure.col('expired')) > 0,
       command: sqlCommand(
         sql`DELETE FROM ${sql.target(tableParts(tombstones.table))} WHERE ${sql.id(DELETED_AT)} < current_timestamp() - make_dt_interval(${sql.value(Math.trunc(days))})`,
       ),
@@ -1007,18 +1032,31 @@ function keepUnsent(source: Query, target: TableName, keys: string[], unavailabl
 }
 
 /**
- * Every check of a batch, from the rows check-batch kept (each key's latest event and every
- * flagged event; not bronze): the number of events and keys, from the latest events; the keys with
- * a NULL key or sequence, with different events at one sequence, or with an unlisted column, each
- * with an example, from the flagged events grouped by key (none in a batch that passes).
+ * What check-batch reads back from the rows it kept (each key's latest event and every flagged
+ * event; not bronze), in one global aggregate: the number of events and keys, from the latest
+ * events, and the number of flagged events (none in a batch that passes).
  */
-const BATCH_CHECKS = ['events', 'keys', 'null_groups', 'null_example', 'ties', 'tie_example', 'unlisted', 'unlisted_example'] as const;
+const BATCH_CHECKS = ['events', 'keys', 'flagged'] as const;
 
-function batchChecks(resolved: Query, keys: string[], sequence: string[]): Query {
-  const totals = resolved.aggregate(
+function batchTotals(resolved: Query): Query {
+  return resolved.aggregate(
     [],
-    [alias(fn('coalesce', fn('sum', fn('if', col(KEY_LATEST), col(KEY_EVENTS), lit(0))), lit(0)), 'events'), alias(fn('count_if', col(KEY_LATEST)), 'keys')],
+    [
+      alias(fn('coalesce', fn('sum', fn('if', col(KEY_LATEST), col(KEY_EVENTS), lit(0))), lit(0)), 'events'),
+      alias(fn('count_if', col(KEY_LATEST)), 'keys'),
+      alias(fn('count_if', or(col(KEY_NULL), col(KEY_TIE), col(KEY_UNLISTED))), 'flagged'),
+    ],
   );
+}
+
+/**
+ * A batch with flagged events (check-keys, which then fails the run): the keys with a NULL key or
+ * sequence, with different events at one sequence, or with an unlisted column, each with an
+ * example, from the flagged events grouped by key.
+ */
+const FLAGGED_KEYS = ['null_groups', 'null_example', 'ties', 'tie_example', 'unlisted', 'unlisted_example'] as const;
+
+function flaggedKeys(resolved: Query, keys: string[], sequence: string[]): Query {
   const example = (flag: string) =>
     fn('max', fn('if', col(flag), fn('to_json', fn('named_struct', ...[...keys, ...sequence].flatMap((c) => [lit(c), col(c)]))), lit(null)));
   const flags = [
@@ -1026,15 +1064,16 @@ function batchChecks(resolved: Query, keys: string[], sequence: string[]): Query
     [KEY_TIE, 'ties', 'tie_example'],
     [KEY_UNLISTED, 'unlisted', 'unlisted_example'],
   ] as const;
-  const perKey = resolved.filter(or(...flags.map(([flag]) => col(flag)))).aggregate(
-    keys.map((k) => col(k)),
-    flags.flatMap(([flag, count, ex]) => [alias(fn('max', col(flag)), count), alias(example(flag), ex)]),
-  );
-  const flagged = perKey.aggregate(
-    [],
-    flags.flatMap(([, count, ex]) => [alias(fn('count_if', col(count)), count), alias(fn('max', col(ex)), ex)]),
-  );
-  return totals.join(flagged, [], 'cross');
+  return resolved
+    .filter(or(...flags.map(([flag]) => col(flag))))
+    .aggregate(
+      keys.map((k) => col(k)),
+      flags.flatMap(([flag, count, ex]) => [alias(fn('max', col(flag)), count), alias(example(flag), ex)]),
+    )
+    .aggregate(
+      [],
+      flags.flatMap(([, count, ex]) => [alias(fn('count_if', col(count)), count), alias(fn('max', col(ex)), ex)]),
+    );
 }
 
 /**

@@ -8,7 +8,8 @@ import type { StepRun } from './kind.js';
 /**
  * List the files a source would read (analysed: no file is read) and read `previous` at the same
  * time (two round trips in flight at once), hash the sorted files with the step's identity, and let
- * the step's function compare. The row recorded: the fingerprint, and whether it found the batch unchanged.
+ * the step's function compare. The row recorded: the fingerprint, whether it found the batch
+ * unchanged, and the tables' commits it read (for later steps).
  */
 export const fingerprint: StepKindModule<StepOf<'fingerprint'>> = {
   async run(step, run) {
@@ -17,8 +18,8 @@ export const fingerprint: StepKindModule<StepOf<'fingerprint'>> = {
     for (const f of [...files].sort()) hash.update(f).update('\n');
     const value = hash.digest('hex');
     const effect = step.interpret(value, previous);
-    run.record(step, step.columns, [{ fingerprint: value, unchanged: effect.unchanged ? 1 : 0 }]);
-    const { unchanged: _unchanged, ...rest } = effect;
+    run.record(step, step.columns, [{ fingerprint: value, unchanged: effect.unchanged ? 1 : 0, commits: effect.commits ?? null }]);
+    const { unchanged: _unchanged, commits: _commits, ...rest } = effect;
     return run.effect(rest);
   },
   async diff(step, run) {

@@ -4,7 +4,15 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { SparkConnectClient } from '../../../src/spark/client.js';
 import { compileCommandPlan } from '../../../src/spark/plan/compile.js';
 import { tempFiles } from '../../support/files.js';
-import { connect, freshTenant, icebergSnapshotSummary, readDeltaWithDeltaRs, readIcebergWithPyIceberg, runJob } from '../../support/stack.js';
+import {
+  connect,
+  deltaLogWithDeltaRs,
+  freshTenant,
+  icebergSnapshotSummary,
+  readDeltaWithDeltaRs,
+  readIcebergWithPyIceberg,
+  runJob,
+} from '../../support/stack.js';
 import { pausePoint, runInProcess } from '../../support/in-process.js';
 import { testQuery, testCommand } from '../../support/sql.js';
 import { needs } from '../../support/needs.js';
@@ -66,14 +74,29 @@ function silver(format: 'iceberg' | 'delta', table: string) {
  * A tombstone written straight into the tombstone table, as another writer would, stamped with
  * `runId` but not with any attempt of ours: what a dead run or a concurrent retry leaves behind.
  */
-async function foreignTombstone(format: 'iceberg' | 'delta', table: string, id: number, ts: number, runId: string) {
+async function foreignTombstone(format: 'iceberg' | 'delta', table: string, id: number, ts: number, runId: string, deletedAt = 'current_timestamp()') {
   await client.config.set({
     'spark.sql.iceberg.snapshot-property.lakehouse-jobs.run-id': runId,
     'spark.databricks.delta.commitInfo.userMetadata': JSON.stringify({ 'lakehouse-jobs': { runId } }),
   });
   const tombstones = `\`${catalogOf(format)}\`.\`${tenant.id}_silver\`.\`${table}__cdc_tombstones\``;
-  await client.execute(compileCommandPlan(testCommand(`INSERT INTO ${tombstones} VALUES (${id}, ${ts}, current_timestamp(), '${runId}')`), { reveal: true }));
+  await client.execute(compileCommandPlan(testCommand(`INSERT INTO ${tombstones} VALUES (${id}, ${ts}, ${deletedAt}, '${runId}')`), { reveal: true }));
 }
+
+/** The keys of the tombstone table, read by a second engine. */
+function tombstoneKeys(format: 'iceberg' | 'delta', table: string) {
+  const name = `${table}__cdc_tombstones`;
+  const rows = format === 'iceberg' ? readIcebergWithPyIceberg(`${tenant.id}_silver`, name) : readDeltaWithDeltaRs(`${tenant.root}/silver/${name}`);
+  return rows.map((r) => Number(r.id)).sort((a, b) => a - b);
+}
+
+/** Silver's current commit, read by a second engine (Iceberg: the current snapshot; Delta: the latest version). */
+function currentCommit(format: 'iceberg' | 'delta', table: string) {
+  if (format === 'iceberg') return String(icebergSnapshotSummary(`${tenant.id}_silver`, table).snapshot_id);
+  return String(deltaLogWithDeltaRs(`${tenant.root}/silver/${table}`).commits.at(-1)!.version);
+}
+
+const READ_COMMIT = { iceberg: 'read-snapshot', delta: 'read-version' } as const;
 
 /** The table with DAY0 applied. */
 async function seeded(format: 'iceberg' | 'delta', table: string) {
@@ -115,6 +138,9 @@ describe.each(['iceberg', 'delta'] as const)('the second look on %s', (format) =
     expect(next.code).toBe(0);
     expect(next.steps).toContain('merge');
     expect(next.steps).not.toContain('find-resurrected');
+    // The status's commit is the one window-commits read after the merge: no read of its own.
+    expect(next.steps).not.toContain(READ_COMMIT[format]);
+    expect(next.report.outputs[0]).toMatchObject({ committed: true, snapshotId: currentCommit(format, table) });
     // A rerun commits nothing and looks at nothing.
     const rerun = await run(format, table, X, `it-window-${table}-x`);
     expect(rerun.code).toBe(0);
@@ -156,9 +182,30 @@ describe.each(['iceberg', 'delta'] as const)('the second look on %s', (format) =
     await foreignTombstone(format, table, 5, 9, 'it-window-dead-run');
     const y = await run(format, table, Y, `it-window-${table}-y`);
     expect(y.code).toBe(0);
-    expect(y.steps).toEqual(expect.arrayContaining(['merge', 'find-resurrected', 'delete-resurrected']));
+    expect(y.steps).toEqual(expect.arrayContaining(['merge', 'find-resurrected', 'delete-resurrected', READ_COMMIT[format]]));
     expect(silver(format, table).map((r) => r.id)).toEqual([1, 2, 3, 4, 6]);
+    // The look's delete is a commit after window-commits: the status names it, not the merge's.
+    expect(y.report.outputs[0]).toMatchObject({ snapshotId: currentCommit(format, table), metrics: { repaired: 1 } });
     expect(silver(format, table).find((r) => r.id === 6)).toEqual({ id: 6, ts: 8, v: 'y-upd-6' });
+  });
+});
+
+describe.each(['iceberg', 'delta'] as const)('tombstones past the retention on %s', (format) => {
+  it('are counted by measure and forgotten; the others are kept, and a run with none sends no delete', async () => {
+    const table = `expiry_${format}`;
+    await seeded(format, table);
+    // Key 9's tombstone was written 40 days ago (the retention is 30 days); key 7's by DAY0.
+    await foreignTombstone(format, table, 9, 1, 'it-window-old-run', 'current_timestamp() - INTERVAL 40 DAYS');
+    expect(tombstoneKeys(format, table)).toEqual([7, 9]);
+    const x = await run(format, table, X, `it-window-${table}-x`);
+    expect(x.code).toBe(0);
+    expect(x.steps).toContain('expire-tombstones');
+    expect(tombstoneKeys(format, table)).toEqual([7]);
+    const y = await run(format, table, Y, `it-window-${table}-y`);
+    expect(y.code).toBe(0);
+    expect(y.steps).toContain('merge');
+    expect(y.steps).not.toContain('expire-tombstones');
+    expect(tombstoneKeys(format, table)).toEqual([7]);
   });
 });
 

@@ -36,6 +36,7 @@ describe('cdc-silver-merge v1 config', () => {
       'batch-fingerprint',
       'check-source-columns',
       'check-batch',
+      'check-keys',
       'create-namespace',
       'create-table',
       'create-tombstones',
@@ -47,7 +48,6 @@ describe('cdc-silver-merge v1 config', () => {
       'window-commits',
       'find-resurrected',
       'delete-resurrected',
-      'count-expired',
       'expire-tombstones',
       'read-snapshot',
     ]);
@@ -60,7 +60,7 @@ describe('cdc-silver-merge v1 config', () => {
     expect(Object.keys(when)).toEqual(guarded);
     for (const f of Object.values(when))
       expect(f({ 'batch-fingerprint': [{ fingerprint: 'f', unchanged: 1 }], measure: [{ inserted: 1, tombstones: 1 }] })).toBe(false);
-    const conditional = ['record-tombstones', 'merge', 'find-resurrected', 'delete-resurrected', 'expire-tombstones'];
+    const conditional = ['check-keys', 'record-tombstones', 'merge', 'find-resurrected', 'delete-resurrected', 'expire-tombstones', 'read-snapshot'];
     for (const id of guarded.filter((id) => !conditional.includes(id)))
       expect(when[id]!({ 'batch-fingerprint': [{ fingerprint: 'f', unchanged: 0 }] })).toBe(true);
     for (const id of Object.keys(when)) if (!conditional.includes(id)) delete when[id];
@@ -68,14 +68,13 @@ describe('cdc-silver-merge v1 config', () => {
     const attempt = job.context.attempt!;
     const current = (commit: string) => [{ tbl: 'silver', commit, parent: null, attempt: null, current: true }];
     const nothing = {
-      measure: [{ inserted: 0, updated: 0, deleted: 0, late: 3, tombstones: 0, stale: 0 }],
+      measure: [{ inserted: 0, updated: 0, deleted: 0, late: 3, tombstones: 0, stale: 0, expired: 0 }],
       'base-commits': [
         { tbl: 'silver', commit: '7' },
         { tbl: 'tombstones', commit: '9' },
       ],
       'window-commits': [...current('7'), { tbl: 'tombstones', commit: '9', parent: null, attempt: null, current: true }],
       'find-resurrected': [{ rows: 0 }],
-      'count-expired': [{ rows: 0 }],
     };
     for (const f of Object.values(when)) expect(f(nothing)).toBe(false);
     // The look is taken when a row was already older than its tombstone, when the commits were not
@@ -101,7 +100,9 @@ describe('cdc-silver-merge v1 config', () => {
     expect(when['merge']!({ measure: [{ inserted: 0, updated: 1, deleted: 0 }] })).toBe(true);
     expect(when['record-tombstones']!({ measure: [{ tombstones: 2 }] })).toBe(true);
     expect(when['delete-resurrected']!({ 'find-resurrected': [{ rows: 1 }] })).toBe(true);
-    expect(when['expire-tombstones']!({ 'count-expired': [{ rows: 5 }] })).toBe(true);
+    expect(when['expire-tombstones']!({ measure: [{ ...nothing.measure[0], expired: 5 }] })).toBe(true);
+    // window-commits reported silver's snapshot; it is read again only after the look deleted rows.
+    expect(when['read-snapshot']!({ 'find-resurrected': [{ rows: 2 }] })).toBe(true);
   });
 
   it('reports every error at once, each with its path', async () => {
@@ -386,6 +387,33 @@ describe('cdc-silver-merge: a rerun of the batch silver applied', () => {
     expect(fp.interpret('F', rows({ at: 'none', tombstones: 'none', commits: [] })).unchanged).toBe(true);
   });
 
+  it("records both tables' main refs as the commit window's base, so that base-commits is not sent", async () => {
+    const { job, fp, merge } = await plan();
+    expect(fp.interpret('G', rows()).commits).toEqual({ silver: '20', tombstones: '9' });
+    expect(fp.interpret('G', rows({ tombstones: 'none' })).commits).toEqual({ silver: '20', tombstones: null });
+    // A missing table (the read failed: no rows): the base is read after the creates.
+    expect(fp.interpret('G', []).commits).toBeUndefined();
+    const base = job.plan.steps.find((s) => s.id === 'base-commits')!;
+    const known = { 'batch-fingerprint': [{ fingerprint: 'F', unchanged: 0, commits: { silver: '20', tombstones: '9' } }] };
+    expect(base.when!(factsOf(job.plan.steps, known))).toBe(false);
+    expect(base.when!(factsOf(job.plan.steps, { 'batch-fingerprint': [{ fingerprint: 'F', unchanged: 0, commits: null }] }))).toBe(true);
+    // The MERGE's stamp takes the tombstones' base from it; a tombstone table without a commit is `none`.
+    const measured = { 'check-batch': [{ events: 6, keys: 4, flagged: 0 }], measure: [{ inserted: 1, tombstones: 0 }] };
+    expect(merge.stamp!(factsOf(job.plan.steps, { ...known, ...measured }))).toEqual({ batch: 'F', 'batch-keys': '4', 'tombstones-at': '9' });
+    const none = { 'batch-fingerprint': [{ fingerprint: 'F', unchanged: 0, commits: { silver: '20', tombstones: null } }] };
+    expect(merge.stamp!(factsOf(job.plan.steps, { ...none, ...measured }))).toEqual({ batch: 'F', 'batch-keys': '4', 'tombstones-at': 'none' });
+    // The look's window check reads no base step then: the run's own MERGE on 20 is a clean window.
+    const look = job.plan.steps.find((s) => s.id === 'find-resurrected')!;
+    const window = [
+      { tbl: 'silver', commit: '21', parent: '20', attempt: job.context.attempt, current: false },
+      { tbl: 'silver', commit: '21', parent: null, attempt: null, current: true },
+      { tbl: 'tombstones', commit: '9', parent: null, attempt: null, current: true },
+    ];
+    const after = { ...known, measure: [{ inserted: 1, updated: 0, deleted: 0, late: 0, tombstones: 0, stale: 0, expired: 0 }], 'window-commits': window };
+    expect(look.when!(factsOf(job.plan.steps, after))).toBe(false);
+    expect(look.when!(factsOf(job.plan.steps, { ...after, 'window-commits': window.map((r) => ({ ...r, attempt: r.attempt && 'another' })) }))).toBe(true);
+  });
+
   it('takes the tombstones the MERGE recorded itself only as its own one commit on the base', async () => {
     const { fp } = await plan();
     const own = (attempt: string, parent: string) =>
@@ -401,7 +429,7 @@ describe('cdc-silver-merge: a rerun of the batch silver applied', () => {
     const facts = (tombstones: number) =>
       factsOf(job.plan.steps, {
         'batch-fingerprint': [{ fingerprint: 'F', unchanged: 0 }],
-        'check-batch': [{ events: 6, keys: 4, null_groups: 0, null_example: null, ties: 0, tie_example: null, unlisted: 0, unlisted_example: null }],
+        'check-batch': [{ events: 6, keys: 4, flagged: 0 }],
         'base-commits': [
           { tbl: 'silver', commit: '19' },
           { tbl: 'tombstones', commit: '9' },

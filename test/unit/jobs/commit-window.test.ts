@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { type WindowTable, commitWindow } from '../../../src/jobs/commit-window.js';
-import { type Row, StepFacts } from '../../../src/jobs/steps.js';
+import { type QueryStep, type Row, type Step, StepFacts } from '../../../src/jobs/steps.js';
 
 const table = (name: string) => ({ catalog: 'lake', namespace: 'acme_silver', table: name });
 const tables: WindowTable[] = [
@@ -116,5 +116,67 @@ describe('the commit window on Delta (consecutive versions)', () => {
     expect(foreignCommits(many, 'delta', tables, ME, { silver: 1 })).toEqual(["silver: 3 commits since the run's first read, 1 of them this run's"]);
     const garbled = { ...base, 'window-commits-silver': [v('silver', '5', 'not json')], 'window-commits-tombstones': [v('tombstones', '2', null)] };
     expect(foreignCommits(garbled, 'delta', tables, ME, { silver: 1 })).toHaveLength(1);
+  });
+});
+
+describe('the after-read reports the current commit of the table that asks for it', () => {
+  const interpret = (step: Step | undefined, rows: Row[]) => (step as QueryStep<string>).interpret(rows as never);
+  const reporting: WindowTable[] = [{ ...tables[0]!, reportCurrent: true }, tables[1]!];
+
+  it('Iceberg: the main ref of that table, not the newest snapshot nor the other table’s', () => {
+    const [after] = commitWindow('iceberg', reporting).after;
+    const rows = [
+      { tbl: 'silver', commit: '12', parent: '11', attempt: ME, current: false },
+      { tbl: 'silver', commit: '11', parent: null, attempt: null, current: true },
+      { tbl: 'tombstones', commit: '30', parent: null, attempt: null, current: true },
+    ];
+    expect(interpret(after, rows)).toEqual({ output: { table: 'lake.acme_silver.orders', format: 'iceberg', snapshotId: '11' } });
+    // No main ref (a table without a commit): nothing to report.
+    expect(
+      interpret(
+        after,
+        rows.filter((r) => !(r.tbl === 'silver' && r.current)),
+      ),
+    ).toEqual({});
+    // A window without a reporting table reports nothing.
+    expect(interpret(commitWindow('iceberg', tables).after[0], rows)).toEqual({});
+  });
+
+  it('Delta: the newest of that table’s versions read; the other table’s step reports nothing', () => {
+    const [silver, tombstones] = commitWindow('delta', reporting).after;
+    const rows = ['9', '11', '10'].map((commit) => ({ tbl: 'silver', commit, userMetadata: null }));
+    expect(interpret(silver, rows)).toEqual({ output: { table: 'lake.acme_silver.orders', format: 'delta', snapshotId: '11' } });
+    expect(interpret(tombstones, [{ tbl: 'tombstones', commit: '4', userMetadata: null }])).toEqual({});
+  });
+});
+
+describe('a base known before the base steps', () => {
+  const known = (facts: unknown) => ((facts as StepFacts).rows({ id: 'fp' } as never)?.[0] as { commits?: Record<string, string | null> } | undefined)?.commits;
+
+  it('replaces them: they are not sent, and the window is judged from it', () => {
+    for (const format of ['iceberg', 'delta'] as const) {
+      const window = commitWindow(format, tables, known);
+      const facts = new StepFacts();
+      facts.record({ id: 'fp', columns: ['commits'] } as never, ['commits'], [{ commits: { silver: '10', tombstones: null } }]);
+      expect(window.base.map((s) => (s as Step).when!(facts))).toEqual(window.base.map(() => false));
+      expect(window.baseRows(facts)).toEqual([
+        { tbl: 'silver', commit: '10' },
+        { tbl: 'tombstones', commit: null },
+      ]);
+      // Without it, the base steps run and their rows are the base.
+      const bare = new StepFacts();
+      expect(window.base.map((s) => (s as Step).when!(bare))).toEqual(window.base.map(() => true));
+      expect(window.baseRows(bare)).toBeUndefined();
+    }
+    const window = commitWindow('iceberg', tables, known);
+    const facts = new StepFacts();
+    facts.record({ id: 'fp', columns: ['commits'] } as never, ['commits'], [{ commits: { silver: '10', tombstones: null } }]);
+    const after = [
+      { tbl: 'silver', commit: '11', parent: '10', attempt: ME, current: false },
+      { tbl: 'silver', commit: '11', parent: null, attempt: null, current: true },
+    ];
+    facts.record(window.after[0]!, window.after[0]!.columns, after);
+    expect(window.foreignCommits(facts, ME, { silver: 1, tombstones: 0 })).toEqual([]);
+    expect(window.foreignCommits(facts, 'another', { silver: 1, tombstones: 0 })).toEqual(['silver: snapshot 11 was committed by another writer']);
   });
 });

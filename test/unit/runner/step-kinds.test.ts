@@ -59,13 +59,14 @@ describe('the fingerprint kind', () => {
 
   it('hashes the identity and the files in any order, and reads previous at the same time', async () => {
     const seen: string[] = [];
-    const s = step((fingerprint, rows) => (seen.push(`${fingerprint}:${rows.length}`), { unchanged: rows.length > 0 }));
+    const s = step((fingerprint, rows) => (seen.push(`${fingerprint}:${rows.length}`), rows.length > 0 ? { unchanged: true, commits: { t: '7' } } : {}));
     const a = run(['file:///b/2.parquet', 'file:///b/1.parquet'], async () => [{ x: 1 }]);
     const b = run(['file:///b/1.parquet', 'file:///b/2.parquet'], async () => [{ x: 1 }]);
     await STEP_KINDS.fingerprint.run(s, a.r);
     await STEP_KINDS.fingerprint.run(s, b.r);
     expect(seen[0]).toBe(seen[1]);
-    expect(a.recorded[0]).toEqual([{ fingerprint: seen[0]!.split(':')[0], unchanged: 1 }]);
+    // The commits the step's function read are recorded with the fingerprint, for later steps.
+    expect(a.recorded[0]).toEqual([{ fingerprint: seen[0]!.split(':')[0], unchanged: 1, commits: { t: '7' } }]);
     // Another file is another batch; a missing table reads as no rows.
     const c = run(['file:///b/1.parquet', 'file:///b/3.parquet'], async () => {
       throw new Error('TABLE_OR_VIEW_NOT_FOUND');
@@ -73,6 +74,6 @@ describe('the fingerprint kind', () => {
     await STEP_KINDS.fingerprint.run(s, c.r);
     expect(seen[2]).not.toBe(seen[0]);
     expect(seen[2]!.endsWith(':0')).toBe(true);
-    expect(c.recorded[0]).toEqual([{ fingerprint: expect.any(String), unchanged: 0 }]);
+    expect(c.recorded[0]).toEqual([{ fingerprint: expect.any(String), unchanged: 0, commits: null }]);
   });
 });

@@ -222,11 +222,10 @@ cdc    { primary-key = ["id"], sequence-by = ["ts"], delete-when = "op = 'd'" }
 target { table = "orders" }`;
   /** One-row answers of the query steps, so that every step runs (resurrected rows included). */
   const answers: Record<string, Record<string, bigint[]>> = {
-    'check-batch': { events: [10n], keys: [4n], null_groups: [0n], null_example: [0n], ties: [0n], tie_example: [0n], unlisted: [0n], unlisted_example: [0n] },
+    'check-batch': { events: [10n], keys: [4n], flagged: [0n] },
     // stale > 0: the second look runs whatever the commit window shows.
-    measure: { inserted: [1n], updated: [1n], deleted: [1n], late: [0n], tombstones: [1n], stale: [1n] },
+    measure: { inserted: [1n], updated: [1n], deleted: [1n], late: [0n], tombstones: [1n], stale: [1n], expired: [0n] },
     'find-resurrected': { rows: [1n] },
-    'count-expired': { rows: [0n] },
   };
 
   it('check-batch resolves the events (filter and delete flag) as tenant logic once; later steps read its kept rows', async () => {

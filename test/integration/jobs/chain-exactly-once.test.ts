@@ -39,7 +39,7 @@ type Job = (typeof JOBS)[number];
  * Steps each job starts in a round with new data, at least: a kill's step is drawn among all but the
  * last (so that the run is still there when it lands, however fast the machine).
  */
-const STEPS: Record<Job, number> = { bronze: 5, silver: 13, gold: 9 };
+const STEPS: Record<Job, number> = { bronze: 5, silver: 11, gold: 9 };
 /** The line after which a kill inside bronze's stream is timed: its micro-batches commit from here. */
 const STREAMING = 'streaming query started';
 

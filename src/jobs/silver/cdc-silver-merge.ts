@@ -954,9 +954,10 @@ function resurrected(events: Query, target: TableName, tombstones: TableName, ke
  * event (no next one). The checks are flags of single events (a NULL key or sequence, a tie with
  * the neighbour, an unlisted column), not aggregates over the key: a window aggregate over each key
  * cost as much as the rest of the numbering. The result keeps each key's latest event and every
- * flagged event, which check-batch counts per key (`batchChecks`); a batch with a flagged event
- * fails there, so the later steps read the latest events only (`latest`). Each event gets its
- * delete flag. Keys whose events are all identical keep one of them.
+ * flagged event: check-batch counts the flagged events (`batchTotals`), and a batch with any fails
+ * in check-keys, which counts their keys (`flaggedKeys`), so the later steps read the latest events
+ * only (`latest`). Each event gets its delete flag. Keys whose events are all identical keep one
+ * of them.
  */
 export function resolveBatch(payload: Query, keys: string[], sequence: string[], isDelete: Expr, unavailable?: { listedIn: string; columns: string[] }): Query {
   const keyCols = keys.map((k) => col(k));

@@ -78,9 +78,10 @@ export function commitWindow(
     baseRows,
     foreignCommits: (facts, attempt, own) => {
       if (attempt === undefined) return ['this run has no attempt nonce to tell its own commits by'];
-      const unread = [...(knownBase?.(facts) ? [] : base), ...after].filter((step) => facts.rows(step) === undefined).map((step) => step.id);
-      if (unread.length) return [`${unread.join(', ')} did not run`];
-      const [start, window] = [baseRows(facts) ?? [], rowsOf(facts, after)];
+      const start = baseRows(facts);
+      const unread = [...(start ? [] : base), ...after].filter((step) => facts.rows(step) === undefined).map((step) => step.id);
+      if (!start || unread.length) return [`${unread.join(', ')} did not run`];
+      const window = rowsOf(facts, after);
       const reasons: string[] = [];
       for (const t of tables) {
         const of = (rows: readonly Row[]) => rows.filter((r) => r.tbl === t.label);

@@ -535,7 +535,7 @@ function firstDelta(r: DeltaRow, source: string, full: boolean, reason: string):
 
 const noChangeFeed = (source: string) =>
   new ConfigError(
-    `${source} is a Delta table without its change data feed, which an incremental read of its versions needs: enable it (ALTER TABLE ${source} SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true'); the bronze templates create their Delta tables with it), or read it in full (source.read = full)`,
+    `${source} is a Delta table without its change data feed, which an incremental read of its versions needs: enable it (ALTER TABLE ${source} SET TBLPROPERTIES ('delta.enableChangeDataFeed' = 'true'); the bronze templates create their Delta tables with it, and the other templates do when their config sets target.table-properties { delta.enableChangeDataFeed = true }), or read it in full (source.read = full)`,
     { path: 'source.read' },
   );
 

@@ -2,9 +2,10 @@
 // folder (mode 700, as `mktemp -d` or root's home make it) and a path with a space and a quote. Run as
 // root, PostgreSQL's server user cannot even reach that folder, which is the case scripts/postgres
 // must survive. Nothing here needs Spark: spark-connect is asked only what needs no server.
-import { execFileSync, spawnSync } from 'node:child_process';
+import { type ChildProcess, execFileSync, spawn, spawnSync } from 'node:child_process';
 import { cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, realpathSync, rmSync, statSync, symlinkSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { connect, createServer } from 'node:net';
+import { once } from 'node:events';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -45,6 +46,45 @@ function freePort(): Promise<number> {
       server.close(() => resolve(port));
     });
   });
+}
+
+/** Resolves once something accepts connections on the port. */
+async function listening(port: number): Promise<void> {
+  for (let i = 0; i < 100; i++) {
+    const up = await new Promise<boolean>((resolve) => {
+      const s = connect(port, '127.0.0.1', () => (s.end(), resolve(true)));
+      s.once('error', () => resolve(false));
+    });
+    if (up) return;
+    await new Promise((r) => setTimeout(r, 50));
+  }
+  throw new Error(`nothing listens on port ${port}`);
+}
+
+/**
+ * A stand-in for a Spark Connect server that the checkout at `from` started on `port`: a process
+ * with the server's class and port setting, working in that checkout's run folder (as
+ * scripts/spark-connect starts one), listening on the port.
+ */
+async function serverOf(from: string, port: number): Promise<ChildProcess> {
+  const cwd = join(from, '.cache', 'spark', `run-${port}`);
+  mkdirSync(cwd, { recursive: true });
+  const child = spawn(
+    process.execPath,
+    [
+      '-e',
+      "require('node:net').createServer().listen(Number(process.argv[1]), '127.0.0.1')",
+      String(port),
+      'org.apache.spark.sql.connect.service.SparkConnectServer',
+      '--conf',
+      `spark.connect.grpc.binding.port=${port}`,
+      '--conf',
+      'spark.ui.enabled=false',
+    ],
+    { cwd, stdio: 'ignore' },
+  );
+  await listening(port);
+  return child;
 }
 
 const alive = (pid: number): boolean => {
@@ -170,6 +210,25 @@ describe('scripts from a private folder whose path has a space', () => {
     expect([first, fresh]).toEqual([expect.stringMatching(/\/lake-[0-9a-f]{16}$/), expect.stringMatching(/\/lake-[0-9a-f]{16}$/)]);
     expect(new Set([lake, first, fresh]).size).toBe(3);
     expect(script('spark-connect', ['warehouse'], { LAKEHOUSE_LAKE_HOME: '/srv/lake' }).stdout).toBe('/srv/lake');
+  });
+
+  it("scripts/spark-connect takes a server on its port for its own only when this checkout started it, never another checkout's (another lake)", async () => {
+    const port = await freePort();
+    const other = await serverOf(join(scratch, 'another checkout'), port);
+    try {
+      expect(script('spark-connect', ['status', '--port', String(port)])).toMatchObject({ code: 3, stdout: 'stopped' });
+      expect(script('spark-connect', ['stop', '--port', String(port)]).code).toBe(0);
+      expect(alive(other.pid!), "stop left the other checkout's server alone").toBe(true);
+    } finally {
+      other.kill();
+      await once(other, 'exit');
+    }
+    const own = await serverOf(checkout, port);
+    try {
+      expect(script('spark-connect', ['status', '--port', String(port)])).toMatchObject({ code: 0, stdout: `running sc://127.0.0.1:${port} (pid ${own.pid})` });
+    } finally {
+      own.kill();
+    }
   });
 
   it('refuses to pick a lake home when no literal path is at hand, and says what to set', () => {
